@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages alloctrace needs to build and test.
+#   scripts/setup-deps.sh          build + test dependencies
+#   scripts/setup-deps.sh --bench  also the peers the benchmarks compare with
+set -euo pipefail
+
+pkgs=(cmake make gcc g++ pkg-config libcmocka-dev python3 git sqlite3 file procps)
+if [[ "${1:-}" == "--bench" ]]; then
+  pkgs+=(heaptrack valgrind hyperfine libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "setup-deps: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

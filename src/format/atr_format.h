@@ -1,0 +1,167 @@
+/* atr_format.h - the bytes of an alloctrace trace file (format version 1).
+ *
+ * This header and docs/TRACE_FORMAT.md describe the same thing; change both
+ * together.  Only src/format/ and the preload writer include it.
+ *
+ * Layout: a 4096-byte file header, then fixed-size blocks (block_size from
+ * the header) at header_size + i * block_size.  Each block starts with a
+ * 64-byte block header followed by records.  Everything is little-endian.
+ */
+#ifndef ATR_FORMAT_H
+#define ATR_FORMAT_H
+
+#include <stdint.h>
+
+#define ATR_MAGIC "ALCTRACE"	      /* 8 bytes, no NUL */
+#define ATR_VERSION 1u
+#define ATR_HEADER_SIZE 4096u
+#define ATR_BLOCK_MAGIC 0x4b4c4254u   /* "TBLK" read as LE u32 */
+#define ATR_BLOCK_HEADER_SIZE 64u
+#define ATR_BLOCK_SIZE_MIN 4096u
+#define ATR_BLOCK_SIZE_MAX (64u << 20)
+#define ATR_BLOCK_SIZE_DEFAULT (64u << 10)
+
+/* Feature bits (header.features).  A reader must reject a file with bits
+ * set that it does not know (ATR_FEATURES_KNOWN). */
+enum {
+	ATR_FEAT_CLOCK_TSC = 1u << 0,	  /* timestamps are TSC ticks (x86) */
+	ATR_FEAT_CLOCK_CNTVCT = 1u << 1,  /* aarch64 virtual counter */
+	ATR_FEAT_CLOCK_MONO_NS = 1u << 2, /* CLOCK_MONOTONIC nanoseconds */
+	ATR_FEAT_TIMING = 1u << 3,	  /* call records may carry a duration */
+	ATR_FEAT_STACKS = 1u << 4,	  /* stack ids are meaningful */
+};
+#define ATR_FEATURES_KNOWN 0x1fULL
+
+/* header.status bits, set while the process runs. */
+enum {
+	ATR_STATUS_CLEAN_EXIT = 1u << 0,  /* library destructor ran */
+	ATR_STATUS_TRUNCATED = 1u << 1,   /* writing failed: trace cut short */
+	ATR_STATUS_STOPPED = 1u << 2,	  /* recording was stopped by the API */
+	ATR_STATUS_NO_CHILDREN = 1u << 3, /* --no-children */
+	ATR_STATUS_FORK_CHILD = 1u << 4,  /* a fork child: it may free blocks
+					     inherited from its parent */
+};
+
+/* File header field offsets (all little-endian). */
+enum {
+	ATR_H_MAGIC = 0,	 /* char[8] "ALCTRACE" */
+	ATR_H_VERSION = 8,	 /* u32 */
+	ATR_H_HEADER_SIZE = 12,	 /* u32, 4096 */
+	ATR_H_FEATURES = 16,	 /* u64 */
+	ATR_H_BLOCK_SIZE = 24,	 /* u32 */
+	ATR_H_STATUS = 28,	 /* u32, ATR_STATUS_* */
+	ATR_H_PID = 32,		 /* u32 */
+	ATR_H_PPID = 36,	 /* u32 */
+	ATR_H_START_REALTIME = 40, /* u64 ns since the epoch at start */
+	ATR_H_START_MONO = 48,	 /* u64 CLOCK_MONOTONIC ns at start */
+	ATR_H_START_TICKS = 56,	 /* u64 raw clock value at start (tick 0) */
+	ATR_H_TICKS_PER_SEC = 64,  /* u64 calibration hint, 0 if unknown */
+	ATR_H_BLOCKS = 72,	 /* u64 blocks allocated so far */
+	ATR_H_LOST = 80,	 /* u64 records lost (write errors) */
+	ATR_H_ERRNO = 88,	 /* u32 errno of the first write failure */
+	ATR_H_EXEC_SEQ = 92,	 /* u32 n-th image of this pid (exec) */
+	ATR_H_UNTRACED = 96,	 /* u64 calls passed through untraced
+				    (re-entrant, e.g. from signal handlers) */
+	ATR_H_END_MONO = 104,	 /* u64 CLOCK_MONOTONIC ns at destructor */
+	ATR_H_END_TICKS = 112,	 /* u64 raw clock at destructor */
+	ATR_H_EXE = 256,	 /* char[256] executable path, NUL-terminated */
+	ATR_H_CMDLINE = 512,	 /* u32 length, then bytes (args split by NUL) */
+	ATR_H_CMDLINE_MAX = 4096 - 512 - 4,
+};
+
+/* Block header field offsets. */
+enum {
+	ATR_B_MAGIC = 0,    /* u32 ATR_BLOCK_MAGIC */
+	ATR_B_KIND = 4,	    /* u32 ATR_BLOCK_* */
+	ATR_B_THREAD = 8,   /* u32 thread serial (1, 2, ... in creation order) */
+	ATR_B_TID = 12,	    /* u32 kernel thread id */
+	ATR_B_SEQ = 16,	    /* u64 block sequence number within the thread */
+	ATR_B_USED = 24,    /* u32 bytes of records (data blocks only) */
+	ATR_B_RECORDS = 28, /* u32 records in the block (data blocks only) */
+	ATR_B_PID = 32,	    /* u32 pid of the writing process */
+	ATR_B_RESERVED = 36, /* zero up to byte 64 */
+};
+
+enum {
+	ATR_BLOCK_FREE = 0,    /* never written (all zero) */
+	ATR_BLOCK_DATA = 1,    /* a full or flushed block of records */
+	ATR_BLOCK_STAGING = 2, /* a thread's live buffer: records end at the
+				  first zero word or at the block end */
+	ATR_BLOCK_RETIRED = 3, /* staging buffer no longer in use */
+};
+
+/* Record word 0: bits 0-4 type, bits 5-7 flags, bits 8-63 timestamp
+ * (clock ticks since header.start_ticks, 56 bits).  Word 0 is never 0. */
+#define ATR_TYPE_MASK 0x1fu
+#define ATR_FLAG_TIMED 0x20u /* last word: ticks spent inside the call */
+#define ATR_FLAG_WIDE 0x40u  /* size word is the full size; a slack word
+				follows it */
+#define ATR_FLAG_STACK 0x80u /* a stack-id word precedes the timing word */
+#define ATR_FLAG_MASK 0xe0u
+#define ATR_TS_SHIFT 8
+#define ATR_TS_MASK ((1ULL << 56) - 1)
+
+/* Size word of allocation records (unless WIDE): bits 0-47 requested bytes,
+ * bits 48-63 slack = usable size - requested, 0xffff when unknown.  When
+ * size >= 2^48 or slack >= 0xffff the record is WIDE: the size word is the
+ * size and the next word the slack (UINT64_MAX when unknown).  A failed
+ * posix_memalign (ret 0) keeps its error code in the slack field. */
+#define ATR_SIZE_BITS 48
+#define ATR_SIZE_MASK ((1ULL << ATR_SIZE_BITS) - 1)
+#define ATR_SLACK_NARROW_UNKNOWN 0xffffu
+
+enum atr_type {
+	ATR_T_END = 0, /* not a record: end of records in a block */
+	/* call records: w0, then the words listed, then the optional words
+	 * (slack if WIDE, stack id if STACK, duration if TIMED) */
+	ATR_T_MALLOC = 1,	  /* ret, size */
+	ATR_T_FREE = 2,		  /* ptr (never WIDE or STACK) */
+	ATR_T_CALLOC = 3,	  /* ret, size(total bytes), nmemb */
+	ATR_T_REALLOC = 4,	  /* ret, size, old; always TIMED */
+	ATR_T_REALLOCARRAY = 5,	  /* ret, size(total), old, nmemb; always TIMED */
+	ATR_T_MEMALIGN = 6,	  /* ret, size, align */
+	ATR_T_POSIX_MEMALIGN = 7, /* ret, size, align */
+	ATR_T_ALIGNED_ALLOC = 8,  /* ret, size, align */
+	ATR_T_VALLOC = 9,	  /* ret, size */
+	ATR_T_PVALLOC = 10,	  /* ret, size */
+	ATR_T_CALL_LAST = 10,
+	/* meta records: word 1 = payload length in bytes (low 32 bits) and an
+	 * argument (high 32 bits); the payload follows, padded to 8 bytes.
+	 * Readers skip meta types they do not know. */
+	ATR_T_THREAD_START = 16, /* arg = tid; payload: u64 pthread_self */
+	ATR_T_THREAD_EXIT = 17,	 /* arg = tid */
+	ATR_T_MARKER = 18,	 /* payload: label bytes (no NUL) */
+	ATR_T_CONTROL = 19,	 /* arg = ATR_CTL_* */
+	ATR_T_LOST = 22,	 /* payload: u64 records lost here */
+	ATR_T_META_LAST = 31,
+};
+
+enum atr_ctl {
+	ATR_CTL_START = 1,
+	ATR_CTL_STOP = 2,
+	ATR_CTL_PAUSE = 3,
+	ATR_CTL_RESUME = 4,
+	ATR_CTL_SYNC = 5,
+	ATR_CTL_EXIT = 6, /* library destructor ran (calls may still follow) */
+};
+
+#define ATR_MARKER_MAX 255u
+
+/* Words of a call record of type t including word 0, without optional
+ * words; 0 for anything that is not a call type. */
+static inline unsigned atr_call_words(unsigned t)
+{
+	static const unsigned char w[ATR_T_CALL_LAST + 1] = {
+		0, 3, 2, 4, 4, 5, 4, 4, 4, 3, 3,
+	};
+	return t <= ATR_T_CALL_LAST ? w[t] : 0;
+}
+
+/* Total words of a call record: type and flags from word 0. */
+static inline unsigned atr_record_words(unsigned t, unsigned flags)
+{
+	return atr_call_words(t) + !!(flags & ATR_FLAG_WIDE) + !!(flags & ATR_FLAG_STACK) +
+	       !!(flags & ATR_FLAG_TIMED);
+}
+
+#endif

@@ -1,0 +1,92 @@
+/* atp_control.c - the control API (include/alloctrace.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "atp_internal.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static int ready(void)
+{
+	if (atomic_load(&g.state) == ATP_UNINIT)
+		atp_init();
+	return atomic_load(&g.state) == ATP_READY && !atomic_load(&g.failed);
+}
+
+static void control(unsigned ctl)
+{
+	struct atp_thread *t = &atp_tls;
+	t->guard++;
+	atp_write_meta(t, ATR_T_CONTROL, ctl, NULL, 0);
+	t->guard--;
+}
+
+EXPORT int alloctrace_start_impl(void)
+{
+	if (!ready())
+		return -1;
+	int e = errno;
+	g.recording = 1;
+	atp_hdr_clear_status(ATR_STATUS_STOPPED);
+	control(ATR_CTL_START);
+	errno = e;
+	return 0;
+}
+
+EXPORT int alloctrace_stop_impl(void)
+{
+	if (!ready())
+		return -1;
+	int e = errno;
+	control(ATR_CTL_STOP);
+	g.recording = 0;
+	atp_hdr_set_status(ATR_STATUS_STOPPED);
+	errno = e;
+	return 0;
+}
+
+EXPORT int alloctrace_pause_impl(void)
+{
+	if (!ready())
+		return -1;
+	int e = errno;
+	control(ATR_CTL_PAUSE);
+	g.recording = 0;
+	errno = e;
+	return 0;
+}
+
+EXPORT int alloctrace_resume_impl(void)
+{
+	if (!ready())
+		return -1;
+	int e = errno;
+	g.recording = 1;
+	control(ATR_CTL_RESUME);
+	errno = e;
+	return 0;
+}
+
+/* Records are in the file as soon as they are written (shared mapping), so
+ * there is nothing to flush: this returns how many there are. */
+EXPORT uint64_t alloctrace_sync_impl(void)
+{
+	if (!ready())
+		return 0;
+	return atp_record_count();
+}
+
+EXPORT int alloctrace_marker_impl(const char *label)
+{
+	if (!ready() || !g.recording)
+		return -1;
+	int e = errno;
+	size_t len = label ? strnlen(label, ATR_MARKER_MAX) : 0;
+	struct atp_thread *t = &atp_tls;
+	t->guard++;
+	int rc = atp_write_meta(t, ATR_T_MARKER, 0, label, (uint32_t)len);
+	t->guard--;
+	errno = e;
+	return rc;
+}

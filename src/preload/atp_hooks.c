@@ -1,0 +1,230 @@
+/* atp_hooks.c - the interposed malloc family: the hot path.
+ *
+ * errno: the fast path never touches it; the slow path (atp_writer.c)
+ * saves and restores it, so callers see what the real allocator set.
+ *
+ * Ordering rule (docs/TRACE_FORMAT.md, "Order"): a block's release is
+ * stamped before the real free runs and an allocation after the real
+ * allocator returned, so offline merging by timestamp never shows an
+ * address handed out while still live.  realloc stamps both sides.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+
+#include "atp_internal.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* usable - size, UINT64_MAX when unknown.  glibc's chunk header gives it
+ * without a call (size field one word before the block, low 3 bits flags,
+ * IS_MMAPPED = 2; mmapped chunks lose one more word). */
+static inline uint64_t slack_of(void *r, size_t size)
+{
+	size_t usable;
+	if (!r)
+		return 0;
+	if (ATP_LIKELY(g.glibc)) {
+		size_t h = ((size_t *)r)[-1];
+		usable = (h & ~(size_t)7) - ((h & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
+	} else if (g.real.usable_size) {
+		usable = g.real.usable_size(r);
+	} else {
+		return UINT64_MAX;
+	}
+	return usable >= size ? usable - size : UINT64_MAX;
+}
+
+/* Write an allocation record: w0, ret, size word, extras, [slack] [dur].
+ * ts is the ordering stamp (docs/TRACE_FORMAT.md, "Order"). */
+static inline void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags, uint64_t ts,
+			     uint64_t dur, void *r, size_t size, uint64_t slack, unsigned nextra,
+			     uint64_t e1, uint64_t e2)
+{
+	/* unknown slack (UINT64_MAX) shifts into 0xffff, the narrow unknown */
+	int narrow = size <= ATR_SIZE_MASK && (slack < ATR_SLACK_NARROW_UNKNOWN || slack == UINT64_MAX);
+	if (!narrow)
+		flags |= ATR_FLAG_WIDE;
+	unsigned tot = atr_record_words(type, flags);
+	uint64_t *p = atp_reserve(t, tot, ts);
+	if (ATP_UNLIKELY(!p))
+		return;
+	unsigned i = 3;
+	p[1] = (uint64_t)(uintptr_t)r;
+	p[2] = ATP_LIKELY(narrow) ? (uint64_t)size | slack << ATR_SIZE_BITS : (uint64_t)size;
+	if (nextra > 0)
+		p[i++] = e1;
+	if (nextra > 1)
+		p[i++] = e2;
+	if (!narrow)
+		p[i++] = slack;
+	if (flags & ATR_FLAG_TIMED)
+		p[i] = dur;
+	atp_commit(t, p, tot, atp_w0(ts, type | flags));
+}
+
+#define TIMED_FLAG() (g.timing ? ATR_FLAG_TIMED : 0u)
+
+EXPORT void *malloc(size_t size)
+{
+	struct atp_thread *t = &atp_tls;
+	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))
+		return g.real.malloc(size);
+	t->guard = 1;
+	uint64_t t0 = g.timing ? atp_now() : 0;
+	void *r = g.real.malloc(size);
+	uint64_t t1 = atp_now();
+	rec_alloc(t, ATR_T_MALLOC, TIMED_FLAG(), t1, t1 - t0, r, size, slack_of(r, size), 0, 0, 0);
+	t->guard = 0;
+	return r;
+}
+
+EXPORT void free(void *ptr)
+{
+	struct atp_thread *t = &atp_tls;
+	if (ATP_UNLIKELY(atp_is_boot_ptr(ptr)))
+		return;
+	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t)) {
+		g.real.free(ptr);
+		return;
+	}
+	t->guard = 1;
+	uint64_t t0 = atp_now();
+	if (ATP_LIKELY(!g.timing)) {
+		uint64_t *p = atp_reserve(t, 2, t0);
+		if (ATP_LIKELY(p != NULL)) {
+			p[1] = (uint64_t)(uintptr_t)ptr;
+			atp_commit(t, p, 2, atp_w0(t0, ATR_T_FREE));
+		}
+		g.real.free(ptr);
+	} else {
+		g.real.free(ptr);
+		uint64_t t1 = atp_now();
+		uint64_t *p = atp_reserve(t, 3, t0);
+		if (p) {
+			p[1] = (uint64_t)(uintptr_t)ptr;
+			p[2] = t1 - t0;
+			atp_commit(t, p, 3, atp_w0(t0, ATR_T_FREE | ATR_FLAG_TIMED));
+		}
+	}
+	t->guard = 0;
+}
+
+EXPORT void *calloc(size_t nmemb, size_t size)
+{
+	struct atp_thread *t = &atp_tls;
+	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))
+		return g.real.calloc(nmemb, size);
+	t->guard = 1;
+	uint64_t t0 = g.timing ? atp_now() : 0;
+	void *r = g.real.calloc(nmemb, size);
+	uint64_t t1 = atp_now();
+	size_t total;
+	if (__builtin_mul_overflow(nmemb, size, &total))
+		total = SIZE_MAX;
+	rec_alloc(t, ATR_T_CALLOC, TIMED_FLAG(), t1, t1 - t0, r, total, slack_of(r, total), 1, nmemb, 0);
+	t->guard = 0;
+	return r;
+}
+
+/* realloc and reallocarray always carry both stamps: word 0 holds the
+ * start (the old block's release) and the timing word the duration, so
+ * start + duration is when the new block existed. */
+EXPORT void *realloc(void *ptr, size_t size)
+{
+	struct atp_thread *t = &atp_tls;
+	if (ATP_UNLIKELY(atp_is_boot_ptr(ptr))) {
+		/* a block from the bootstrap pool: move it to the real heap */
+		void *r = malloc(size);
+		size_t old = atp_boot_size(ptr);
+		if (r)
+			__builtin_memcpy(r, ptr, old < size ? old : size);
+		return r;
+	}
+	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))
+		return g.real.realloc(ptr, size);
+	t->guard = 1;
+	uint64_t t0 = atp_now();
+	void *r = g.real.realloc(ptr, size);
+	uint64_t t1 = atp_now();
+	rec_alloc(t, ATR_T_REALLOC, ATR_FLAG_TIMED, t0, t1 - t0, r, size, slack_of(r, size), 1,
+		  (uint64_t)(uintptr_t)ptr, 0);
+	t->guard = 0;
+	return r;
+}
+
+EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
+{
+	struct atp_thread *t = &atp_tls;
+	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))
+		return g.real.reallocarray(ptr, nmemb, size);
+	t->guard = 1;
+	uint64_t t0 = atp_now();
+	void *r = g.real.reallocarray(ptr, nmemb, size);
+	uint64_t t1 = atp_now();
+	size_t total;
+	if (__builtin_mul_overflow(nmemb, size, &total))
+		total = SIZE_MAX;
+	rec_alloc(t, ATR_T_REALLOCARRAY, ATR_FLAG_TIMED, t0, t1 - t0, r, total, slack_of(r, total), 2,
+		  (uint64_t)(uintptr_t)ptr, nmemb);
+	t->guard = 0;
+	return r;
+}
+
+#define ALIGNED_HOOK(name, type)                                                  \
+	EXPORT void *name(size_t align, size_t size)                              \
+	{                                                                         \
+		struct atp_thread *t = &atp_tls;                                  \
+		if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))                      \
+			return g.real.name(align, size);                                                                 \
+		t->guard = 1;                                                     \
+		uint64_t t0 = g.timing ? atp_now() : 0;                           \
+		void *r = g.real.name(align, size);                               \
+		uint64_t t1 = atp_now();                                          \
+		rec_alloc(t, type, TIMED_FLAG(), t1, t1 - t0, r, size, slack_of(r, size), 1, align, 0); \
+		t->guard = 0;                                                     \
+		return r;                                                         \
+	}
+
+ALIGNED_HOOK(memalign, ATR_T_MEMALIGN)
+ALIGNED_HOOK(aligned_alloc, ATR_T_ALIGNED_ALLOC)
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	struct atp_thread *t = &atp_tls;
+	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))
+		return g.real.posix_memalign(out, align, size);
+	t->guard = 1;
+	uint64_t t0 = g.timing ? atp_now() : 0;
+	void *r = NULL;
+	int rc = g.real.posix_memalign(&r, align, size);
+	uint64_t t1 = atp_now();
+	if (rc == 0)
+		*out = r;
+	else
+		r = NULL;
+	/* a failure keeps its error code where the slack would be */
+	rec_alloc(t, ATR_T_POSIX_MEMALIGN, TIMED_FLAG(), t1, t1 - t0, r, size,
+		  rc == 0 ? slack_of(r, size) : (uint64_t)rc, 1, align, 0);
+	t->guard = 0;
+	return rc;
+}
+
+#define PAGE_HOOK(name, type)                                                     \
+	EXPORT void *name(size_t size)                                            \
+	{                                                                         \
+		struct atp_thread *t = &atp_tls;                                  \
+		if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))                      \
+			return g.real.name(size);                                                                 \
+		t->guard = 1;                                                     \
+		uint64_t t0 = g.timing ? atp_now() : 0;                           \
+		void *r = g.real.name(size);                                      \
+		uint64_t t1 = atp_now();                                          \
+		rec_alloc(t, type, TIMED_FLAG(), t1, t1 - t0, r, size, slack_of(r, size), 0, 0, 0); \
+		t->guard = 0;                                                     \
+		return r;                                                         \
+	}
+
+PAGE_HOOK(valloc, ATR_T_VALLOC)
+PAGE_HOOK(pvalloc, ATR_T_PVALLOC)

@@ -1,0 +1,572 @@
+/* atp_init.c - start-up, settings, file creation, fork, thread exit, exit.
+ *
+ * Bootstrapping: g.real starts out pointing at boot_* functions.  The first
+ * call (or the constructor, whichever comes first) runs atp_init(), which
+ * resolves the real allocator with dlsym(RTLD_NEXT); allocations made by
+ * dlsym itself are served from a static pool and never reach the real
+ * free.  Other threads arriving during init wait for it.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atp_internal.h"
+
+__thread struct atp_thread atp_tls __attribute__((tls_model("initial-exec")));
+
+/* ---- bootstrap pool ---------------------------------------------------- */
+
+char atp_boot_pool[ATP_BOOT_POOL_SIZE] __attribute__((aligned(64)));
+static _Atomic size_t boot_used;
+
+/* 16-byte header before each block holds its size. */
+static void *boot_alloc(size_t size, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	size_t old = atomic_load(&boot_used), start, next;
+	do {
+		start = (old + 16 + align - 1) & ~(align - 1);
+		next = start + size;
+		if (next > ATP_BOOT_POOL_SIZE || next < start)
+			return NULL;
+	} while (!atomic_compare_exchange_weak(&boot_used, &old, next));
+	*(size_t *)(atp_boot_pool + start - 16) = size;
+	return atp_boot_pool + start; /* static storage: already zero */
+}
+
+size_t atp_boot_size(const void *p)
+{
+	if (!p)
+		return 0;
+	return *(const size_t *)((const char *)p - 16);
+}
+
+static void wait_ready(void)
+{
+	atp_init();
+	while (atomic_load(&g.state) == ATP_INITIALIZING)
+		sched_yield();
+}
+
+/* While initialising, the initialising thread is guarded, so its nested
+ * calls land here; every other caller waits for init to finish. */
+#define IN_INIT() (atomic_load(&g.state) == ATP_INITIALIZING && atp_tls.guard)
+
+static void *boot_malloc(size_t n)
+{
+	if (IN_INIT())
+		return boot_alloc(n, 16);
+	wait_ready();
+	return g.real.malloc(n);
+}
+static void boot_free(void *p)
+{
+	if (IN_INIT() || p == NULL)
+		return;
+	wait_ready();
+	g.real.free(p);
+}
+static void *boot_calloc(size_t a, size_t b)
+{
+	size_t n;
+	if (__builtin_mul_overflow(a, b, &n))
+		return NULL;
+	if (IN_INIT())
+		return boot_alloc(n, 16);
+	wait_ready();
+	return g.real.calloc(a, b);
+}
+static void *boot_realloc(void *p, size_t n)
+{
+	if (IN_INIT()) {
+		void *r = boot_alloc(n, 16);
+		if (r && p)
+			memcpy(r, p, atp_boot_size(p) < n ? atp_boot_size(p) : n);
+		return r;
+	}
+	wait_ready();
+	return g.real.realloc(p, n);
+}
+static void *boot_reallocarray(void *p, size_t a, size_t b)
+{
+	size_t n;
+	if (__builtin_mul_overflow(a, b, &n))
+		return NULL;
+	if (IN_INIT())
+		return boot_realloc(p, n);
+	wait_ready();
+	return g.real.reallocarray(p, a, b);
+}
+static void *boot_memalign(size_t al, size_t n)
+{
+	if (IN_INIT())
+		return boot_alloc(n, al);
+	wait_ready();
+	return g.real.memalign(al, n);
+}
+static void *boot_aligned_alloc(size_t al, size_t n)
+{
+	if (IN_INIT())
+		return boot_alloc(n, al);
+	wait_ready();
+	return g.real.aligned_alloc(al, n);
+}
+static int boot_posix_memalign(void **out, size_t al, size_t n)
+{
+	if (IN_INIT()) {
+		*out = boot_alloc(n, al);
+		return *out ? 0 : ENOMEM;
+	}
+	wait_ready();
+	return g.real.posix_memalign(out, al, n);
+}
+static void *boot_valloc(size_t n)
+{
+	if (IN_INIT())
+		return boot_alloc(n, 4096);
+	wait_ready();
+	return g.real.valloc(n);
+}
+static void *boot_pvalloc(size_t n)
+{
+	if (IN_INIT())
+		return boot_alloc((n + 4095) & ~(size_t)4095, 4096);
+	wait_ready();
+	return g.real.pvalloc(n);
+}
+
+/* g.real is never NULL, even for a call that comes before our constructor */
+struct atp_global g = {
+	.real = {
+		.malloc = boot_malloc,
+		.free = boot_free,
+		.calloc = boot_calloc,
+		.realloc = boot_realloc,
+		.reallocarray = boot_reallocarray,
+		.memalign = boot_memalign,
+		.posix_memalign = boot_posix_memalign,
+		.aligned_alloc = boot_aligned_alloc,
+		.valloc = boot_valloc,
+		.pvalloc = boot_pvalloc,
+	},
+};
+
+/* ---- settings ------------------------------------------------------------ */
+
+static const char *env(const char *name)
+{
+	const char *v = secure_getenv(name);
+	return v && *v ? v : NULL;
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = env(name);
+	if (!v)
+		return dflt;
+	uint64_t r = 0;
+	for (; *v >= '0' && *v <= '9'; v++)
+		r = r * 10 + (uint64_t)(*v - '0');
+	return *v ? dflt : r;
+}
+
+static int env_flag(const char *name, int dflt)
+{
+	const char *v = env(name);
+	if (!v)
+		return dflt;
+	return !(v[0] == '0' || v[0] == 'n' || v[0] == 'N' || v[0] == 'f' || v[0] == 'F');
+}
+
+/* Invariant TSC (constant and non-stop) is required to use it as clock. */
+static int tsc_usable(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	static char buf[16384]; /* only the first CPU's flags line matters */
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return strstr(buf, " constant_tsc") && strstr(buf, " nonstop_tsc");
+#else
+	return 0;
+#endif
+}
+
+static uint64_t calibrate_ticks(void)
+{
+#if defined(__aarch64__)
+	uint64_t f;
+	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
+	return f;
+#else
+	/* ~2 ms busy wait; `alloctrace record` passes a better value */
+	uint64_t m0 = atp_mono_ns(), c0 = atp_hw_ticks(), m1, c1;
+	do {
+		m1 = atp_mono_ns();
+		c1 = atp_hw_ticks();
+	} while (m1 - m0 < 2000000);
+	return (uint64_t)((double)(c1 - c0) * 1e9 / (double)(m1 - m0));
+#endif
+}
+
+/* ---- the file ------------------------------------------------------------ */
+
+static int try_create(const char *path)
+{
+	return open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+/* DIR/<pid>.atr, DIR/<pid>.<n>.atr for later images of the same pid (exec);
+ * FILE, then FILE.<pid>, FILE.<pid>.<n>; default /tmp/alloctrace.<pid>.atr */
+static int create_file(void)
+{
+	char pid[24], num[24];
+	atp_utoa((uint64_t)g.pid, pid);
+	for (unsigned n = 0; n < 1000; n++) {
+		char *p = g.path;
+		p[0] = 0;
+		if (g.dir[0]) {
+			atp_strlcat(p, g.dir, ATP_PATH_MAX);
+			atp_strlcat(p, "/", ATP_PATH_MAX);
+			atp_strlcat(p, pid, ATP_PATH_MAX);
+		} else if (g.file[0]) {
+			atp_strlcat(p, g.file, ATP_PATH_MAX);
+			if (n > 0) {
+				atp_strlcat(p, ".", ATP_PATH_MAX);
+				atp_strlcat(p, pid, ATP_PATH_MAX);
+			}
+		} else {
+			atp_strlcat(p, "/tmp/alloctrace.", ATP_PATH_MAX);
+			atp_strlcat(p, pid, ATP_PATH_MAX);
+		}
+		unsigned gen = g.file[0] && !g.dir[0] ? (n > 1 ? n - 1 : 0) : n;
+		if (gen) {
+			atp_strlcat(p, ".", ATP_PATH_MAX);
+			atp_strlcat(p, atp_utoa(gen, num), ATP_PATH_MAX);
+		}
+		if (g.dir[0] || !g.file[0])
+			atp_strlcat(p, ".atr", ATP_PATH_MAX);
+		int fd = try_create(p);
+		if (fd >= 0) {
+			g.exec_seq = gen;
+			return fd;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+static void read_file(const char *path, uint8_t *dst, size_t cap, size_t *len)
+{
+	*len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (*len < cap) {
+		ssize_t n = read(fd, dst + *len, cap - *len);
+		if (n <= 0)
+			break;
+		*len += (size_t)n;
+	}
+	close(fd);
+}
+
+/* Create the file and its header page; map the header for status updates. */
+int atp_open_trace(void)
+{
+	int fd = create_file();
+	if (fd < 0) {
+		atp_message("cannot create trace file", g.path, NULL, -fd);
+		return fd;
+	}
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) != 0 || fallocate(fd, 0, 0, ATR_HEADER_SIZE) != 0) {
+		/* fallocate may be unsupported: a plain ftruncate then */
+		if (ftruncate(fd, ATR_HEADER_SIZE) != 0)
+			rc = -errno;
+	}
+	void *m = rc ? MAP_FAILED
+		     : mmap(NULL, ATR_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		rc = rc ? rc : -errno;
+		close(fd);
+		atp_message("cannot map trace file", g.path, NULL, -rc);
+		return rc;
+	}
+	g.ino = (uint64_t)st.st_ino;
+	g.dev = (uint64_t)st.st_dev;
+	uint8_t *h = m;
+	memcpy(h + ATR_H_MAGIC, ATR_MAGIC, 8);
+	atp_put_u32(h + ATR_H_VERSION, ATR_VERSION);
+	atp_put_u32(h + ATR_H_HEADER_SIZE, ATR_HEADER_SIZE);
+	uint64_t feat = g.clock == ATP_CLOCK_TSC	? ATR_FEAT_CLOCK_TSC
+			: g.clock == ATP_CLOCK_CNTVCT ? ATR_FEAT_CLOCK_CNTVCT
+						       : ATR_FEAT_CLOCK_MONO_NS;
+	if (g.timing)
+		feat |= ATR_FEAT_TIMING;
+	atp_put_u64(h + ATR_H_FEATURES, feat);
+	atp_put_u32(h + ATR_H_BLOCK_SIZE, g.block_size);
+	atp_put_u32(h + ATR_H_STATUS, g.no_children ? ATR_STATUS_NO_CHILDREN : 0);
+	atp_put_u32(h + ATR_H_PID, (uint32_t)g.pid);
+	atp_put_u32(h + ATR_H_PPID, (uint32_t)getppid());
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	atp_put_u64(h + ATR_H_START_REALTIME, (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec);
+	atp_put_u64(h + ATR_H_START_MONO, atp_mono_ns());
+	g.t0 = atp_now();
+	atp_put_u64(h + ATR_H_START_TICKS, g.t0);
+	atp_put_u64(h + ATR_H_TICKS_PER_SEC, g.ticks_hint);
+	atp_put_u32(h + ATR_H_EXEC_SEQ, g.exec_seq);
+	ssize_t l = readlink("/proc/self/exe", (char *)h + ATR_H_EXE, 255);
+	h[ATR_H_EXE + (l > 0 ? l : 0)] = 0;
+	size_t clen;
+	read_file("/proc/self/cmdline", h + ATR_H_CMDLINE + 4, ATR_H_CMDLINE_MAX, &clen);
+	atp_put_u32(h + ATR_H_CMDLINE, (uint32_t)clen);
+	close(fd);
+	g.hdr = h;
+	atomic_store(&g.next_block, 0);
+	return 0;
+}
+
+/* ---- children -------------------------------------------------------- */
+
+/* --no-children: take ourselves out of LD_PRELOAD in place (no allocation),
+ * so exec'd programs are not traced; other preloaded libraries stay. */
+static void strip_preload(void)
+{
+	extern char **environ;
+	Dl_info info;
+	if (!dladdr((void *)atp_init, &info) || !info.dli_fname)
+		return;
+	const char *self = strrchr(info.dli_fname, '/');
+	self = self ? self + 1 : info.dli_fname;
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
+			continue;
+		char *src = *e + 11, *dst = src;
+		while (*src) {
+			size_t len = strcspn(src, ": ");
+			const char *base = src;
+			for (size_t i = 0; i < len; i++)
+				if (src[i] == '/')
+					base = src + i + 1;
+			size_t blen = (size_t)(src + len - base);
+			int ours = blen == strlen(self) && memcmp(base, self, blen) == 0;
+			if (!ours) {
+				if (dst != *e + 11)
+					*dst++ = ':';
+				memmove(dst, src, len);
+				dst += len;
+			}
+			src += len;
+			while (*src == ':' || *src == ' ')
+				src++;
+		}
+		*dst = 0;
+	}
+}
+
+static void after_fork_child(void)
+{
+	struct atp_thread *t = &atp_tls;
+	int saved = errno;
+	/* everything mapped belongs to the parent's file: never write it */
+	if (t->block)
+		munmap(t->block, g.block_size);
+	if (g.hdr)
+		munmap(g.hdr, ATR_HEADER_SIZE);
+	g.hdr = NULL;
+	memset(t, 0, sizeof *t);
+	t->slot = ATP_MAX_SLOTS;
+	for (uint32_t i = 0; i < ATP_MAX_SLOTS; i++)
+		atomic_store(&g.slots[i].used, 0);
+	atomic_store(&g.exited_records, 0);
+	atomic_store(&g.next_serial, 0);
+	g.pid = getpid();
+	if (g.no_children || atomic_load(&g.failed) || atomic_load(&g.state) != ATP_READY) {
+		g.recording = 0;
+		atomic_store(&g.state, ATP_DISABLED);
+		errno = saved;
+		return;
+	}
+	int was = g.recording;
+	g.recording = 0;
+	g.exec_seq = 0;
+	if (atp_open_trace() != 0) {
+		atomic_store(&g.state, ATP_DISABLED);
+	} else {
+		atp_hdr_set_status(ATR_STATUS_FORK_CHILD);
+		g.recording = was;
+		if (!was)
+			atp_hdr_set_status(ATR_STATUS_STOPPED);
+	}
+	errno = saved;
+}
+
+/* ---- threads ----------------------------------------------------------- */
+
+static pthread_key_t thread_key;
+
+/* Runs at thread exit.  Re-arming makes it run again after the destructors
+ * of keys created later, which may still allocate. */
+static void thread_dtor(void *arg)
+{
+	struct atp_thread *t = &atp_tls;
+	(void)arg;
+	if (t->dtor_rounds++ < 3) {
+		pthread_setspecific(thread_key, t);
+		return;
+	}
+	t->guard++;
+	atp_thread_finish(t);
+	t->guard--;
+}
+
+/* ---- init --------------------------------------------------------------- */
+
+static void resolve(void)
+{
+#define R(name) g.real.name = dlsym(RTLD_NEXT, #name)
+	static const struct atp_real boot = {
+		boot_malloc,	     boot_free,	   boot_calloc,	       boot_realloc,
+		boot_reallocarray,   boot_memalign, boot_posix_memalign, boot_aligned_alloc,
+		boot_valloc,	     boot_pvalloc,  NULL,
+	};
+	R(malloc);
+	R(free);
+	R(calloc);
+	R(realloc);
+	R(reallocarray);
+	R(memalign);
+	R(posix_memalign);
+	R(aligned_alloc);
+	R(valloc);
+	R(pvalloc);
+	g.real.usable_size = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+#undef R
+	/* anything missing keeps its boot version, which forwards to malloc */
+	void **dst = (void **)&g.real, **src = (void **)&boot;
+	for (size_t i = 0; i < 10; i++)
+		if (!dst[i])
+			dst[i] = src[i];
+	void *libc_malloc = dlsym(RTLD_NEXT, "__libc_malloc");
+	g.glibc = libc_malloc && libc_malloc == (void *)g.real.malloc;
+}
+
+void atp_init(void)
+{
+	int expected = ATP_UNINIT;
+	if (!atomic_compare_exchange_strong(&g.state, &expected, ATP_INITIALIZING))
+		return;
+	struct atp_thread *t = &atp_tls;
+	int saved = errno;
+	t->guard++;
+	resolve();
+	int secure = getauxval(AT_SECURE) != 0;
+	g.pid = getpid();
+	g.quiet = env_flag("ALLOCTRACE_QUIET", 0);
+	g.timing = env_flag("ALLOCTRACE_TIMING", 0);
+	g.no_children = env_flag("ALLOCTRACE_NO_CHILDREN", 0);
+	g.start_on = env_flag("ALLOCTRACE_START", 1);
+	uint64_t kb = env_u64("ALLOCTRACE_BUFFER_KB", ATR_BLOCK_SIZE_DEFAULT >> 10);
+	if (kb < (ATR_BLOCK_SIZE_MIN >> 10) || kb > (ATR_BLOCK_SIZE_MAX >> 10) || (kb & (kb - 1)))
+		kb = ATR_BLOCK_SIZE_DEFAULT >> 10;
+	g.block_size = (uint32_t)(kb << 10);
+	const char *d = env("ALLOCTRACE_DIR"), *f = env("ALLOCTRACE_FILE");
+	if (!f)
+		f = env("MTRACE_CTL_FILE");
+	if (d)
+		atp_strlcpy(g.dir, d, sizeof g.dir);
+	if (f)
+		atp_strlcpy(g.file, f, sizeof g.file);
+	g.clock = ATP_CLOCK_MONO;
+#if defined(__aarch64__)
+	g.clock = ATP_CLOCK_CNTVCT;
+#else
+	if (tsc_usable())
+		g.clock = ATP_CLOCK_TSC;
+#endif
+	if (g.clock != ATP_CLOCK_MONO) {
+		g.ticks_hint = env_u64("ALLOCTRACE_TICKS_PER_SEC", 0);
+		if (!g.ticks_hint)
+			g.ticks_hint = calibrate_ticks();
+	} else {
+		g.ticks_hint = 1000000000ull;
+	}
+	int state = ATP_DISABLED;
+	if (!secure && atp_open_trace() == 0) {
+		pthread_key_create(&thread_key, thread_dtor);
+		pthread_atfork(NULL, NULL, after_fork_child);
+		if (g.no_children)
+			strip_preload();
+		state = ATP_READY;
+	}
+	atomic_store(&g.state, state);
+	if (state == ATP_READY) {
+		if (g.start_on)
+			g.recording = 1;
+		else
+			atp_hdr_set_status(ATR_STATUS_STOPPED);
+	}
+	t->guard--;
+	errno = saved;
+}
+
+int atp_passthrough(struct atp_thread *t)
+{
+	if (t->guard) {
+		/* re-entrant (e.g. a signal handler interrupted the tracer) */
+		if (g.recording && g.hdr)
+			atomic_fetch_add_explicit((_Atomic uint64_t *)(g.hdr + ATR_H_UNTRACED), 1,
+						  memory_order_relaxed);
+		return 1;
+	}
+	if (atomic_load(&g.state) <= ATP_INITIALIZING)
+		wait_ready();
+	return !g.recording;
+}
+
+/* Threads register for the exit hook when they get a staging block. */
+void atp_thread_registered(struct atp_thread *t)
+{
+	pthread_setspecific(thread_key, t);
+}
+
+__attribute__((constructor(101))) static void atp_preinit(void)
+{
+	atp_init();
+}
+
+/* The program is done: say so in the header, but keep recording; atexit
+ * handlers and destructors that run after this one are traced too. */
+__attribute__((destructor(101))) static void atp_fini(void)
+{
+	if (atomic_load(&g.state) != ATP_READY || !g.hdr)
+		return;
+	struct atp_thread *t = &atp_tls;
+	t->guard++;
+	if (g.recording)
+		atp_write_meta(t, ATR_T_CONTROL, ATR_CTL_EXIT, NULL, 0);
+	atp_put_u64(g.hdr + ATR_H_END_MONO, atp_mono_ns());
+	atp_put_u64(g.hdr + ATR_H_END_TICKS, atp_now());
+	atp_hdr_set_status(ATR_STATUS_CLEAN_EXIT);
+	t->guard--;
+}

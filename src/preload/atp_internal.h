@@ -1,0 +1,209 @@
+/* atp_internal.h - shared state of the preload library (liballoctrace.so).
+ *
+ * Rules for everything in src/preload/: no stdio, no locks and no syscalls
+ * on the hot path, never call the malloc family except through g.real
+ * while the thread's guard is set, save errno around anything that can
+ * change it.  See docs/ARCHITECTURE.md ("The recorder").
+ */
+#ifndef ATP_INTERNAL_H
+#define ATP_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+
+#include "atr_format.h"
+
+#define ATP_HIDDEN __attribute__((visibility("hidden")))
+#define ATP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ATP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ATP_BARRIER() __asm__ __volatile__("" ::: "memory")
+#define ATP_PATH_MAX 4096
+#define ATP_MAX_SLOTS 4096 /* threads whose record count sync() sees live */
+
+struct atp_real {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	size_t (*usable_size)(void *);
+};
+
+enum atp_state {
+	ATP_UNINIT = 0,
+	ATP_INITIALIZING = 1,
+	ATP_READY = 2,
+	ATP_DISABLED = 3, /* secure mode, bad settings, or no file */
+};
+
+enum atp_clock { ATP_CLOCK_MONO = 0, ATP_CLOCK_TSC = 1, ATP_CLOCK_CNTVCT = 2 };
+
+/* Per-thread state, initial-exec TLS: reached with one fs-relative access. */
+struct atp_thread {
+	uint64_t *cur;	    /* where the next record goes */
+	uint64_t *end;	    /* records must end at or before this word; the
+			       word at end is kept for the terminator */
+	uint8_t *block;	    /* mapped staging block (NULL: none) */
+	uint64_t seq;	    /* sequence number of the staging block */
+	uint64_t *counter;  /* records written by this thread (sync()) */
+	uint64_t nrec_block; /* records in the staging block */
+	uint32_t serial, tid;
+	uint32_t guard;	    /* inside the tracer: pass calls through */
+	uint32_t state;	    /* enum atp_thread_state */
+	uint32_t dtor_rounds;
+	uint32_t slot;	    /* index in g.slots, or ATP_MAX_SLOTS */
+	uint64_t own_count; /* counter when no slot was free */
+};
+
+enum atp_thread_state { ATP_T_NEW = 0, ATP_T_ACTIVE = 1, ATP_T_EXITED = 2, ATP_T_DEAD = 3 };
+
+struct atp_slot {
+	_Alignas(64) uint64_t count; /* written by the owner only */
+	_Atomic uint32_t used;
+};
+
+struct atp_global {
+	struct atp_real real;
+	_Atomic int state;
+	volatile int recording; /* 1: record calls; 0: paused/stopped */
+	int clock;		/* enum atp_clock */
+	int timing;		/* ALLOCTRACE_TIMING */
+	int no_children;
+	int glibc;		/* real allocator is glibc: usable size from
+				   the chunk header */
+	int quiet;
+	int start_on;		/* record from the start */
+	uint32_t block_size;
+	uint64_t t0;		/* clock value of tick 0 */
+	uint64_t ticks_hint;
+	pid_t pid;
+	uint32_t exec_seq;
+	uint8_t *hdr;		/* mapped file header (MAP_SHARED) */
+	uint64_t ino, dev;	/* the trace file, to detect replacement */
+	_Atomic uint64_t next_block;
+	_Atomic uint32_t next_serial;
+	_Atomic uint64_t exited_records; /* counts of exited threads */
+	_Atomic int failed;	/* a write failed: recording stopped */
+	char path[ATP_PATH_MAX];
+	/* naming inputs, kept for fork children */
+	char dir[ATP_PATH_MAX];	 /* ALLOCTRACE_DIR, or "" */
+	char file[ATP_PATH_MAX]; /* ALLOCTRACE_FILE / MTRACE_CTL_FILE, or "" */
+	struct atp_slot slots[ATP_MAX_SLOTS];
+};
+
+extern struct atp_global g ATP_HIDDEN;
+extern __thread struct atp_thread atp_tls ATP_HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* atp_control.c: the exported control API (include/alloctrace.h) */
+int alloctrace_start_impl(void);
+int alloctrace_stop_impl(void);
+int alloctrace_pause_impl(void);
+int alloctrace_resume_impl(void);
+uint64_t alloctrace_sync_impl(void);
+int alloctrace_marker_impl(const char *label);
+
+/* atp_init.c */
+void atp_init(void) ATP_HIDDEN;
+size_t atp_boot_size(const void *p) ATP_HIDDEN;
+
+extern char atp_boot_pool[] ATP_HIDDEN;
+#define ATP_BOOT_POOL_SIZE (256u << 10)
+static inline int atp_is_boot_ptr(const void *p)
+{
+	return (const char *)p >= atp_boot_pool && (const char *)p < atp_boot_pool + ATP_BOOT_POOL_SIZE;
+}
+void atp_thread_registered(struct atp_thread *t) ATP_HIDDEN;
+/* Should this call bypass the tracer?  Also runs init for a call that comes
+ * before our constructor, so the program's very first call is recorded. */
+int atp_passthrough(struct atp_thread *t) ATP_HIDDEN;
+
+/* atp_writer.c */
+int atp_open_trace(void) ATP_HIDDEN;
+uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts) ATP_HIDDEN;
+void atp_thread_finish(struct atp_thread *t) ATP_HIDDEN;
+void atp_after_fork_child(void) ATP_HIDDEN;
+void atp_fail(const char *what, int err) ATP_HIDDEN;
+void atp_lost(uint64_t n) ATP_HIDDEN;
+int atp_write_meta(struct atp_thread *t, unsigned type, uint32_t arg, const void *payload,
+		   uint32_t len) ATP_HIDDEN;
+uint64_t atp_record_count(void) ATP_HIDDEN;
+void atp_hdr_set_status(uint32_t bits) ATP_HIDDEN;
+void atp_hdr_clear_status(uint32_t bits) ATP_HIDDEN;
+
+/* atp_util.c: no-libc-allocation helpers */
+size_t atp_strlcpy(char *dst, const char *src, size_t n) ATP_HIDDEN;
+size_t atp_strlcat(char *dst, const char *src, size_t n) ATP_HIDDEN;
+char *atp_utoa(uint64_t v, char *buf) ATP_HIDDEN; /* returns buf; buf >= 21 */
+void atp_message(const char *a, const char *b, const char *c, int err) ATP_HIDDEN;
+uint64_t atp_mono_ns(void) ATP_HIDDEN;
+void atp_put_u32(uint8_t *p, uint32_t v) ATP_HIDDEN;
+void atp_put_u64(uint8_t *p, uint64_t v) ATP_HIDDEN;
+
+/* The clock every record uses. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline uint64_t atp_hw_ticks(void)
+{
+	return __rdtsc();
+}
+#elif defined(__aarch64__)
+static inline uint64_t atp_hw_ticks(void)
+{
+	uint64_t v;
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+}
+#else
+static inline uint64_t atp_hw_ticks(void)
+{
+	return atp_mono_ns();
+}
+#endif
+
+static inline uint64_t atp_now(void)
+{
+	if (ATP_LIKELY(g.clock != ATP_CLOCK_MONO))
+		return atp_hw_ticks();
+	return atp_mono_ns();
+}
+
+/* Word 0 of a record.  Ticks before t0 (unsynchronised clocks) clamp to 0. */
+static inline uint64_t atp_w0(uint64_t now, unsigned type_flags)
+{
+	uint64_t d = now - g.t0;
+	if (ATP_UNLIKELY((int64_t)d < 0))
+		d = 0;
+	return (d << ATR_TS_SHIFT) | type_flags;
+}
+
+/* Room for n words (a record stamped ts) in the staging block, or NULL.
+ * ts lets a thread's first record be preceded by an earlier THREAD_START. */
+static inline uint64_t *atp_reserve(struct atp_thread *t, unsigned n, uint64_t ts)
+{
+	uint64_t *p = t->cur;
+	if (ATP_UNLIKELY(p + n > t->end))
+		return atp_reserve_slow(t, n, ts);
+	return p;
+}
+
+/* Publish a record whose words 1..n-1 are written: the terminator goes
+ * first and word 0 last, so a reader (or a kill -9) never sees half a
+ * record. */
+static inline void atp_commit(struct atp_thread *t, uint64_t *p, unsigned n, uint64_t w0)
+{
+	p[n] = 0;
+	ATP_BARRIER();
+	p[0] = w0;
+	t->cur = p + n;
+	t->nrec_block++;
+	++*t->counter;
+}
+
+#endif

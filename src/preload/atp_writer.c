@@ -1,0 +1,322 @@
+/* atp_writer.c - the trace file: header, staging blocks, flushes.
+ *
+ * Each thread writes records into its staging block, a MAP_SHARED mapping
+ * of one block of the trace file that it reuses: its pages are faulted in
+ * once, and what is in them is in the file even after a kill -9.  A full
+ * staging block is copied with pwritev() into a newly reserved block of the
+ * file (kind DATA), then reused.  The file is opened by path for every
+ * write, so programs that close all descriptors do not break it.
+ * Everything here runs with the calling thread's guard set.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "atp_internal.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the writer stores native words");
+
+void atp_hdr_set_status(uint32_t bits)
+{
+	if (g.hdr)
+		atomic_fetch_or_explicit((_Atomic uint32_t *)(g.hdr + ATR_H_STATUS), bits,
+					 memory_order_relaxed);
+}
+
+void atp_hdr_clear_status(uint32_t bits)
+{
+	if (g.hdr)
+		atomic_fetch_and_explicit((_Atomic uint32_t *)(g.hdr + ATR_H_STATUS), ~bits,
+					  memory_order_relaxed);
+}
+
+void atp_lost(uint64_t n)
+{
+	if (g.hdr)
+		atomic_fetch_add_explicit((_Atomic uint64_t *)(g.hdr + ATR_H_LOST), n,
+					  memory_order_relaxed);
+}
+
+/* The first failure stops recording for good: the header says the trace
+ * was cut short and why, stderr says it once. */
+void atp_fail(const char *what, int err)
+{
+	int expected = 0;
+	g.recording = 0;
+	if (!atomic_compare_exchange_strong(&g.failed, &expected, 1))
+		return;
+	if (g.hdr) {
+		atp_put_u32(g.hdr + ATR_H_ERRNO, (uint32_t)err);
+		atp_hdr_set_status(ATR_STATUS_TRUNCATED);
+	}
+	atp_message(what, g.path, "failed, trace cut short", err);
+}
+
+/* Open the trace by path and check it is still the file we created. */
+static int open_trace_fd(void)
+{
+	int fd = open(g.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_ino != g.ino || (uint64_t)st.st_dev != g.dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+static off_t block_offset(uint64_t idx)
+{
+	return (off_t)(ATR_HEADER_SIZE + idx * (uint64_t)g.block_size);
+}
+
+static uint64_t reserve_block(void)
+{
+	uint64_t idx = atomic_fetch_add_explicit(&g.next_block, 1, memory_order_relaxed);
+	if (g.hdr)
+		atomic_fetch_add_explicit((_Atomic uint64_t *)(g.hdr + ATR_H_BLOCKS), 1,
+					  memory_order_relaxed);
+	return idx;
+}
+
+/* Disk space for a mapped block must exist before it is written, or a full
+ * disk turns into SIGBUS.  Filesystems without fallocate get zeros. */
+static int reserve_space(int fd, off_t off, size_t len)
+{
+	if (fallocate(fd, 0, off, (off_t)len) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS)
+		return -errno;
+	static const char zeros[4096];
+	for (size_t done = 0; done < len;) {
+		size_t n = len - done < sizeof zeros ? len - done : sizeof zeros;
+		ssize_t w = pwrite(fd, zeros, n, off + (off_t)done);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		done += (size_t)w;
+	}
+	return 0;
+}
+
+static void write_block_header(uint8_t *b, uint32_t kind, const struct atp_thread *t,
+			       uint64_t seq, uint32_t used, uint32_t nrec)
+{
+	memset(b, 0, ATR_BLOCK_HEADER_SIZE);
+	atp_put_u32(b + ATR_B_KIND, kind);
+	atp_put_u32(b + ATR_B_THREAD, t->serial);
+	atp_put_u32(b + ATR_B_TID, t->tid);
+	atp_put_u64(b + ATR_B_SEQ, seq);
+	atp_put_u32(b + ATR_B_USED, used);
+	atp_put_u32(b + ATR_B_RECORDS, nrec);
+	atp_put_u32(b + ATR_B_PID, (uint32_t)g.pid);
+	ATP_BARRIER();
+	atp_put_u32(b + ATR_B_MAGIC, ATR_BLOCK_MAGIC); /* valid from here on */
+}
+
+static void reset_cursor(struct atp_thread *t)
+{
+	uint64_t *first = (uint64_t *)(t->block + ATR_BLOCK_HEADER_SIZE);
+	first[0] = 0;
+	t->cur = first;
+	t->end = (uint64_t *)(t->block + g.block_size) - 1;
+	t->nrec_block = 0;
+}
+
+/* Copy the staging block's records into a new DATA block of the file. */
+static int flush_staging(struct atp_thread *t)
+{
+	uint32_t used = (uint32_t)((uint8_t *)t->cur - (t->block + ATR_BLOCK_HEADER_SIZE));
+	if (used == 0)
+		return 0;
+	int fd = open_trace_fd();
+	if (fd < 0)
+		return fd;
+	uint8_t hdr[ATR_BLOCK_HEADER_SIZE];
+	write_block_header(hdr, ATR_BLOCK_DATA, t, t->seq, used, (uint32_t)t->nrec_block);
+	struct iovec iov[2] = {
+		{hdr, sizeof hdr},
+		{t->block + ATR_BLOCK_HEADER_SIZE, used},
+	};
+	off_t off = block_offset(reserve_block());
+	size_t want = sizeof hdr + used, done = 0;
+	int rc = 0;
+	while (done < want) {
+		ssize_t w = pwritev(fd, iov, 2, off + (off_t)done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			rc = w < 0 ? -errno : -ENOSPC;
+			break;
+		}
+		done += (size_t)w;
+		/* a short write: advance the iovecs */
+		size_t skip = (size_t)w;
+		for (int i = 0; i < 2; i++) {
+			size_t s = skip < iov[i].iov_len ? skip : iov[i].iov_len;
+			iov[i].iov_base = (uint8_t *)iov[i].iov_base + s;
+			iov[i].iov_len -= s;
+			skip -= s;
+		}
+	}
+	close(fd);
+	if (rc)
+		return rc;
+	/* now the DATA block has this seq: move the staging block on */
+	t->seq++;
+	atp_put_u64(t->block + ATR_B_SEQ, t->seq);
+	reset_cursor(t);
+	return 0;
+}
+
+static uint32_t claim_slot(void)
+{
+	for (uint32_t i = 0; i < ATP_MAX_SLOTS; i++) {
+		uint32_t z = 0;
+		if (atomic_load_explicit(&g.slots[i].used, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong(&g.slots[i].used, &z, 1)) {
+			g.slots[i].count = 0;
+			return i;
+		}
+	}
+	return ATP_MAX_SLOTS;
+}
+
+/* First record of a thread: a staging block of its own. */
+static int start_thread(struct atp_thread *t)
+{
+	int fd = open_trace_fd();
+	if (fd < 0)
+		return fd;
+	uint64_t idx = reserve_block();
+	off_t off = block_offset(idx);
+	int rc = reserve_space(fd, off, g.block_size);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	void *m = mmap(NULL, g.block_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+	rc = m == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (rc)
+		return rc;
+	t->block = m;
+	if (t->serial == 0)
+		t->serial = atomic_fetch_add(&g.next_serial, 1) + 1;
+	t->tid = (uint32_t)gettid();
+	if (!t->counter) {
+		t->slot = claim_slot();
+		t->counter = t->slot < ATP_MAX_SLOTS ? &g.slots[t->slot].count : &t->own_count;
+	}
+	write_block_header(t->block, ATR_BLOCK_STAGING, t, t->seq, 0, 0);
+	reset_cursor(t);
+	t->state = ATP_T_ACTIVE;
+	return 0;
+}
+
+static int write_meta_at(struct atp_thread *t, uint64_t ts, unsigned type, uint32_t arg,
+			 const void *payload, uint32_t len)
+{
+	unsigned n = 2 + (len + 7) / 8;
+	uint64_t *p = atp_reserve(t, n, ts);
+	if (!p)
+		return -1;
+	p[1] = (uint64_t)len | (uint64_t)arg << 32;
+	if (len) {
+		p[n - 1] = 0; /* zero the padding */
+		memcpy(p + 2, payload, len);
+	}
+	atp_commit(t, p, n, atp_w0(ts, type));
+	return 0;
+}
+
+int atp_write_meta(struct atp_thread *t, unsigned type, uint32_t arg, const void *payload,
+		   uint32_t len)
+{
+	return write_meta_at(t, atp_now(), type, arg, payload, len);
+}
+
+uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts)
+{
+	if (!g.recording || atomic_load_explicit(&g.failed, memory_order_relaxed)) {
+		if (atomic_load_explicit(&g.failed, memory_order_relaxed))
+			atp_lost(1);
+		return NULL;
+	}
+	if (t->state == ATP_T_DEAD)
+		return NULL;
+	int saved = errno;
+	int rc = 0;
+	if (t->block == NULL) {
+		/* a new thread, or one whose last destructor ran already */
+		int fresh = t->state == ATP_T_NEW;
+		rc = start_thread(t);
+		if (rc == 0 && fresh) {
+			atp_thread_registered(t);
+			uint64_t self = (uint64_t)pthread_self();
+			write_meta_at(t, ts, ATR_T_THREAD_START, t->tid, &self, sizeof self);
+		}
+	} else {
+		rc = flush_staging(t);
+	}
+	errno = saved;
+	if (rc) {
+		atp_fail(t->block ? "writing" : "extending", -rc);
+		atp_lost(1);
+		return NULL;
+	}
+	uint64_t *p = t->cur;
+	if (p + nwords > t->end)
+		return NULL; /* larger than a block: cannot happen for our records */
+	return p;
+}
+
+/* Thread exit (last pthread key destructor round): move the records into
+ * a DATA block, mark the staging block retired and drop the mapping. */
+void atp_thread_finish(struct atp_thread *t)
+{
+	if (t->block == NULL)
+		return;
+	int saved = errno;
+	if (g.recording)
+		atp_write_meta(t, ATR_T_THREAD_EXIT, t->tid, NULL, 0);
+	int rc = flush_staging(t);
+	if (rc == 0) {
+		atp_put_u32(t->block + ATR_B_KIND, ATR_BLOCK_RETIRED);
+		munmap(t->block, g.block_size);
+		t->block = NULL;
+		t->cur = t->end = NULL;
+	}
+	/* on failure the staging block stays mapped and readable */
+	atomic_fetch_add(&g.exited_records, *t->counter);
+	if (t->slot < ATP_MAX_SLOTS) {
+		g.slots[t->slot].count = 0;
+		atomic_store(&g.slots[t->slot].used, 0);
+		t->slot = ATP_MAX_SLOTS;
+	}
+	t->own_count = 0;
+	t->counter = &t->own_count;
+	t->state = ATP_T_EXITED;
+	errno = saved;
+}
+
+uint64_t atp_record_count(void)
+{
+	uint64_t n = atomic_load(&g.exited_records);
+	for (uint32_t i = 0; i < ATP_MAX_SLOTS; i++)
+		if (atomic_load_explicit(&g.slots[i].used, memory_order_relaxed))
+			n += __atomic_load_n(&g.slots[i].count, __ATOMIC_RELAXED);
+	struct atp_thread *t = &atp_tls;
+	if (t->slot >= ATP_MAX_SLOTS)
+		n += t->own_count;
+	return n;
+}
