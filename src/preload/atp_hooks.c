@@ -154,18 +154,25 @@ EXPORT void *realloc(void *ptr, size_t size)
 	return r;
 }
 
+/* reallocarray is realloc behind an overflow check; calling the real
+ * realloc ourselves keeps glibc's own nested realloc call out of sight. */
 EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
 {
 	struct atp_thread *t = &atp_tls;
 	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))
 		return g.real.reallocarray(ptr, nmemb, size);
 	t->guard = 1;
-	uint64_t t0 = atp_now();
-	void *r = g.real.reallocarray(ptr, nmemb, size);
-	uint64_t t1 = atp_now();
 	size_t total;
-	if (__builtin_mul_overflow(nmemb, size, &total))
+	void *r;
+	uint64_t t0 = atp_now();
+	if (__builtin_mul_overflow(nmemb, size, &total)) {
 		total = SIZE_MAX;
+		r = NULL;
+		errno = ENOMEM;
+	} else {
+		r = g.real.realloc(ptr, total);
+	}
+	uint64_t t1 = atp_now();
 	rec_alloc(t, ATR_T_REALLOCARRAY, ATR_FLAG_TIMED, t0, t1 - t0, r, total, slack_of(r, total), 2,
 		  (uint64_t)(uintptr_t)ptr, nmemb);
 	t->guard = 0;

@@ -189,6 +189,18 @@ static int env_flag(const char *name, int dflt)
 	return !(v[0] == '0' || v[0] == 'n' || v[0] == 'N' || v[0] == 'f' || v[0] == 'F');
 }
 
+static void absolute(char *dst, const char *path, size_t n)
+{
+	dst[0] = 0;
+	if (path[0] != '/') {
+		if (getcwd(dst, n) == NULL)
+			dst[0] = 0; /* stays relative */
+		else if (strcmp(dst, "/") != 0)
+			atp_strlcat(dst, "/", n);
+	}
+	atp_strlcat(dst, path, n);
+}
+
 /* Invariant TSC (constant and non-stop) is required to use it as clock. */
 static int tsc_usable(void)
 {
@@ -493,10 +505,11 @@ void atp_init(void)
 	const char *d = env("ALLOCTRACE_DIR"), *f = env("ALLOCTRACE_FILE");
 	if (!f)
 		f = env("MTRACE_CTL_FILE");
+	/* made absolute now: the program may chdir before the next block */
 	if (d)
-		atp_strlcpy(g.dir, d, sizeof g.dir);
+		absolute(g.dir, d, sizeof g.dir);
 	if (f)
-		atp_strlcpy(g.file, f, sizeof g.file);
+		absolute(g.file, f, sizeof g.file);
 	g.clock = ATP_CLOCK_MONO;
 #if defined(__aarch64__)
 	g.clock = ATP_CLOCK_CNTVCT;
@@ -541,6 +554,8 @@ int atp_passthrough(struct atp_thread *t)
 	}
 	if (atomic_load(&g.state) <= ATP_INITIALIZING)
 		wait_ready();
+	if (ATP_UNLIKELY(atomic_load_explicit(&g.failed, memory_order_relaxed)))
+		atp_lost(1); /* the trace was cut short: count what it misses */
 	return !g.recording;
 }
 

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <pthread.h>
@@ -86,10 +87,24 @@ static uint64_t reserve_block(void)
 	return idx;
 }
 
+/* Growing the file past RLIMIT_FSIZE would raise SIGXFSZ in the program:
+ * fail our write instead, as if the disk were full. */
+static int fsize_check(off_t end)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (uint64_t)end > (uint64_t)rl.rlim_cur)
+		return -EFBIG;
+	return 0;
+}
+
 /* Disk space for a mapped block must exist before it is written, or a full
  * disk turns into SIGBUS.  Filesystems without fallocate get zeros. */
 static int reserve_space(int fd, off_t off, size_t len)
 {
+	int rc = fsize_check(off + (off_t)len);
+	if (rc)
+		return rc;
 	if (fallocate(fd, 0, off, (off_t)len) == 0)
 		return 0;
 	if (errno != EOPNOTSUPP && errno != ENOSYS)
@@ -149,8 +164,8 @@ static int flush_staging(struct atp_thread *t)
 	};
 	off_t off = block_offset(reserve_block());
 	size_t want = sizeof hdr + used, done = 0;
-	int rc = 0;
-	while (done < want) {
+	int rc = fsize_check(off + (off_t)want);
+	while (rc == 0 && done < want) {
 		ssize_t w = pwritev(fd, iov, 2, off + (off_t)done);
 		if (w < 0 && errno == EINTR)
 			continue;
