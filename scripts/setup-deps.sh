@@ -4,7 +4,8 @@
 #   scripts/setup-deps.sh --bench  also the peers the benchmarks compare with
 set -euo pipefail
 
-pkgs=(cmake make gcc g++ pkg-config libcmocka-dev python3 git sqlite3 file procps)
+pkgs=(cmake make gcc g++ pkg-config libcmocka-dev python3 git sqlite3 file procps
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 if [[ "${1:-}" == "--bench" ]]; then
   pkgs+=(heaptrack valgrind hyperfine libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0)
 fi

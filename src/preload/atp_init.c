@@ -201,10 +201,10 @@ static void absolute(char *dst, const char *path, size_t n)
 	atp_strlcat(dst, path, n);
 }
 
+#if defined(__x86_64__) || defined(__i386__)
 /* Invariant TSC (constant and non-stop) is required to use it as clock. */
 static int tsc_usable(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
 	int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -215,10 +215,8 @@ static int tsc_usable(void)
 		return 0;
 	buf[n] = 0;
 	return strstr(buf, " constant_tsc") && strstr(buf, " nonstop_tsc");
-#else
-	return 0;
-#endif
 }
+#endif
 
 static uint64_t calibrate_ticks(void)
 {

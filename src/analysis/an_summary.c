@@ -1,0 +1,231 @@
+/* an_summary.c - see an_summary.h. */
+#include "an_summary.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util_hmap.h"
+
+struct pend {
+	uint64_t at, ptr, size;
+};
+
+struct an_state {
+	struct an_summary *s;
+	struct util_hmap live;
+	struct pend *heap;
+	size_t hn, hcap;
+	int nomem;
+	int fork_child;
+};
+
+static void pend_push(struct an_state *st, uint64_t at, uint64_t ptr, uint64_t size)
+{
+	if (st->hn == st->hcap) {
+		size_t nc = st->hcap ? st->hcap * 2 : 16;
+		struct pend *nh = realloc(st->heap, nc * sizeof(*nh));
+		if (!nh) {
+			st->nomem = 1;
+			return;
+		}
+		st->heap = nh;
+		st->hcap = nc;
+	}
+	size_t i = st->hn++;
+	st->heap[i] = (struct pend){at, ptr, size};
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (st->heap[p].at <= st->heap[i].at)
+			break;
+		struct pend t = st->heap[p];
+		st->heap[p] = st->heap[i];
+		st->heap[i] = t;
+		i = p;
+	}
+}
+
+static struct pend pend_pop(struct an_state *st)
+{
+	struct pend top = st->heap[0];
+	st->heap[0] = st->heap[--st->hn];
+	size_t i = 0;
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		if (l < st->hn && st->heap[l].at < st->heap[m].at)
+			m = l;
+		if (l + 1 < st->hn && st->heap[l + 1].at < st->heap[m].at)
+			m = l + 1;
+		if (m == i)
+			break;
+		struct pend t = st->heap[m];
+		st->heap[m] = st->heap[i];
+		st->heap[i] = t;
+		i = m;
+	}
+	return top;
+}
+
+static void make_live(struct an_state *st, uint64_t ptr, uint64_t size, uint64_t ts)
+{
+	struct an_summary *s = st->s;
+	uint64_t old;
+	int r = util_hmap_insert(&st->live, ptr, size, &old);
+	if (r < 0) {
+		st->nomem = 1;
+		return;
+	}
+	if (r == 0) {
+		s->dup_allocs++;
+		s->live_bytes -= old;
+	} else {
+		s->live_blocks++;
+	}
+	s->live_bytes += size;
+	if (s->live_bytes > s->peak_live_bytes) {
+		s->peak_live_bytes = s->live_bytes;
+		s->peak_ts = ts;
+	}
+}
+
+/* p (non-NULL) is released. */
+static void kill_ptr(struct an_state *st, uint64_t ptr)
+{
+	struct an_summary *s = st->s;
+	uint64_t size;
+	if (util_hmap_remove(&st->live, ptr, &size)) {
+		s->live_bytes -= size;
+		s->live_blocks--;
+	} else if (st->fork_child) {
+		s->inherited_frees++;
+	} else {
+		s->unknown_frees++;
+	}
+}
+
+static int cmp_serial(const void *a, const void *b)
+{
+	const struct an_thread_stat *x = a, *y = b;
+	return x->serial < y->serial ? -1 : x->serial > y->serial;
+}
+
+static struct an_thread_stat *thread_of(struct an_summary *s, uint32_t serial)
+{
+	struct an_thread_stat key = {.serial = serial};
+	return bsearch(&key, s->threads, s->nthreads, sizeof(key), cmp_serial);
+}
+
+static void on_call(struct an_state *st, const struct atr_event *ev)
+{
+	struct an_summary *s = st->s;
+	s->calls[ev->type]++;
+	s->total_calls++;
+	struct an_thread_stat *th = thread_of(s, ev->thread);
+	if (th) {
+		th->calls++;
+		if (!th->tid)
+			th->tid = ev->tid;
+	}
+	if (ev->type == ATR_T_FREE) {
+		if (ev->ptr)
+			kill_ptr(st, ev->ptr);
+		else
+			s->free_null++;
+		return;
+	}
+	s->bytes_requested += ev->size;
+	if (th)
+		th->bytes += ev->size;
+	if (ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY) {
+		if (!ev->ptr) {
+			if (ev->ret)
+				make_live(st, ev->ret, ev->size, ev->ts);
+			else
+				s->failed++;
+			return;
+		}
+		if (!ev->ret) {
+			if (ev->size == 0) {
+				kill_ptr(st, ev->ptr); /* realloc(p, 0) freed p */
+			} else {
+				s->failed++;
+				if (!util_hmap_lookup(&st->live, ev->ptr, NULL)) {
+					if (st->fork_child)
+						s->inherited_frees++;
+					else
+						s->unknown_frees++;
+				}
+			}
+			return;
+		}
+		kill_ptr(st, ev->ptr);
+		uint64_t at = ev->ts + ev->duration;
+		if (at < ev->ts)
+			at = ev->ts;
+		pend_push(st, at, ev->ret, ev->size);
+		return;
+	}
+	if (ev->ret)
+		make_live(st, ev->ret, ev->size, ev->ts);
+	else
+		s->failed++;
+}
+
+int an_summary_compute(atr_file *f, struct an_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+	uint32_t nt = atr_thread_count(f);
+	s->threads = calloc(nt ? nt : 1, sizeof(*s->threads));
+	if (!s->threads)
+		return ATR_E_NOMEM;
+	for (uint32_t i = 0; i < nt; i++) {
+		const struct atr_thread_info *ti = atr_thread(f, i);
+		s->threads[i].serial = ti->serial;
+		s->threads[i].tid = ti->tid;
+	}
+	s->nthreads = nt;
+	qsort(s->threads, nt, sizeof(*s->threads), cmp_serial);
+
+	struct an_state st;
+	memset(&st, 0, sizeof(st));
+	st.s = s;
+	st.fork_child = (atr_get_info(f)->status & ATR_STATUS_FORK_CHILD) != 0;
+	atr_iter *it;
+	int r = atr_iter_new(f, &it);
+	if (r < 0)
+		return r;
+	struct atr_event ev;
+	while ((r = atr_iter_next(it, &ev)) > 0) {
+		if (!s->records++)
+			s->first_ts = ev.ts;
+		s->last_ts = ev.ts;
+		while (st.hn && st.heap[0].at < ev.ts) {
+			struct pend p = pend_pop(&st);
+			make_live(&st, p.ptr, p.size, p.at);
+		}
+		if (ev.type >= 1 && ev.type <= ATR_T_CALL_LAST)
+			on_call(&st, &ev);
+		else if (ev.type == ATR_T_MARKER)
+			s->markers++;
+		if (st.nomem) {
+			r = ATR_E_NOMEM;
+			break;
+		}
+	}
+	while (r == 0 && st.hn) {
+		struct pend p = pend_pop(&st);
+		make_live(&st, p.ptr, p.size, p.at);
+	}
+	if (r == 0 && st.nomem)
+		r = ATR_E_NOMEM;
+	atr_iter_free(it);
+	util_hmap_destroy(&st.live);
+	free(st.heap);
+	return r < 0 ? r : 0;
+}
+
+void an_summary_free(struct an_summary *s)
+{
+	free(s->threads);
+	s->threads = NULL;
+	s->nthreads = 0;
+}

@@ -1,0 +1,39 @@
+/* cmd_util.c - helpers shared by the commands (see cmds.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "atr_format.h"
+#include "atr_reader.h"
+#include "cmds/cmds.h"
+#include "util_msg.h"
+
+int cmdu_list(const char *path, char ***paths, size_t *n)
+{
+	char eb[512];
+	int r = atr_list(path, paths, n, eb, sizeof(eb));
+	if (r < 0) {
+		util_err("%s", eb);
+		return 1;
+	}
+	return 0;
+}
+
+const char *cmdu_status_text(unsigned status, unsigned err, char *buf, size_t len)
+{
+	if (status & ATR_STATUS_TRUNCATED)
+		snprintf(buf, len, "truncated (write failed: %s)",
+			 err ? strerror((int)err) : "unknown error");
+	else if (status & ATR_STATUS_CLEAN_EXIT)
+		snprintf(buf, len, "clean exit");
+	else
+		snprintf(buf, len, "no clean exit (killed or exec'd)");
+	if (status & ATR_STATUS_FORK_CHILD) {
+		size_t l = strlen(buf);
+		snprintf(buf + l, len - l, ", fork child");
+	}
+	if (status & ATR_STATUS_STOPPED) {
+		size_t l = strlen(buf);
+		snprintf(buf + l, len - l, ", recording stopped");
+	}
+	return buf;
+}

@@ -1,0 +1,28 @@
+/* cmds.h - the `alloctrace` subcommands.
+ *
+ * Each command is `int cmd_<name>(int argc, char **argv)` with argv[0] the
+ * command name; it returns the process exit status: 0 success, 1 failure
+ * (bad input, I/O), 2 usage error.  Messages go to stderr through
+ * util_err() ("alloctrace: ...").
+ */
+#ifndef CMDS_H
+#define CMDS_H
+
+#include <stddef.h>
+
+#ifndef ALLOCTRACE_VERSION_STRING
+#define ALLOCTRACE_VERSION_STRING "0.1.0"
+#endif
+
+int cmd_info(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+
+/* cmd_util.c: shared by the commands. */
+/* atr_list() with its error printed; returns 0 or 1 (error shown). */
+int cmdu_list(const char *path, char ***paths, size_t *n);
+/* Process status in words: "clean exit", "no clean exit (killed or
+ * exec'd)", "truncated (write failed: ...)". */
+const char *cmdu_status_text(unsigned status, unsigned err, char *buf, size_t len);
+
+#endif

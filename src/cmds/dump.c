@@ -1,0 +1,334 @@
+/* dump.c - `alloctrace dump FILE_OR_DIR... [--json]`: every record. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atr_reader.h"
+#include "cmds/cmds.h"
+#include "util_json.h"
+#include "util_msg.h"
+
+static void dump_usage(FILE *out)
+{
+	fprintf(out, "usage: alloctrace dump [--json] FILE_OR_DIR...\n"
+		     "Print every record of each process in global time order, one per line:\n"
+		     "  SEQ  SECONDS Tn call(args) = result [usable=N] [stack=N] [dur=Nns]\n"
+		     "with a '#' header line per process.  Times are seconds since the\n"
+		     "process started.\n"
+		     "  --json   JSON Lines: one object per record (keys seq, ts_ns, pid,\n"
+		     "           thread, tid, type, then type-specific: ptr, ret, size,\n"
+		     "           nmemb, align, usable, stack, err, duration_ns, label, ...);\n"
+		     "           pointers are strings \"0x...\", sizes are numbers\n");
+}
+
+static const char *ctl_name(uint32_t arg)
+{
+	switch (arg) {
+	case ATR_CTL_START:
+		return "start";
+	case ATR_CTL_STOP:
+		return "stop";
+	case ATR_CTL_PAUSE:
+		return "pause";
+	case ATR_CTL_RESUME:
+		return "resume";
+	case ATR_CTL_SYNC:
+		return "sync";
+	case ATR_CTL_EXIT:
+		return "exit";
+	default:
+		return NULL;
+	}
+}
+
+static uint64_t to_ns(const atr_file *f, uint64_t ticks)
+{
+	return atr_ticks_to_ns_u64(f, ticks);
+}
+
+static uint64_t payload_u64(const struct atr_event *ev)
+{
+	uint64_t v = 0;
+	if (ev->payload_len >= 8)
+		memcpy(&v, ev->payload, 8);
+	return v;
+}
+
+static void put_ptr(FILE *o, uint64_t p)
+{
+	if (p)
+		fprintf(o, "0x%" PRIx64, p);
+	else
+		fputs("NULL", o);
+}
+
+/* label bytes as a C-ish quoted string */
+static void put_label(FILE *o, const uint8_t *p, uint32_t n)
+{
+	fputc('"', o);
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned c = p[i];
+		if (c == '"' || c == '\\')
+			fprintf(o, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(o, "\\x%02x", c);
+		else
+			fputc((int)c, o);
+	}
+	fputc('"', o);
+}
+
+static void text_event(FILE *o, const atr_file *f, const struct atr_event *ev)
+{
+	uint64_t ns = to_ns(f, ev->ts);
+	fprintf(o, "%7" PRIu64 "  %" PRIu64 ".%09" PRIu64 " T%" PRIu32 " ", ev->seq,
+		ns / UINT64_C(1000000000), ns % UINT64_C(1000000000), ev->thread);
+	const char *name = atr_type_name(ev->type);
+	int alloc = 1;
+	switch (ev->type) {
+	case ATR_T_MALLOC:
+	case ATR_T_VALLOC:
+	case ATR_T_PVALLOC:
+		fprintf(o, "%s(%" PRIu64 ")", name, ev->size);
+		break;
+	case ATR_T_FREE:
+		fputs("free(", o);
+		put_ptr(o, ev->ptr);
+		fputc(')', o);
+		alloc = 0;
+		break;
+	case ATR_T_CALLOC:
+		if (ev->nmemb && ev->size % ev->nmemb == 0)
+			fprintf(o, "calloc(%" PRIu64 ", %" PRIu64 ")", ev->nmemb,
+				ev->size / ev->nmemb);
+		else
+			fprintf(o, "calloc(%" PRIu64 ", ?) total=%" PRIu64, ev->nmemb, ev->size);
+		break;
+	case ATR_T_REALLOC:
+		fputs("realloc(", o);
+		put_ptr(o, ev->ptr);
+		fprintf(o, ", %" PRIu64 ")", ev->size);
+		break;
+	case ATR_T_REALLOCARRAY:
+		fputs("reallocarray(", o);
+		put_ptr(o, ev->ptr);
+		if (ev->nmemb && ev->size % ev->nmemb == 0)
+			fprintf(o, ", %" PRIu64 ", %" PRIu64 ")", ev->nmemb, ev->size / ev->nmemb);
+		else
+			fprintf(o, ", %" PRIu64 ", ?) total=%" PRIu64, ev->nmemb, ev->size);
+		break;
+	case ATR_T_MEMALIGN:
+	case ATR_T_POSIX_MEMALIGN:
+	case ATR_T_ALIGNED_ALLOC:
+		fprintf(o, "%s(%" PRIu64 ", %" PRIu64 ")", name, ev->align, ev->size);
+		break;
+	default:
+		alloc = 0;
+		break;
+	}
+	if (ev->type <= ATR_T_CALL_LAST) {
+		if (alloc) {
+			fputs(" = ", o);
+			put_ptr(o, ev->ret);
+			if (ev->type == ATR_T_POSIX_MEMALIGN && ev->err)
+				fprintf(o, " err=%" PRId32 " (%s)", ev->err, strerror(ev->err));
+			if (ev->ret) {
+				if (ev->usable == UINT64_MAX)
+					fputs(" usable=?", o);
+				else
+					fprintf(o, " usable=%" PRIu64, ev->usable);
+			}
+			if (ev->stack_id)
+				fprintf(o, " stack=%" PRIu32, ev->stack_id);
+		}
+		if (ev->flags & ATR_FLAG_TIMED)
+			fprintf(o, " dur=%" PRIu64 "ns", to_ns(f, ev->duration));
+		fputc('\n', o);
+		return;
+	}
+	switch (ev->type) {
+	case ATR_T_THREAD_START:
+		fprintf(o, "thread start tid=%" PRIu32 "\n", ev->arg);
+		break;
+	case ATR_T_THREAD_EXIT:
+		fprintf(o, "thread exit tid=%" PRIu32 "\n", ev->arg);
+		break;
+	case ATR_T_MARKER:
+		fputs("marker ", o);
+		put_label(o, ev->payload, ev->payload_len);
+		fputc('\n', o);
+		break;
+	case ATR_T_CONTROL: {
+		const char *c = ctl_name(ev->arg);
+		if (c)
+			fprintf(o, "control %s\n", c);
+		else
+			fprintf(o, "control %" PRIu32 "\n", ev->arg);
+		break;
+	}
+	case ATR_T_LOST:
+		fprintf(o, "lost %" PRIu64 " records\n", payload_u64(ev));
+		break;
+	default:
+		fprintf(o, "%s arg=%" PRIu32 "\n", name, ev->arg);
+		break;
+	}
+}
+
+static void json_ptr(struct json_writer *w, const char *key, uint64_t p)
+{
+	char b[24];
+	snprintf(b, sizeof(b), "0x%" PRIx64, p);
+	json_key(w, key);
+	json_string(w, b);
+}
+
+static void json_num(struct json_writer *w, const char *key, uint64_t v)
+{
+	json_key(w, key);
+	json_u64(w, v);
+}
+
+static void json_event(struct json_writer *w, const atr_file *f, const struct atr_event *ev)
+{
+	const struct atr_info *in = atr_get_info(f);
+	json_begin_object(w);
+	json_num(w, "seq", ev->seq);
+	json_num(w, "ts_ns", to_ns(f, ev->ts));
+	json_num(w, "pid", in->pid);
+	json_num(w, "thread", ev->thread);
+	json_num(w, "tid", ev->tid);
+	json_key(w, "type");
+	json_string(w, atr_type_name(ev->type));
+	if (ev->type <= ATR_T_CALL_LAST) {
+		if (ev->type == ATR_T_FREE) {
+			json_ptr(w, "ptr", ev->ptr);
+		} else {
+			if (ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY)
+				json_ptr(w, "ptr", ev->ptr);
+			json_num(w, "size", ev->size);
+			if (ev->type == ATR_T_CALLOC || ev->type == ATR_T_REALLOCARRAY)
+				json_num(w, "nmemb", ev->nmemb);
+			if (ev->type >= ATR_T_MEMALIGN && ev->type <= ATR_T_ALIGNED_ALLOC)
+				json_num(w, "align", ev->align);
+			json_ptr(w, "ret", ev->ret);
+			json_key(w, "usable");
+			if (ev->ret && ev->usable != UINT64_MAX)
+				json_u64(w, ev->usable);
+			else
+				json_null(w);
+			json_num(w, "stack", ev->stack_id);
+			if (ev->type == ATR_T_POSIX_MEMALIGN) {
+				json_key(w, "err");
+				json_i64(w, ev->err);
+			}
+		}
+		if (ev->flags & ATR_FLAG_TIMED)
+			json_num(w, "duration_ns", to_ns(f, ev->duration));
+	} else {
+		switch (ev->type) {
+		case ATR_T_THREAD_START:
+			json_ptr(w, "pthread", payload_u64(ev));
+			break;
+		case ATR_T_MARKER:
+			json_key(w, "label");
+			json_string_n(w, (const char *)ev->payload, ev->payload_len);
+			break;
+		case ATR_T_CONTROL: {
+			const char *c = ctl_name(ev->arg);
+			json_key(w, "control");
+			if (c)
+				json_string(w, c);
+			else
+				json_u64(w, ev->arg);
+			break;
+		}
+		case ATR_T_LOST:
+			json_num(w, "count", payload_u64(ev));
+			break;
+		default:
+			break;
+		}
+	}
+	json_end_object(w);
+	json_finish(w);
+}
+
+static int dump_file(const char *path, int json)
+{
+	char eb[512];
+	atr_file *f;
+	if (atr_open(path, &f, eb, sizeof(eb)) < 0) {
+		util_err("%s", eb);
+		return 1;
+	}
+	const struct atr_info *in = atr_get_info(f);
+	if (!json)
+		printf("# process %" PRIu32 " (ppid %" PRIu32 ", exec %" PRIu32 ") %s: %s\n",
+		       in->pid, in->ppid, in->exec_seq, in->path,
+		       in->cmdline[0] ? in->cmdline : in->exe);
+	atr_iter *it;
+	int r = atr_iter_new(f, &it);
+	struct atr_event ev;
+	struct json_writer w;
+	json_init(&w, stdout, 0);
+	while (r >= 0 && (r = atr_iter_next(it, &ev)) > 0) {
+		if (json)
+			json_event(&w, f, &ev);
+		else
+			text_event(stdout, f, &ev);
+	}
+	if (r < 0)
+		util_err("%s", r == ATR_E_NOMEM ? "out of memory" : atr_last_error(f));
+	atr_iter_free(it);
+	atr_close(f);
+	return r < 0;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int json = 0, c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			dump_usage(stdout);
+			return 0;
+		default:
+			dump_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		util_err("dump: no trace file or directory given");
+		dump_usage(stderr);
+		return 2;
+	}
+	int rc = 0;
+	for (int a = optind; a < argc; a++) {
+		char **paths;
+		size_t n;
+		if (cmdu_list(argv[a], &paths, &n)) {
+			rc = 1;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			rc |= dump_file(paths[i], json);
+		atr_list_free(paths, n);
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		util_err("dump: write error on standard output");
+		rc = 1;
+	}
+	return rc;
+}

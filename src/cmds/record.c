@@ -1,0 +1,457 @@
+/* record.c - `alloctrace record [options] -- PROG ARGS...`.
+ *
+ * Runs PROG with liballoctrace.so preloaded and ALLOCTRACE_* settings in
+ * its environment; the library writes DIR/<pid>.atr per process image.
+ * The parent only forwards signals, waits, and counts what was recorded.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#include "atr_reader.h"
+#include "cmds/cmds.h"
+#include "util_buf.h"
+#include "util_msg.h"
+
+#define REC_DEFAULT_DIR "alloctrace.data"
+#define REC_LIB_NAME	"liballoctrace.so"
+
+static volatile sig_atomic_t rec_child;
+
+static void record_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: alloctrace record [options] [--] PROG [ARGS...]\n"
+		"Run PROG with the tracer preloaded; each process image writes\n"
+		"DIR/<pid>.atr (DIR/<pid>.<n>.atr for the n-th exec of the same pid).\n"
+		"  -o, --output DIR   trace directory (default " REC_DEFAULT_DIR "; an existing\n"
+		"                     default directory is renamed to " REC_DEFAULT_DIR ".old)\n"
+		"      --force        allow an -o DIR that already holds *.atr files\n"
+		"                     (they are deleted first)\n"
+		"      --no-children  do not trace child processes\n"
+		"      --stacks       record call-stack ids (stack id 0 until call-stack\n"
+		"                     capture lands)\n"
+		"      --timing       record the time spent in each call\n"
+		"      --no-start     start paused; the program calls alloctrace_start()\n"
+		"      --buffer-kb N  per-thread block size in KiB (power of two, 4..65536)\n"
+		"The exit status is PROG's (128+N if it was killed by signal N).\n"
+		"Environment: ALLOCTRACE_LIB overrides the library path.\n");
+}
+
+static void rec_forward(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	/* A terminal's ^C/^\ already reached the child (same process group);
+	 * forward only signals sent to us alone. */
+	if (rec_child > 0 && si->si_code != SI_KERNEL)
+		kill((pid_t)rec_child, sig);
+}
+
+static int file_exists(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Absolute path of liballoctrace.so into out (PATH_MAX). */
+static int find_lib(char *out)
+{
+	const char *env = getenv("ALLOCTRACE_LIB");
+	if (env && *env) {
+		if (!file_exists(env) || !realpath(env, out)) {
+			util_err("record: ALLOCTRACE_LIB=%s: %s", env,
+				 errno ? strerror(errno) : "not a regular file");
+			return -1;
+		}
+		return 0;
+	}
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		util_err("record: cannot find my own executable: %s", strerror(errno));
+		return -1;
+	}
+	exe[n] = 0;
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	static const char *const rel[] = {
+	    "/" REC_LIB_NAME,
+	    "/../lib/alloctrace/" REC_LIB_NAME,
+	    "/../lib/" REC_LIB_NAME,
+	};
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char cand[PATH_MAX + 64];
+		snprintf(cand, sizeof(cand), "%s%s", exe, rel[i]);
+		if (file_exists(cand) && realpath(cand, out))
+			return 0;
+	}
+	util_err("record: cannot find %s next to %s or in ../lib (set ALLOCTRACE_LIB)",
+		 REC_LIB_NAME, exe);
+	return -1;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	int r = (flag == FTW_DP) ? rmdir(path) : unlink(path);
+	if (r < 0)
+		util_err("record: cannot remove %s: %s", path, strerror(errno));
+	return r < 0 ? -1 : 0;
+}
+
+static int is_atr_name(const char *n)
+{
+	size_t l = strlen(n);
+	return l >= 5 && strcmp(n + l - 4, ".atr") == 0;
+}
+
+/* Count (and with del, delete) the *.atr files in dir; -1 on error. */
+static int atr_files(const char *dir, int del)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		util_err("record: %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (!is_atr_name(de->d_name))
+			continue;
+		n++;
+		if (del && unlinkat(dirfd(d), de->d_name, 0) < 0) {
+			util_err("record: cannot remove %s/%s: %s", dir, de->d_name,
+				 strerror(errno));
+			closedir(d);
+			return -1;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+static int prepare_dir(const char *dir, int explicit_dir, int force)
+{
+	struct stat st;
+	if (lstat(dir, &st) == 0) {
+		if (!explicit_dir) {
+			const char *old = REC_DEFAULT_DIR ".old";
+			struct stat ost;
+			if (lstat(old, &ost) == 0) {
+				if (S_ISDIR(ost.st_mode)) {
+					if (nftw(old, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+						return -1;
+				} else if (unlink(old) < 0) {
+					util_err("record: cannot remove %s: %s", old,
+						 strerror(errno));
+					return -1;
+				}
+			}
+			if (rename(dir, old) < 0) {
+				util_err("record: cannot rename %s to %s: %s", dir, old,
+					 strerror(errno));
+				return -1;
+			}
+		} else {
+			if (!S_ISDIR(st.st_mode)) {
+				util_err("record: %s exists and is not a directory", dir);
+				return -1;
+			}
+			int n = atr_files(dir, 0);
+			if (n < 0)
+				return -1;
+			if (n > 0 && !force) {
+				util_err(
+				    "record: %s already holds %d trace file(s); use --force to "
+				    "replace them or choose another -o DIR",
+				    dir, n);
+				return -1;
+			}
+			if (n > 0 && atr_files(dir, 1) < 0)
+				return -1;
+			return 0;
+		}
+	}
+	if (mkdir(dir, 0700) < 0) {
+		util_err("record: cannot create %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Clock ticks per second of the recorder's clock, 0 if unknown. */
+static uint64_t calibrate_ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	struct timespec a, b, req = {0, 20 * 1000 * 1000};
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	uint64_t t0 = __rdtsc();
+	while (nanosleep(&req, &req) < 0 && errno == EINTR)
+		;
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	uint64_t t1 = __rdtsc();
+	int64_t ns = (int64_t)(b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
+	if (ns <= 0 || t1 <= t0)
+		return 0;
+	return (uint64_t)((double)(t1 - t0) * 1e9 / (double)ns);
+#elif defined(__aarch64__)
+	uint64_t f;
+	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
+	return f;
+#else
+	return 0;
+#endif
+}
+
+static int set_env(const char *k, const char *v)
+{
+	return v ? setenv(k, v, 1) : unsetenv(k);
+}
+
+struct rec_opts {
+	const char *dir;
+	int explicit_dir, force, no_children, stacks, timing, no_start;
+	const char *buffer_kb;
+};
+
+/* In the child: environment, then exec.  Never returns. */
+static void child_exec(const struct rec_opts *o, const char *lib, const char *absdir, uint64_t tps,
+		       char **prog, int errfd)
+{
+	char buf[32];
+	const char *prev = getenv("LD_PRELOAD");
+	struct util_buf pre = {0};
+	if (util_buf_puts(&pre, lib) < 0 ||
+	    (prev && *prev && (util_buf_puts(&pre, ":") < 0 || util_buf_puts(&pre, prev) < 0)))
+		_exit(127);
+	int bad = 0;
+	bad |= set_env("LD_PRELOAD", pre.data);
+	bad |= set_env("ALLOCTRACE_DIR", absdir);
+	bad |= set_env("ALLOCTRACE_FILE", NULL);
+	bad |= set_env("MTRACE_CTL_FILE", NULL);
+	bad |= set_env("ALLOCTRACE_NO_CHILDREN", o->no_children ? "1" : NULL);
+	bad |= set_env("ALLOCTRACE_TIMING", o->timing ? "1" : NULL);
+	bad |= set_env("ALLOCTRACE_STACKS", o->stacks ? "1" : NULL);
+	bad |= set_env("ALLOCTRACE_START", o->no_start ? "0" : NULL);
+	bad |= set_env("ALLOCTRACE_BUFFER_KB", o->buffer_kb);
+	if (tps) {
+		snprintf(buf, sizeof(buf), "%" PRIu64, tps);
+		bad |= set_env("ALLOCTRACE_TICKS_PER_SEC", buf);
+	} else {
+		bad |= set_env("ALLOCTRACE_TICKS_PER_SEC", NULL);
+	}
+	int e = ENOMEM;
+	if (!bad) {
+		execvp(prog[0], prog);
+		e = errno;
+	}
+	if (write(errfd, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* The one summary line. */
+static int report(const char *dir)
+{
+	char **paths;
+	size_t n;
+	char eb[512];
+	struct util_buf detail = {0};
+	uint64_t total = 0;
+	size_t procs = 0;
+	int rc = 0;
+	if (atr_list(dir, &paths, &n, eb, sizeof(eb)) < 0) {
+		paths = NULL;
+		n = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		atr_file *f;
+		uint64_t c = 0;
+		if (atr_open(paths[i], &f, eb, sizeof(eb)) < 0) {
+			util_err("%s", eb);
+			rc = 1;
+			continue;
+		}
+		if (atr_count_calls(f, &c) < 0) {
+			util_err("%s", atr_last_error(f));
+			rc = 1;
+		}
+		const struct atr_info *in = atr_get_info(f);
+		util_buf_printf(&detail, "%spid %" PRIu32, procs ? ", " : "", in->pid);
+		if (in->exec_seq)
+			util_buf_printf(&detail, " (exec %" PRIu32 ")", in->exec_seq);
+		util_buf_printf(&detail, ": %" PRIu64 " calls", c);
+		total += c;
+		procs++;
+		atr_close(f);
+	}
+	atr_list_free(paths, n);
+	fprintf(stderr, "%s: recorded %" PRIu64 " calls in %zu process(es) to %s", util_msg_prog(),
+		total, procs, dir);
+	if (procs)
+		fprintf(stderr, " (%s)", detail.data ? detail.data : "");
+	fputc('\n', stderr);
+	util_buf_free(&detail);
+	return rc;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	enum { O_FORCE = 256, O_NOCHILD, O_STACKS, O_TIMING, O_NOSTART, O_BUFKB };
+	static const struct option opts[] = {
+	    {"output", required_argument, NULL, 'o'},
+	    {"force", no_argument, NULL, O_FORCE},
+	    {"no-children", no_argument, NULL, O_NOCHILD},
+	    {"stacks", no_argument, NULL, O_STACKS},
+	    {"timing", no_argument, NULL, O_TIMING},
+	    {"no-start", no_argument, NULL, O_NOSTART},
+	    {"buffer-kb", required_argument, NULL, O_BUFKB},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct rec_opts o = {.dir = REC_DEFAULT_DIR};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o.dir = optarg;
+			o.explicit_dir = 1;
+			break;
+		case O_FORCE:
+			o.force = 1;
+			break;
+		case O_NOCHILD:
+			o.no_children = 1;
+			break;
+		case O_STACKS:
+			o.stacks = 1;
+			break;
+		case O_TIMING:
+			o.timing = 1;
+			break;
+		case O_NOSTART:
+			o.no_start = 1;
+			break;
+		case O_BUFKB: {
+			char *end;
+			errno = 0;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 4 || v > 65536 || (v & (v - 1))) {
+				util_err("record: --buffer-kb %s: must be a power of two from 4 to "
+					 "65536",
+					 optarg);
+				return 2;
+			}
+			o.buffer_kb = optarg;
+			break;
+		}
+		case 'h':
+			record_usage(stdout);
+			return 0;
+		default:
+			record_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		util_err("record: no program given");
+		record_usage(stderr);
+		return 2;
+	}
+	if (!*o.dir) {
+		util_err("record: empty -o DIR");
+		return 2;
+	}
+	char **prog = argv + optind;
+	char lib[PATH_MAX];
+	if (find_lib(lib) < 0)
+		return 1;
+	if (prepare_dir(o.dir, o.explicit_dir, o.force) < 0)
+		return 1;
+	char absdir[PATH_MAX];
+	if (!realpath(o.dir, absdir)) {
+		util_err("record: %s: %s", o.dir, strerror(errno));
+		return 1;
+	}
+	uint64_t tps = calibrate_ticks();
+
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		util_err("record: pipe: %s", strerror(errno));
+		return 1;
+	}
+	struct sigaction sa, old[4];
+	static const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = rec_forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		util_err("record: fork: %s", strerror(errno));
+		close(pfd[0]);
+		close(pfd[1]);
+		return 1;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		child_exec(&o, lib, absdir, tps, prog, pfd[1]);
+	}
+	rec_child = pid;
+	for (int i = 0; i < 4; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	close(pfd[1]);
+	int exec_err = 0;
+	ssize_t got;
+	do
+		got = read(pfd[0], &exec_err, sizeof(exec_err));
+	while (got < 0 && errno == EINTR);
+	close(pfd[0]);
+
+	int status = 0;
+	pid_t w;
+	do
+		w = waitpid(pid, &status, 0);
+	while (w < 0 && errno == EINTR);
+	rec_child = 0;
+	for (int i = 0; i < 4; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	if (w < 0) {
+		util_err("record: waitpid: %s", strerror(errno));
+		return 1;
+	}
+	if (got == (ssize_t)sizeof(exec_err)) {
+		util_err("record: %s: %s", prog[0], strerror(exec_err));
+		return exec_err == ENOENT ? 127 : 126;
+	}
+	int rc;
+	if (WIFEXITED(status))
+		rc = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		rc = 128 + WTERMSIG(status);
+	else
+		rc = 1;
+	report(o.dir);
+	return rc;
+}

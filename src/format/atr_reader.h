@@ -1,0 +1,158 @@
+/* atr_reader.h - the one reader of alloctrace trace files.
+ *
+ * Every tool reads traces through this API; nothing else parses trace bytes.
+ * A trace file holds one process image.  Records are returned in global time
+ * order (per-thread streams merged by timestamp; ties broken by thread
+ * serial, so the order is deterministic).  Memory use is bounded by the
+ * number of threads, not the trace length: the file is mapped read-only and
+ * walked block by block.
+ *
+ * Errors follow the zstd convention: functions return an int, negative on
+ * error; atr_isError() tests it and atr_errstr() names it.  A more precise
+ * message (file, offset, what was wrong) is available from atr_last_error().
+ */
+#ifndef ATR_READER_H
+#define ATR_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atr_format.h"
+
+enum atr_err {
+	ATR_OK = 0,
+	ATR_E_IO = -1,	     /* open/stat/mmap failed (errno in message) */
+	ATR_E_MAGIC = -2,    /* not an alloctrace trace */
+	ATR_E_VERSION = -3,  /* format version not supported */
+	ATR_E_HEADER = -4,   /* header fields invalid or file too short */
+	ATR_E_FEATURES = -5, /* unknown feature bits */
+	ATR_E_BLOCK = -6,    /* corrupt block header */
+	ATR_E_RECORD = -7,   /* corrupt record */
+	ATR_E_NOMEM = -8,
+	ATR_E_NOTRACE = -9, /* a directory without *.atr files */
+	ATR_E_USAGE = -10,  /* bad argument */
+};
+
+static inline int atr_isError(int ret)
+{
+	return ret < 0;
+}
+const char *atr_errstr(int err);
+
+typedef struct atr_file atr_file;
+
+struct atr_info {
+	uint32_t version;
+	uint64_t features;
+	uint32_t status; /* ATR_STATUS_* */
+	uint32_t block_size;
+	uint32_t pid, ppid, exec_seq;
+	uint64_t start_realtime_ns, start_mono_ns;
+	uint64_t end_mono_ns;	  /* 0 when the destructor never ran */
+	double ticks_per_sec;	  /* calibration used for *_ns conversions */
+	uint64_t lost_records;	  /* header counter + LOST records */
+	uint64_t untraced_calls;  /* passed through by the re-entrancy guard */
+	uint64_t blocks;	  /* non-empty blocks */
+	uint32_t threads;	  /* distinct thread serials */
+	uint64_t records_hint;	  /* sum of block record counts, exact once
+				     atr_count_records() was called */
+	uint64_t last_ts;	  /* largest record timestamp (ticks) */
+	const char *exe;	  /* "" if unknown */
+	const char *cmdline;	  /* arguments joined by spaces */
+	const char *path;	  /* file this came from */
+	/* Added fields.  The ones marked (walk) are exact only after a full
+	 * walk: atr_count_records()/atr_count_calls() or an iteration that
+	 * reached the end (info.walked is then 1). */
+	uint64_t file_size;
+	uint64_t header_lost;	  /* the header's ATR_H_LOST counter alone */
+	uint32_t header_errno;	  /* ATR_H_ERRNO */
+	uint64_t end_ticks;	  /* ATR_H_END_TICKS, 0 if unknown */
+	int ticks_guessed;	  /* 1: no calibration known, 1e9 assumed */
+	uint64_t lost_blocks;	  /* sequence gaps in threads' block chains
+				     (blocks never written; their records
+				     are not known individually) */
+	uint64_t ignored_staging; /* staging blocks superseded by data blocks
+				     (crash between flush and reset) */
+	uint64_t truncated_blocks; /* blocks cut short by the end of file */
+	uint64_t truncated_records; /* data records lost to that (walk; known
+				       from block record counts) */
+	uint64_t clock_inversions; /* per-thread timestamps that went
+				      backwards and were clamped (walk) */
+	uint64_t calls;		  /* call records (walk) */
+	int walked;
+};
+
+/* A decoded record. Fields that do not apply to the type are 0. */
+struct atr_event {
+	uint8_t type;	   /* enum atr_type */
+	uint8_t flags;	   /* ATR_FLAG_* */
+	uint32_t thread;   /* thread serial, 1-based, unique in the process */
+	uint32_t tid;	   /* kernel tid of that thread */
+	uint64_t ts;	   /* ticks since start (merge-corrected, monotonic
+			      per thread) */
+	uint64_t seq;	   /* 0-based index in global order */
+	uint64_t ptr;	   /* free: block freed; realloc*: old block */
+	uint64_t ret;	   /* allocations: returned block (0 = failure) */
+	uint64_t size;	   /* bytes requested (calloc/reallocarray: total) */
+	uint64_t nmemb;	   /* calloc/reallocarray element count */
+	uint64_t align;	   /* memalign/posix_memalign/aligned_alloc */
+	uint64_t usable;   /* usable size of ret, UINT64_MAX unknown */
+	uint32_t stack_id; /* 0 = none */
+	int32_t err;	   /* posix_memalign result (0 or errno value) */
+	uint64_t duration; /* ticks spent in the real allocator (timed) */
+	/* meta records */
+	uint32_t arg;
+	uint32_t payload_len;
+	const uint8_t *payload; /* points into the mapped file */
+};
+
+/* Open one trace file. On failure *out is NULL and errbuf explains
+ * ("PATH: what was wrong"). */
+int atr_open(const char *path, atr_file **out, char *errbuf, size_t errlen);
+/* Same on a buffer the caller keeps alive (and unchanged) until
+ * atr_close(); name is used in messages. */
+int atr_open_buffer(const void *data, size_t size, const char *name, atr_file **out, char *errbuf,
+		    size_t errlen);
+void atr_close(atr_file *f);
+const struct atr_info *atr_get_info(const atr_file *f);
+/* Detailed message of the last error on f. */
+const char *atr_last_error(const atr_file *f);
+double atr_ticks_to_ns(const atr_file *f, uint64_t ticks);
+/* The same as an integer, saturated at UINT64_MAX (odd calibrations can
+ * make a 56-bit tick count exceed 2^64 ns). */
+uint64_t atr_ticks_to_ns_u64(const atr_file *f, uint64_t ticks);
+
+/* Per-thread facts known from block headers and THREAD_START records. */
+struct atr_thread_info {
+	uint32_t serial, tid;
+	uint64_t blocks;
+};
+uint32_t atr_thread_count(const atr_file *f);
+const struct atr_thread_info *atr_thread(const atr_file *f, uint32_t idx);
+
+/* Exact record count by walking all records of all threads (no merge).
+ * Counts every record the iterator returns (calls and known meta records;
+ * unknown meta types are skipped and not counted). */
+int atr_count_records(atr_file *f, uint64_t *count);
+/* The same walk; counts call records only (types 1..10). */
+int atr_count_calls(atr_file *f, uint64_t *count);
+
+/* Global-order iteration. next() returns 1 with *ev filled, 0 at the end,
+ * or a negative atr_err (message via atr_last_error). */
+typedef struct atr_iter atr_iter;
+int atr_iter_new(atr_file *f, atr_iter **out);
+int atr_iter_next(atr_iter *it, struct atr_event *ev);
+void atr_iter_free(atr_iter *it);
+
+/* Name of a record type: "malloc", "free", ..., "marker". */
+const char *atr_type_name(unsigned type);
+/* Inverse of atr_type_name for call types; returns 0 if unknown. */
+unsigned atr_type_from_name(const char *name);
+
+/* The traces named by path: a file gives itself; a directory gives its
+ * *.atr files sorted by process start time, then pid.  The returned list
+ * and its strings are freed with atr_list_free(). */
+int atr_list(const char *path, char ***paths, size_t *n, char *errbuf, size_t errlen);
+void atr_list_free(char **paths, size_t n);
+
+#endif

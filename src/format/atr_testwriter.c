@@ -1,0 +1,350 @@
+/* atr_testwriter.c - see atr_testwriter.h. */
+#include "atr_testwriter.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atr_format.h"
+
+struct atw_thr {
+	uint32_t serial, tid;
+	size_t staging; /* block index */
+	uint64_t seq;
+	uint32_t pos, nrec;
+};
+
+struct atw {
+	uint32_t bs;
+	uint8_t hdr[ATR_HEADER_SIZE];
+	uint8_t **blk;
+	size_t nblk, capblk;
+	struct atw_thr *thr;
+	uint32_t nthr;
+};
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+void atw_hdr_u32(struct atw *w, unsigned off, uint32_t v)
+{
+	if (off + 4 <= ATR_HEADER_SIZE)
+		put32(w->hdr + off, v);
+}
+
+void atw_hdr_u64(struct atw *w, unsigned off, uint64_t v)
+{
+	if (off + 8 <= ATR_HEADER_SIZE)
+		put64(w->hdr + off, v);
+}
+
+void atw_set_exe(struct atw *w, const char *exe)
+{
+	memset(w->hdr + ATR_H_EXE, 0, 256);
+	size_t n = strlen(exe);
+	memcpy(w->hdr + ATR_H_EXE, exe, n > 255 ? 255 : n);
+}
+
+void atw_set_cmdline(struct atw *w, int argc, const char *const *argv)
+{
+	uint8_t *p = w->hdr + ATR_H_CMDLINE + 4;
+	uint32_t len = 0;
+	memset(p, 0, ATR_H_CMDLINE_MAX);
+	for (int i = 0; i < argc; i++) {
+		size_t n = strlen(argv[i]) + 1;
+		if (len + n > ATR_H_CMDLINE_MAX)
+			break;
+		memcpy(p + len, argv[i], n);
+		len += (uint32_t)n;
+	}
+	put32(w->hdr + ATR_H_CMDLINE, len);
+}
+
+struct atw *atw_new(uint32_t block_size)
+{
+	struct atw *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->bs = block_size;
+	memcpy(w->hdr + ATR_H_MAGIC, ATR_MAGIC, 8);
+	put32(w->hdr + ATR_H_VERSION, ATR_VERSION);
+	put32(w->hdr + ATR_H_HEADER_SIZE, ATR_HEADER_SIZE);
+	put64(w->hdr + ATR_H_FEATURES, ATR_FEAT_CLOCK_MONO_NS);
+	put32(w->hdr + ATR_H_BLOCK_SIZE, block_size);
+	put32(w->hdr + ATR_H_STATUS, ATR_STATUS_CLEAN_EXIT);
+	put32(w->hdr + ATR_H_PID, 1000);
+	put32(w->hdr + ATR_H_PPID, 1);
+	put64(w->hdr + ATR_H_START_REALTIME, 1700000000000000000ULL);
+	put64(w->hdr + ATR_H_START_MONO, 1000000000ULL);
+	atw_set_exe(w, "/usr/bin/test");
+	static const char *const argv[] = {"test"};
+	atw_set_cmdline(w, 1, argv);
+	return w;
+}
+
+void atw_destroy(struct atw *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->nblk; i++)
+		free(w->blk[i]);
+	free(w->blk);
+	free(w->thr);
+	free(w);
+}
+
+static size_t new_block(struct atw *w)
+{
+	if (w->nblk == w->capblk) {
+		size_t nc = w->capblk ? w->capblk * 2 : 16;
+		uint8_t **nb = realloc(w->blk, nc * sizeof(*nb));
+		if (!nb)
+			abort();
+		w->blk = nb;
+		w->capblk = nc;
+	}
+	uint8_t *b = calloc(1, w->bs);
+	if (!b)
+		abort();
+	w->blk[w->nblk] = b;
+	return w->nblk++;
+}
+
+static void staging_header(struct atw *w, struct atw_thr *t)
+{
+	uint8_t *b = w->blk[t->staging];
+	put32(b + ATR_B_MAGIC, ATR_BLOCK_MAGIC);
+	put32(b + ATR_B_KIND, ATR_BLOCK_STAGING);
+	put32(b + ATR_B_THREAD, t->serial);
+	put32(b + ATR_B_TID, t->tid);
+	put64(b + ATR_B_SEQ, t->seq);
+	put32(b + ATR_B_PID, 1000);
+}
+
+static struct atw_thr *thr_get(struct atw *w, uint32_t serial)
+{
+	return serial >= 1 && serial <= w->nthr ? &w->thr[serial - 1] : NULL;
+}
+
+uint32_t atw_thread(struct atw *w, uint32_t tid, uint64_t ts)
+{
+	struct atw_thr *nt = realloc(w->thr, (w->nthr + 1) * sizeof(*nt));
+	if (!nt)
+		abort();
+	w->thr = nt;
+	struct atw_thr *t = &w->thr[w->nthr++];
+	memset(t, 0, sizeof(*t));
+	t->serial = w->nthr;
+	t->tid = tid;
+	t->staging = new_block(w);
+	t->pos = ATR_BLOCK_HEADER_SIZE;
+	staging_header(w, t);
+	uint64_t self = 0x7f00 + t->serial;
+	atw_meta(w, t->serial, ts, ATR_T_THREAD_START, tid, &self, 8);
+	return t->serial;
+}
+
+static void flush(struct atw *w, struct atw_thr *t, int reset, int write)
+{
+	uint8_t *s = w->blk[t->staging];
+	if (write) {
+		size_t d = new_block(w);
+		s = w->blk[t->staging]; /* w->blk may have moved */
+		uint8_t *b = w->blk[d];
+		memcpy(b, s, t->pos);
+		put32(b + ATR_B_KIND, ATR_BLOCK_DATA);
+		put32(b + ATR_B_USED, t->pos - ATR_BLOCK_HEADER_SIZE);
+		put32(b + ATR_B_RECORDS, t->nrec);
+	}
+	if (!reset)
+		return;
+	memset(s + ATR_BLOCK_HEADER_SIZE, 0, w->bs - ATR_BLOCK_HEADER_SIZE);
+	t->seq++;
+	t->pos = ATR_BLOCK_HEADER_SIZE;
+	t->nrec = 0;
+	staging_header(w, t);
+}
+
+int atw_flush(struct atw *w, uint32_t serial)
+{
+	struct atw_thr *t = thr_get(w, serial);
+	if (!t)
+		return -1;
+	flush(w, t, 1, 1);
+	return 0;
+}
+
+int atw_flush_crash(struct atw *w, uint32_t serial)
+{
+	struct atw_thr *t = thr_get(w, serial);
+	if (!t)
+		return -1;
+	flush(w, t, 0, 1);
+	return 0;
+}
+
+int atw_skip_seq(struct atw *w, uint32_t serial)
+{
+	struct atw_thr *t = thr_get(w, serial);
+	if (!t)
+		return -1;
+	flush(w, t, 1, 0);
+	return 0;
+}
+
+int atw_retire(struct atw *w, uint32_t serial)
+{
+	struct atw_thr *t = thr_get(w, serial);
+	if (!t)
+		return -1;
+	flush(w, t, 0, 1);
+	put32(w->blk[t->staging] + ATR_B_KIND, ATR_BLOCK_RETIRED);
+	t->staging = new_block(w);
+	t->seq++;
+	t->pos = ATR_BLOCK_HEADER_SIZE;
+	t->nrec = 0;
+	staging_header(w, t);
+	return 0;
+}
+
+int atw_raw(struct atw *w, uint32_t serial, const uint64_t *words, unsigned n)
+{
+	struct atw_thr *t = thr_get(w, serial);
+	if (!t || (uint64_t)n * 8 > w->bs - ATR_BLOCK_HEADER_SIZE)
+		return -1;
+	if (t->pos + (uint64_t)n * 8 > w->bs)
+		flush(w, t, 1, 1);
+	memcpy(w->blk[t->staging] + t->pos, words, (size_t)n * 8);
+	t->pos += n * 8;
+	t->nrec++;
+	return 0;
+}
+
+int atw_call(struct atw *w, uint32_t serial, uint64_t ts, unsigned type, unsigned flags,
+	     const uint64_t *f, const uint64_t *opt)
+{
+	unsigned n = atr_call_words(type);
+	if (!n || (flags & ~ATR_FLAG_MASK))
+		return -1;
+	unsigned tot = atr_record_words(type, flags);
+	uint64_t words[16];
+	words[0] = (ts << ATR_TS_SHIFT) | type | flags;
+	memcpy(words + 1, f, (n - 1) * sizeof(uint64_t));
+	if (tot > n)
+		memcpy(words + n, opt, (tot - n) * sizeof(uint64_t));
+	return atw_raw(w, serial, words, tot);
+}
+
+int atw_malloc(struct atw *w, uint32_t serial, uint64_t ts, uint64_t ret, uint64_t size,
+	       uint64_t slack)
+{
+	if (!ret)
+		slack = 0;
+	if (size <= ((1ULL << 48) - 1) && (slack < 0xffff || slack == UINT64_MAX)) {
+		uint64_t f[2] = {ret,
+				 atw_size(size, slack == UINT64_MAX ? 0xffffu : (uint32_t)slack)};
+		return atw_call(w, serial, ts, ATR_T_MALLOC, 0, f, NULL);
+	}
+	uint64_t f[2] = {ret, size};
+	return atw_call(w, serial, ts, ATR_T_MALLOC, ATR_FLAG_WIDE, f, &slack);
+}
+
+int atw_free(struct atw *w, uint32_t serial, uint64_t ts, uint64_t ptr)
+{
+	return atw_call(w, serial, ts, ATR_T_FREE, 0, &ptr, NULL);
+}
+
+int atw_realloc(struct atw *w, uint32_t serial, uint64_t ts, uint64_t old, uint64_t ret,
+		uint64_t size, uint64_t dur)
+{
+	uint64_t f[3] = {ret, atw_size(size, 0xffffu), old};
+	return atw_call(w, serial, ts, ATR_T_REALLOC, ATR_FLAG_TIMED, f, &dur);
+}
+
+int atw_meta(struct atw *w, uint32_t serial, uint64_t ts, unsigned type, uint32_t arg,
+	     const void *payload, uint32_t len)
+{
+	if (type < 16 || type > 31 || len > w->bs)
+		return -1;
+	unsigned n = 2 + (len + 7) / 8;
+	uint64_t *words = calloc(n, 8);
+	if (!words)
+		return -1;
+	words[0] = (ts << ATR_TS_SHIFT) | type;
+	words[1] = (uint64_t)arg << 32 | len;
+	if (len)
+		memcpy(words + 2, payload, len);
+	int r = atw_raw(w, serial, words, n);
+	free(words);
+	return r;
+}
+
+int atw_marker(struct atw *w, uint32_t serial, uint64_t ts, const char *label)
+{
+	return atw_meta(w, serial, ts, ATR_T_MARKER, 0, label, (uint32_t)strlen(label));
+}
+
+size_t atw_block_count(const struct atw *w)
+{
+	return w->nblk;
+}
+
+uint8_t *atw_block(struct atw *w, size_t idx)
+{
+	return idx < w->nblk ? w->blk[idx] : NULL;
+}
+
+size_t atw_staging_index(const struct atw *w, uint32_t serial)
+{
+	return serial >= 1 && serial <= w->nthr ? w->thr[serial - 1].staging : (size_t)-1;
+}
+
+uint8_t *atw_header(struct atw *w)
+{
+	return w->hdr;
+}
+
+int atw_build(struct atw *w, uint8_t **buf, size_t *len, int trim)
+{
+	put64(w->hdr + ATR_H_BLOCKS, w->nblk);
+	size_t total = ATR_HEADER_SIZE + w->nblk * (size_t)w->bs;
+	uint8_t *b = malloc(total);
+	if (!b)
+		return -1;
+	memcpy(b, w->hdr, ATR_HEADER_SIZE);
+	for (size_t i = 0; i < w->nblk; i++)
+		memcpy(b + ATR_HEADER_SIZE + i * w->bs, w->blk[i], w->bs);
+	if (trim) {
+		while (total > ATR_HEADER_SIZE && b[total - 1] == 0)
+			total--;
+		total = (total + 7) & ~(size_t)7;
+	}
+	*buf = b;
+	*len = total;
+	return 0;
+}
+
+int atw_write_file(struct atw *w, const char *path, int trim)
+{
+	uint8_t *b;
+	size_t n;
+	if (atw_build(w, &b, &n, trim) < 0)
+		return -1;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int r = -1;
+	if (fd >= 0) {
+		r = write(fd, b, n) == (ssize_t)n ? 0 : -1;
+		if (close(fd) < 0)
+			r = -1;
+	}
+	free(b);
+	return r;
+}

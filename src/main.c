@@ -1,0 +1,65 @@
+/* main.c - `alloctrace <command> [args]`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmds/cmds.h"
+#include "util_msg.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+    {"record", cmd_record, "run a program and trace its malloc calls"},
+    {"info", cmd_info, "summarise traces: calls, bytes, peak, threads"},
+    {"dump", cmd_dump, "print every record in time order (text or JSON Lines)"},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: alloctrace <command> [args]\n"
+		     "       alloctrace <command> --help\n"
+		     "       alloctrace --version\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *c = argv[1];
+	if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
+		if (!strcmp(c, "help") && argc > 2) {
+			for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+				if (!strcmp(argv[2], commands[i].name)) {
+					char *hargv[] = {argv[2], (char *)"--help", NULL};
+					return commands[i].fn(2, hargv);
+				}
+			util_err("unknown command '%s'", argv[2]);
+			usage(stderr);
+			return 2;
+		}
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(c, "--version") || !strcmp(c, "-V")) {
+		printf("alloctrace %s\n", ALLOCTRACE_VERSION_STRING);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(c, commands[i].name)) {
+			/* getopt's messages then read "alloctrace info: ..." */
+			char name[64];
+			snprintf(name, sizeof(name), "alloctrace %s", commands[i].name);
+			argv[1] = name;
+			return commands[i].fn(argc - 1, argv + 1);
+		}
+	util_err("unknown command '%s'", c);
+	usage(stderr);
+	return 2;
+}

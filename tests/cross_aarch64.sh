@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# aarch64 must build: cross-compile the preload library and link the CLI
+# with Debian's aarch64 cross compiler (compile and link only; nothing runs).
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+cc=${CROSS_CC:-aarch64-linux-gnu-gcc}
+if ! command -v "$cc" >/dev/null; then
+  echo "FAIL: $cc not found (scripts/setup-deps.sh installs gcc-aarch64-linux-gnu)"
+  exit 1
+fi
+out=$(mktemp -d /tmp/atr-cross.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+warn=(-std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
+      -Wno-unused-parameter -Werror -O2)
+"$cc" "${warn[@]}" -shared -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+  -I"$src/src/format" -I"$src/include" \
+  -Wl,--version-script="$src/src/preload/exports.map" \
+  -o "$out/liballoctrace.so" "$src"/src/preload/*.c -ldl -lpthread
+tools=("$src"/src/util/*.c "$src"/src/format/*.c "$src"/src/cmds/*.c "$src"/src/main.c)
+for d in analysis replay; do
+  compgen -G "$src/src/$d/*.c" >/dev/null && tools+=("$src"/src/$d/*.c)
+done
+"$cc" "${warn[@]}" -I"$src/src" -I"$src/src/util" -I"$src/src/format" -I"$src/include" \
+  -o "$out/alloctrace" "${tools[@]}" -lpthread -lm
+file "$out/liballoctrace.so" "$out/alloctrace" | sed "s|$out/||"
+file "$out/alloctrace" | grep -q aarch64
+echo "aarch64 cross build: ok"
