@@ -23,6 +23,8 @@ struct trace {
 	size_t n;
 	int rc; /* last iterator result */
 	char err[512];
+	struct atr_event rel[MAXEV]; /* ATR_EV_REALLOC_RELEASE events */
+	size_t nrel;
 };
 
 static void put32(uint8_t *p, uint32_t v)
@@ -46,8 +48,14 @@ static int load(struct trace *t, struct atw *w, int trim)
 		return r;
 	atr_iter *it;
 	assert_int_equal(atr_iter_new(t->f, &it), 0);
-	while (t->n < MAXEV && (t->rc = atr_iter_next(it, &t->ev[t->n])) > 0)
+	while (t->n < MAXEV && (t->rc = atr_iter_next(it, &t->ev[t->n])) > 0) {
+		if (t->ev[t->n].type == ATR_EV_REALLOC_RELEASE) {
+			t->rel[t->nrel < MAXEV ? t->nrel : 0] = t->ev[t->n];
+			t->nrel++;
+			continue; /* kept apart: the tests index records */
+		}
 		t->n++;
+	}
 	atr_iter_free(it);
 	return r;
 }
@@ -70,30 +78,30 @@ static void test_decode_every_type(void **state)
 	assert_int_equal(atw_realloc(w, s, 13, 0x2000, 0x3000, 100, 7), 0);
 	uint64_t ra[4] = {0x4000, atw_size(60, 4), 0x3000, 3};
 	uint64_t raopt[1] = {9};
-	assert_int_equal(atw_call(w, s, 14, ATR_T_REALLOCARRAY, ATR_FLAG_TIMED, ra, raopt), 0);
+	assert_int_equal(atw_call(w, s, 24, ATR_T_REALLOCARRAY, ATR_FLAG_TIMED, ra, raopt), 0);
 	uint64_t ma[3] = {0x5000, atw_size(64, 0xffff), 64};
-	assert_int_equal(atw_call(w, s, 15, ATR_T_MEMALIGN, 0, ma, NULL), 0);
+	assert_int_equal(atw_call(w, s, 35, ATR_T_MEMALIGN, 0, ma, NULL), 0);
 	uint64_t pm[3] = {0, atw_size(16, 22), 3}; /* failed: EINVAL in slack */
-	assert_int_equal(atw_call(w, s, 16, ATR_T_POSIX_MEMALIGN, 0, pm, NULL), 0);
+	assert_int_equal(atw_call(w, s, 36, ATR_T_POSIX_MEMALIGN, 0, pm, NULL), 0);
 	uint64_t aa[3] = {0x6000, 1ULL << 50, 4096};
 	uint64_t aaopt[3] = {123, 77, 5}; /* WIDE slack, STACK id, TIMED */
-	assert_int_equal(atw_call(w, s, 17, ATR_T_ALIGNED_ALLOC,
+	assert_int_equal(atw_call(w, s, 37, ATR_T_ALIGNED_ALLOC,
 				  ATR_FLAG_WIDE | ATR_FLAG_STACK | ATR_FLAG_TIMED, aa, aaopt),
 			 0);
 	uint64_t va[2] = {0x7000, atw_size(4096, 0)};
-	assert_int_equal(atw_call(w, s, 18, ATR_T_VALLOC, 0, va, NULL), 0);
+	assert_int_equal(atw_call(w, s, 38, ATR_T_VALLOC, 0, va, NULL), 0);
 	uint64_t pv[2] = {0x8000, atw_size(100, 3996)};
 	uint64_t pvopt[1] = {11};
-	assert_int_equal(atw_call(w, s, 19, ATR_T_PVALLOC, ATR_FLAG_STACK, pv, pvopt), 0);
+	assert_int_equal(atw_call(w, s, 39, ATR_T_PVALLOC, ATR_FLAG_STACK, pv, pvopt), 0);
 	uint64_t fr[1] = {0x8000};
 	uint64_t fropt[1] = {3};
-	assert_int_equal(atw_call(w, s, 20, ATR_T_FREE, ATR_FLAG_TIMED, fr, fropt), 0);
-	assert_int_equal(atw_marker(w, s, 21, "phase \"1\""), 0);
-	assert_int_equal(atw_meta(w, s, 22, ATR_T_CONTROL, ATR_CTL_PAUSE, NULL, 0), 0);
-	assert_int_equal(atw_meta(w, s, 23, ATR_T_THREAD_EXIT, 4242, NULL, 0), 0);
+	assert_int_equal(atw_call(w, s, 40, ATR_T_FREE, ATR_FLAG_TIMED, fr, fropt), 0);
+	assert_int_equal(atw_marker(w, s, 41, "phase \"1\""), 0);
+	assert_int_equal(atw_meta(w, s, 42, ATR_T_CONTROL, ATR_CTL_PAUSE, NULL, 0), 0);
+	assert_int_equal(atw_meta(w, s, 43, ATR_T_THREAD_EXIT, 4242, NULL, 0), 0);
 	uint64_t wm[2] = {0, 1ULL << 49}; /* failed malloc, WIDE */
 	uint64_t wmopt[1] = {0};
-	assert_int_equal(atw_call(w, s, 24, ATR_T_MALLOC, ATR_FLAG_WIDE, wm, wmopt), 0);
+	assert_int_equal(atw_call(w, s, 44, ATR_T_MALLOC, ATR_FLAG_WIDE, wm, wmopt), 0);
 
 	struct trace t;
 	assert_int_equal(load(&t, w, 1), 0);
@@ -131,6 +139,14 @@ static void test_decode_every_type(void **state)
 	assert_true(e[4].usable == UINT64_MAX);
 	assert_int_equal(e[4].duration, 7);
 	assert_true(e[4].flags & ATR_FLAG_TIMED);
+	assert_int_equal(e[4].ts, 20); /* the end stamp */
+	/* both moved: their old blocks were released at the start stamps */
+	assert_int_equal(t.nrel, 2);
+	assert_int_equal(t.rel[0].ts, 13);
+	assert_int_equal(t.rel[0].ptr, 0x2000);
+	assert_int_equal(t.rel[1].ts, 24);
+	assert_int_equal(t.rel[1].ptr, 0x3000);
+	assert_int_equal(atr_get_info(t.f)->clock_inversions, 0);
 
 	assert_int_equal(e[5].type, ATR_T_REALLOCARRAY);
 	assert_int_equal(e[5].ptr, 0x3000);

@@ -6,64 +6,12 @@
 
 #include "util_hmap.h"
 
-struct pend {
-	uint64_t at, ptr, size;
-};
-
 struct an_state {
 	struct an_summary *s;
 	struct util_hmap live;
-	struct pend *heap;
-	size_t hn, hcap;
 	int nomem;
 	int fork_child;
 };
-
-static void pend_push(struct an_state *st, uint64_t at, uint64_t ptr, uint64_t size)
-{
-	if (st->hn == st->hcap) {
-		size_t nc = st->hcap ? st->hcap * 2 : 16;
-		struct pend *nh = realloc(st->heap, nc * sizeof(*nh));
-		if (!nh) {
-			st->nomem = 1;
-			return;
-		}
-		st->heap = nh;
-		st->hcap = nc;
-	}
-	size_t i = st->hn++;
-	st->heap[i] = (struct pend){at, ptr, size};
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (st->heap[p].at <= st->heap[i].at)
-			break;
-		struct pend t = st->heap[p];
-		st->heap[p] = st->heap[i];
-		st->heap[i] = t;
-		i = p;
-	}
-}
-
-static struct pend pend_pop(struct an_state *st)
-{
-	struct pend top = st->heap[0];
-	st->heap[0] = st->heap[--st->hn];
-	size_t i = 0;
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < st->hn && st->heap[l].at < st->heap[m].at)
-			m = l;
-		if (l + 1 < st->hn && st->heap[l + 1].at < st->heap[m].at)
-			m = l + 1;
-		if (m == i)
-			break;
-		struct pend t = st->heap[m];
-		st->heap[m] = st->heap[i];
-		st->heap[i] = t;
-		i = m;
-	}
-	return top;
-}
 
 static void make_live(struct an_state *st, uint64_t ptr, uint64_t size, uint64_t ts)
 {
@@ -136,32 +84,31 @@ static void on_call(struct an_state *st, const struct atr_event *ev)
 	if (th)
 		th->bytes += ev->size;
 	if (ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY) {
-		if (!ev->ptr) {
-			if (ev->ret)
-				make_live(st, ev->ret, ev->size, ev->ts);
-			else
-				s->failed++;
-			return;
-		}
+		/* the iterator released a dying old block already, at the
+		 * call's start stamp (ATR_EV_REALLOC_RELEASE) */
 		if (!ev->ret) {
-			if (ev->size == 0) {
-				kill_ptr(st, ev->ptr); /* realloc(p, 0) freed p */
-			} else {
+			if (ev->size != 0 || !ev->ptr)
 				s->failed++;
-				if (!util_hmap_lookup(&st->live, ev->ptr, NULL)) {
-					if (st->fork_child)
-						s->inherited_frees++;
-					else
-						s->unknown_frees++;
-				}
+			if (ev->ptr && ev->size != 0 && !util_hmap_lookup(&st->live, ev->ptr, NULL)) {
+				if (st->fork_child)
+					s->inherited_frees++;
+				else
+					s->unknown_frees++;
 			}
 			return;
 		}
-		kill_ptr(st, ev->ptr);
-		uint64_t at = ev->ts + ev->duration;
-		if (at < ev->ts)
-			at = ev->ts;
-		pend_push(st, at, ev->ret, ev->size);
+		if (ev->ptr && ev->ret == ev->ptr) {
+			/* in place: the same block, a new size */
+			uint64_t old;
+			if (util_hmap_lookup(&st->live, ev->ptr, &old)) {
+				kill_ptr(st, ev->ptr);
+			} else if (st->fork_child) {
+				s->inherited_frees++;
+			} else {
+				s->unknown_frees++;
+			}
+		}
+		make_live(st, ev->ret, ev->size, ev->ts);
 		return;
 	}
 	if (ev->ret)
@@ -195,13 +142,13 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 		return r;
 	struct atr_event ev;
 	while ((r = atr_iter_next(it, &ev)) > 0) {
+		if (ev.type == ATR_EV_REALLOC_RELEASE) {
+			kill_ptr(&st, ev.ptr);
+			continue;
+		}
 		if (!s->records++)
 			s->first_ts = ev.ts;
 		s->last_ts = ev.ts;
-		while (st.hn && st.heap[0].at < ev.ts) {
-			struct pend p = pend_pop(&st);
-			make_live(&st, p.ptr, p.size, p.at);
-		}
 		if (ev.type >= 1 && ev.type <= ATR_T_CALL_LAST)
 			on_call(&st, &ev);
 		else if (ev.type == ATR_T_MARKER)
@@ -211,15 +158,10 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 			break;
 		}
 	}
-	while (r == 0 && st.hn) {
-		struct pend p = pend_pop(&st);
-		make_live(&st, p.ptr, p.size, p.at);
-	}
 	if (r == 0 && st.nomem)
 		r = ATR_E_NOMEM;
 	atr_iter_free(it);
 	util_hmap_destroy(&st.live);
-	free(st.heap);
 	return r < 0 ? r : 0;
 }
 

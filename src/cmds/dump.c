@@ -275,6 +275,8 @@ static int dump_file(const char *path, int json)
 	struct json_writer w;
 	json_init(&w, stdout, 0);
 	while (r >= 0 && (r = atr_iter_next(it, &ev)) > 0) {
+		if (ev.type == ATR_EV_REALLOC_RELEASE)
+			continue; /* not a record: dump shows records */
 		if (json)
 			json_event(&w, f, &ev);
 		else

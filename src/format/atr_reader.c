@@ -119,6 +119,8 @@ const char *atr_type_name(unsigned type)
 {
 	if (type < 32 && atr_names[type])
 		return atr_names[type];
+	if (type == ATR_EV_REALLOC_RELEASE)
+		return "realloc_release";
 	return "unknown";
 }
 
@@ -668,6 +670,8 @@ struct atr_cur {
 	uint64_t nrec;	  /* records decoded in the current block */
 	uint64_t want;	  /* data block: header record count */
 	uint64_t prev_ts;
+	struct atr_event stash; /* a realloc waiting behind its release */
+	int has_stash;
 	/* statistics of this cursor's walk */
 	uint64_t lost, inversions, records, calls, trunc_records, last_ts;
 };
@@ -847,6 +851,42 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 	}
 }
 
+/* cur_next plus the realloc split: a realloc whose old block dies becomes
+ * a release at its start stamp and the realloc at its end stamp. */
+static int cur_next_ev(atr_file *f, struct atr_cur *c, struct atr_event *ev)
+{
+	if (c->has_stash) {
+		*ev = c->stash;
+		c->has_stash = 0;
+		return 1;
+	}
+	int r = cur_next(f, c, ev);
+	if (r <= 0 || (ev->type != ATR_T_REALLOC && ev->type != ATR_T_REALLOCARRAY))
+		return r;
+	uint64_t end = ev->ts + ev->duration;
+	if (end < ev->ts)
+		end = ev->ts;
+	if (c->prev_ts < end)
+		c->prev_ts = end; /* the thread's next record comes after it */
+	int released = ev->ptr && ev->ret != ev->ptr && (ev->ret || ev->size == 0);
+	if (!released) {
+		ev->ts = end;
+		return 1;
+	}
+	c->stash = *ev;
+	c->stash.ts = end;
+	c->has_stash = 1;
+	struct atr_event rel;
+	memset(&rel, 0, sizeof(rel));
+	rel.type = ATR_EV_REALLOC_RELEASE;
+	rel.thread = ev->thread;
+	rel.tid = ev->tid;
+	rel.ts = ev->ts;
+	rel.ptr = ev->ptr;
+	*ev = rel;
+	return 1;
+}
+
 static void apply_walk(atr_file *f, const struct atr_cur *cs, uint32_t n)
 {
 	uint64_t lost = 0, inv = 0, rec = 0, calls = 0, trunc = 0, last = 0;
@@ -981,7 +1021,7 @@ static int iter_start(atr_iter *it)
 {
 	it->started = 1;
 	for (uint32_t t = 0; t < it->n; t++) {
-		int r = cur_next(it->f, &it->cur[t], &it->pend[t]);
+		int r = cur_next_ev(it->f, &it->cur[t], &it->pend[t]);
 		if (r < 0)
 			return r;
 		if (r > 0)
@@ -1012,8 +1052,10 @@ int atr_iter_next(atr_iter *it, struct atr_event *ev)
 	}
 	uint32_t t = it->heap[0];
 	*ev = it->pend[t];
-	ev->seq = it->seq++;
-	int r = cur_next(it->f, &it->cur[t], &it->pend[t]);
+	ev->seq = it->seq; /* synthetic events share the next record's seq */
+	if (ev->type != ATR_EV_REALLOC_RELEASE)
+		it->seq++;
+	int r = cur_next_ev(it->f, &it->cur[t], &it->pend[t]);
 	if (r < 0)
 		return it->err = r;
 	if (r == 0)

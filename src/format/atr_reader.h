@@ -82,7 +82,16 @@ struct atr_info {
 	int walked;
 };
 
-/* A decoded record. Fields that do not apply to the type are 0. */
+/* Synthetic event of the iterator (not a record, not a call): the old
+ * block of a realloc/reallocarray is released at the call's start stamp
+ * (ts, ptr = old block).  Emitted when the old block dies: the result
+ * moved, or realloc(p, 0) freed it.  The realloc event itself follows at its
+ * end stamp.  See docs/TRACE_FORMAT.md, "Order". */
+#define ATR_EV_REALLOC_RELEASE 32u
+
+/* A decoded record. Fields that do not apply to the type are 0.
+ * realloc/reallocarray: ts is the end stamp (the new block exists); the
+ * call started at ts - duration. */
 struct atr_event {
 	uint8_t type;	   /* enum atr_type */
 	uint8_t flags;	   /* ATR_FLAG_* */
