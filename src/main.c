@@ -15,6 +15,9 @@ static const struct command commands[] = {
     {"record", cmd_record, "run a program and trace its malloc calls"},
     {"info", cmd_info, "summarise traces: calls, bytes, peak, threads"},
     {"dump", cmd_dump, "print every record in time order (text or JSON Lines)"},
+    {"convert", cmd_convert, "turn a trace into a workload for replay"},
+    {"replay", cmd_replay, "run a workload against an allocator, timing every call"},
+    {"compare", cmd_compare, "replay a workload under several allocators: one table"},
 };
 
 static void usage(FILE *out)
@@ -28,6 +31,13 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+	/* the seed's tool names (symlinks to this binary) */
+	const char *base = argv[0] ? strrchr(argv[0], '/') : NULL;
+	base = base ? base + 1 : argv[0] ? argv[0] : "";
+	if (!strcmp(base, "trace2wl"))
+		return cmd_trace2wl(argc, argv);
+	if (!strcmp(base, "trace_run"))
+		return cmd_trace_run(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

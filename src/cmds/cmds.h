@@ -17,6 +17,13 @@
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+/* The seed's entry points, chosen by argv[0]: trace2wl OUT [IN],
+ * trace_run WORKLOAD. */
+int cmd_trace2wl(int argc, char **argv);
+int cmd_trace_run(int argc, char **argv);
 
 /* cmd_util.c: shared by the commands. */
 /* atr_list() with its error printed; returns 0 or 1 (error shown). */

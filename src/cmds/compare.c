@@ -1,0 +1,302 @@
+/* compare.c - `alloctrace compare WORKLOAD --allocators A,B,... [--runs N]`.
+ *
+ * Each allocator spec is NAME[+glibc.malloc.TUNABLE=VALUE...]; every run is
+ * a separate `alloctrace replay --kv` process (fresh heap, fresh RSS).  Runs
+ * are interleaved (A B C, A B C, ...) so drift hits every column alike. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cmds/cmds.h"
+#include "util_json.h"
+#include "util_msg.h"
+
+enum { M_WALL, M_CALLS, M_RSS, M_RSS_END, M_MALLOC, M_CALLOC, M_REALLOC, M_FREE, M_OTHER, NMETRIC };
+static const char *const m_name[NMETRIC] = {"wall time (ms)",  "total call time (Mcycles)", "max RSS (MiB)",
+					    "RSS at end (MiB)", "malloc (cycles/call)",	"calloc (cycles/call)",
+					    "realloc (cycles/call)", "free (cycles/call)", "others (cycles/call)"};
+static const char *const m_key[NMETRIC] = {"wall_ms",	   "call_mcycles",    "max_rss_mib",
+					   "rss_end_mib", "malloc_cycles", "calloc_cycles",
+					   "realloc_cycles", "free_cycles", "other_cycles"};
+
+struct col {
+	char *spec, *name;
+	char *tun[16];
+	int ntun;
+	double *v[NMETRIC]; /* runs */
+	uint64_t count[4];
+};
+
+static void compare_usage(FILE *out)
+{
+	fprintf(out, "usage: alloctrace compare WORKLOAD --allocators A,B,... [--runs N] [--touch M]\n"
+		     "                          [--trim-interval N] [--json]\n"
+		     "Replay WORKLOAD N times (default 3) under each allocator and print medians\n"
+		     "(min-max) and ratios against the first column.  An allocator is glibc,\n"
+		     "jemalloc, tcmalloc, mimalloc, PATH.so or none, optionally with glibc tunables:\n"
+		     "  glibc+glibc.malloc.arena_max=1+glibc.malloc.trim_threshold=0\n");
+}
+
+static int run_one(const char *wl, struct col *c, const char *touch, const char *trim, double *out)
+{
+	int pfd[2];
+	if (pipe(pfd) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(pfd[0]);
+		dup2(pfd[1], 1);
+		close(pfd[1]);
+		char *av[64];
+		int n = 0;
+		av[n++] = (char *)"alloctrace";
+		av[n++] = (char *)"replay";
+		av[n++] = (char *)wl;
+		av[n++] = (char *)"--allocator";
+		av[n++] = c->name;
+		for (int i = 0; i < c->ntun; i++) {
+			av[n++] = (char *)"--tunable";
+			av[n++] = c->tun[i];
+		}
+		if (touch) {
+			av[n++] = (char *)"--touch";
+			av[n++] = (char *)touch;
+		}
+		if (trim) {
+			av[n++] = (char *)"--trim-interval";
+			av[n++] = (char *)trim;
+		}
+		av[n++] = (char *)"--kv";
+		av[n] = NULL;
+		unsetenv("ALLOCTRACE_REPLAY_CHILD");
+		execv("/proc/self/exe", av);
+		_exit(127);
+	}
+	close(pfd[1]);
+	FILE *f = fdopen(pfd[0], "r");
+	char key[64];
+	unsigned long long v;
+	double other = 0, other_n = 0;
+	for (int i = 0; i < NMETRIC; i++)
+		out[i] = 0;
+	while (f && fscanf(f, "%63s %llu", key, &v) == 2) {
+		if (!strcmp(key, "wall_us"))
+			out[M_WALL] = (double)v / 1000.0;
+		else if (!strcmp(key, "total_call_cycles"))
+			out[M_CALLS] = (double)v / 1e6;
+		else if (!strcmp(key, "max_rss_kb"))
+			out[M_RSS] = (double)v / 1024.0;
+		else if (!strcmp(key, "rss_end_kb"))
+			out[M_RSS_END] = (double)v / 1024.0;
+		else if (!strcmp(key, "avg_malloc"))
+			out[M_MALLOC] = (double)v;
+		else if (!strcmp(key, "avg_calloc"))
+			out[M_CALLOC] = (double)v;
+		else if (!strcmp(key, "avg_realloc"))
+			out[M_REALLOC] = (double)v;
+		else if (!strcmp(key, "avg_free"))
+			out[M_FREE] = (double)v;
+		else if (!strncmp(key, "avg_", 4))
+			other += (double)v, other_n++;
+		else if (!strcmp(key, "count_malloc"))
+			c->count[0] = v;
+		else if (!strcmp(key, "count_calloc"))
+			c->count[1] = v;
+		else if (!strcmp(key, "count_realloc"))
+			c->count[2] = v;
+		else if (!strcmp(key, "count_free"))
+			c->count[3] = v;
+	}
+	(void)other_n;
+	out[M_OTHER] = other;
+	if (f)
+		fclose(f);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void stats(const double *v, int n, double *med, double *mn, double *mx)
+{
+	double s[256];
+	for (int i = 0; i < n; i++)
+		s[i] = v[i];
+	qsort(s, (size_t)n, sizeof(double), cmpd);
+	*mn = s[0];
+	*mx = s[n - 1];
+	*med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"allocators", required_argument, NULL, 'a'}, {"runs", required_argument, NULL, 'r'},
+		{"touch", required_argument, NULL, 't'},      {"trim-interval", required_argument, NULL, 'I'},
+		{"json", no_argument, NULL, 'j'},	      {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *list = "glibc,jemalloc,tcmalloc,mimalloc", *touch = NULL, *trim = NULL;
+	int runs = 3, json = 0, c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "a:r:jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			list = optarg;
+			break;
+		case 'r':
+			runs = atoi(optarg);
+			if (runs < 1 || runs > 256) {
+				util_err("compare: --runs must be 1..256");
+				return 2;
+			}
+			break;
+		case 't':
+			touch = optarg;
+			break;
+		case 'I':
+			trim = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			compare_usage(stdout);
+			return 0;
+		default:
+			compare_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		util_err("compare: need exactly one WORKLOAD");
+		compare_usage(stderr);
+		return 2;
+	}
+	const char *wl = argv[optind];
+	if (access(wl, R_OK) != 0) {
+		util_err("compare: %s: %s", wl, strerror(errno));
+		return 1;
+	}
+	struct col cols[32];
+	int ncol = 0, rc = 0;
+	char *dup = strdup(list), *save = NULL;
+	if (!dup)
+		util_die_nomem();
+	for (char *t = strtok_r(dup, ",", &save); t && ncol < 32; t = strtok_r(NULL, ",", &save)) {
+		struct col *co = &cols[ncol++];
+		memset(co, 0, sizeof(*co));
+		co->spec = t;
+		char *s2 = strdup(t), *sv = NULL;
+		co->name = strtok_r(s2, "+", &sv);
+		for (char *u = strtok_r(NULL, "+", &sv); u && co->ntun < 16; u = strtok_r(NULL, "+", &sv))
+			co->tun[co->ntun++] = u;
+		for (int m = 0; m < NMETRIC; m++)
+			co->v[m] = calloc((size_t)runs, sizeof(double));
+	}
+	if (!ncol) {
+		util_err("compare: no allocators given");
+		free(dup);
+		return 2;
+	}
+	for (int r = 0; r < runs && !rc; r++)
+		for (int k = 0; k < ncol && !rc; k++) {
+			double out[NMETRIC];
+			if (isatty(2))
+				fprintf(stderr, "\rcompare: run %d/%d %-30s", r + 1, runs, cols[k].spec);
+			if (run_one(wl, &cols[k], touch, trim, out) < 0) {
+				util_err("compare: replay under %s failed", cols[k].spec);
+				rc = 1;
+				break;
+			}
+			for (int m = 0; m < NMETRIC; m++)
+				cols[k].v[m][r] = out[m];
+		}
+	if (isatty(2))
+		fprintf(stderr, "\r%60s\r", "");
+	if (!rc && json) {
+		struct json_writer w;
+		json_init(&w, stdout, 1);
+		json_begin_object(&w);
+		json_key(&w, "workload");
+		json_string(&w, wl);
+		json_key(&w, "runs");
+		json_u64(&w, (uint64_t)runs);
+		json_key(&w, "allocators");
+		json_begin_array(&w);
+		for (int k = 0; k < ncol; k++) {
+			json_begin_object(&w);
+			json_key(&w, "allocator");
+			json_string(&w, cols[k].spec);
+			for (int m = 0; m < NMETRIC; m++) {
+				double med, mn, mx, b0, b1, b2;
+				stats(cols[k].v[m], runs, &med, &mn, &mx);
+				stats(cols[0].v[m], runs, &b0, &b1, &b2);
+				json_key(&w, m_key[m]);
+				json_begin_object(&w);
+				json_key(&w, "median");
+				json_double(&w, med);
+				json_key(&w, "min");
+				json_double(&w, mn);
+				json_key(&w, "max");
+				json_double(&w, mx);
+				json_key(&w, "ratio");
+				json_double(&w, b0 > 0 ? med / b0 : 0);
+				json_end_object(&w);
+			}
+			json_end_object(&w);
+		}
+		json_end_array(&w);
+		json_end_object(&w);
+		json_finish(&w);
+	} else if (!rc) {
+		printf("compare %s: %d run%s each, median (min-max) and ratio to %s\n\n", wl, runs, runs == 1 ? "" : "s",
+		       cols[0].spec);
+		printf("%-26s", "");
+		for (int k = 0; k < ncol; k++)
+			printf(" %28.28s", cols[k].spec);
+		printf("\n");
+		for (int m = 0; m < NMETRIC; m++) {
+			double b0, b1, b2;
+			stats(cols[0].v[m], runs, &b0, &b1, &b2);
+			int any = 0;
+			for (int k = 0; k < ncol; k++)
+				for (int r = 0; r < runs; r++)
+					any |= cols[k].v[m][r] != 0;
+			if (!any)
+				continue;
+			printf("%-26s", m_name[m]);
+			for (int k = 0; k < ncol; k++) {
+				double med, mn, mx;
+				stats(cols[k].v[m], runs, &med, &mn, &mx);
+				char cell[64];
+				int prec = med < 100 ? 1 : 0;
+				snprintf(cell, sizeof(cell), "%.*f (%.*f-%.*f) x%.2f", prec, med, prec, mn, prec, mx,
+					 b0 > 0 ? med / b0 : 0.0);
+				printf(" %28s", cell);
+			}
+			printf("\n");
+		}
+	}
+	for (int k = 0; k < ncol; k++) {
+		free(cols[k].name);
+		for (int m = 0; m < NMETRIC; m++)
+			free(cols[k].v[m]);
+	}
+	free(dup);
+	return rc;
+}

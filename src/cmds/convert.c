@@ -1,0 +1,152 @@
+/* convert.c - `alloctrace convert TRACE -o WORKLOAD` and the seed's
+ * `trace2wl OUT [IN]`. */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmds/cmds.h"
+#include "replay/rp_convert.h"
+#include "util_fmt.h"
+#include "util_msg.h"
+
+static void convert_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: alloctrace convert TRACE -o WORKLOAD [--pid PID] [--quiet] [--no-progress]\n"
+		"Turn a trace (a directory from `record -o`, or one .atr file) into a workload\n"
+		"for `alloctrace replay` (format: docs/WORKLOAD_FORMAT.md).  One process per\n"
+		"workload: the first one unless --pid picks another.\n"
+		"  -o, --output FILE  workload to write\n"
+		"  -p, --pid PID      the traced process to convert\n"
+		"  -q, --quiet        no anomaly reports (they are still counted)\n"
+		"      --no-progress  no progress line even on a terminal\n");
+}
+
+static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, int progress)
+{
+	struct rp_convert_opts o = {.pid = pid, .progress = progress, .quiet = quiet};
+	struct rp_convert_stats st;
+	char eb[1024];
+	if (rp_convert(in, out, &o, &st, eb, sizeof(eb))) {
+		util_err("convert: %s", eb);
+		return 1;
+	}
+	char a[32], b[32], c[32], d[32], e[32], g[32], h[32];
+	if (!quiet) {
+		fprintf(stderr, "convert: process %" PRIu32 " (%s)", st.pid, st.trace_path);
+		if (st.nprocs > 1)
+			fprintf(stderr, ", 1 of %" PRIu32 " processes (--pid picks another)", st.nprocs);
+		fprintf(stderr, "\n");
+		fprintf(stderr,
+			"convert: %s records, %s calls, %" PRIu64 " threads -> %s ops, %s waits, %s slots, %s bytes "
+			"(%.2f B/call) in %.2f s (%.1f M records/s)\n",
+			util_fmt_u64(a, sizeof(a), st.records), util_fmt_u64(b, sizeof(b), st.calls), st.threads,
+			util_fmt_u64(c, sizeof(c), st.ops), util_fmt_u64(d, sizeof(d), st.waits),
+			util_fmt_u64(e, sizeof(e), st.slots), util_fmt_u64(g, sizeof(g), st.bytes_out),
+			st.calls ? (double)st.bytes_out / (double)st.calls : 0.0, st.seconds,
+			st.seconds > 0 ? (double)st.records / st.seconds / 1e6 : 0.0);
+		(void)h;
+		fprintf(stderr, "convert: ideal RSS (peak live requested bytes) %s bytes\n",
+			util_fmt_u64(a, sizeof(a), st.ideal_peak));
+		if (st.anomalies || st.lost_records)
+			fprintf(stderr,
+				"convert: anomalies: %" PRIu64 " unknown frees, %" PRIu64 " double frees, %" PRIu64
+				" allocations of a live address, %" PRIu64 " reallocs of unknown blocks; %" PRIu64
+				" lost records\n",
+				st.unknown_frees, st.double_frees, st.dup_allocs, st.unknown_reallocs, st.lost_records);
+	}
+	return 0;
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'}, {"pid", required_argument, NULL, 'p'},
+		{"quiet", no_argument, NULL, 'q'},	  {"no-progress", no_argument, NULL, 'P'},
+		{"help", no_argument, NULL, 'h'},	  {NULL, 0, NULL, 0},
+	};
+	const char *out = NULL;
+	uint32_t pid = 0;
+	int quiet = 0, progress = isatty(2), c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:p:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'p': {
+			char *e;
+			unsigned long v = strtoul(optarg, &e, 10);
+			if (*e || !v || v > UINT32_MAX) {
+				util_err("convert: bad --pid '%s'", optarg);
+				return 2;
+			}
+			pid = (uint32_t)v;
+			break;
+		}
+		case 'q':
+			quiet = 1;
+			break;
+		case 'P':
+			progress = 0;
+			break;
+		case 'h':
+			convert_usage(stdout);
+			return 0;
+		default:
+			convert_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc || !out) {
+		util_err("convert: need one TRACE and -o WORKLOAD");
+		convert_usage(stderr);
+		return 2;
+	}
+	return do_convert(argv[optind], out, pid, quiet, progress && !quiet);
+}
+
+/* trace2wl OUT [IN]: IN defaults to standard input (copied to a temporary
+ * file: the reader maps its input). */
+int cmd_trace2wl(int argc, char **argv)
+{
+	if (argc < 2 || argc > 3 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fprintf(argc == 2 ? stdout : stderr,
+			"usage: trace2wl OUTFILE [INFILE]\n"
+			"Convert a trace to a workload (alloctrace convert INFILE -o OUTFILE);\n"
+			"without INFILE the trace is read from standard input.\n");
+		return argc == 2 ? 0 : 2;
+	}
+	if (argc == 3)
+		return do_convert(argv[2], argv[1], 0, 0, isatty(2));
+	const char *td = getenv("TMPDIR");
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s/trace2wl.XXXXXX", td && *td ? td : "/tmp");
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		util_err("trace2wl: cannot create a temporary file in %s", td && *td ? td : "/tmp");
+		return 1;
+	}
+	char buf[1 << 16];
+	ssize_t n;
+	int rc = 0;
+	while ((n = read(0, buf, sizeof(buf))) > 0)
+		if (write(fd, buf, (size_t)n) != n) {
+			util_err("trace2wl: write to %s failed", tmp);
+			rc = 1;
+			break;
+		}
+	close(fd);
+	if (n < 0) {
+		util_err("trace2wl: read error on standard input");
+		rc = 1;
+	}
+	if (!rc)
+		rc = do_convert(tmp, argv[1], 0, 0, 0);
+	unlink(tmp);
+	return rc;
+}

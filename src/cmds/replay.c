@@ -1,0 +1,324 @@
+/* replay.c - `alloctrace replay WORKLOAD [options]` and the seed's
+ * `trace_run WORKLOAD`. */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmds/cmds.h"
+#include "replay/rp_alloc.h"
+#include "replay/rp_replay.h"
+#include "util_buf.h"
+#include "util_fmt.h"
+#include "util_json.h"
+#include "util_msg.h"
+
+static void replay_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: alloctrace replay WORKLOAD [options]\n"
+		"Run a workload (from `alloctrace convert`) with one thread per traced thread\n"
+		"against an allocator, timing every call (docs/REPLAY.md).\n"
+		"  -a, --allocator A      glibc (default), jemalloc, tcmalloc, mimalloc, PATH.so,\n"
+		"                         or none (bookkeeping only: the simulator's own cost)\n"
+		"  -T, --tunable T=V      a glibc tunable, e.g. glibc.malloc.arena_max=2 (repeatable;\n"
+		"                         passed through GLIBC_TUNABLES at exec time)\n"
+		"      --trim-interval N  call malloc_trim(0) every N ops of each thread\n"
+		"      --touch MODE       none | first (default: first byte of each page) | all\n"
+		"      --timeline FILE    sample VmSize, VmRSS and ideal live bytes (ms vmsize_kb\n"
+		"                         rss_kb ideal_kb) every --interval ms (default 10)\n"
+		"      --json             one JSON object instead of text\n");
+}
+
+static const char *const type_names[RP_NTYPES + 1] = {
+	"?",	    "malloc",	      "free",	       "calloc", "realloc", "reallocarray",
+	"memalign", "posix_memalign", "aligned_alloc", "valloc", "pvalloc", "malloc_trim",
+};
+
+static uint64_t avg(const struct rp_callstat *s)
+{
+	return s->count ? s->sum / s->count : 0;
+}
+
+static void print_text(const char *wl, const char *alloc, const struct rp_opts *o, const struct rp_result *r)
+{
+	char a[32], b[32], c[32];
+	static const char *const tn[] = {"none", "first", "all"};
+	printf("replay %s: allocator %s, %" PRIu32 " thread%s, touch %s, clock %s (%.3f ticks/ns)\n", wl, alloc,
+	       r->threads, r->threads == 1 ? "" : "s", tn[o->touch], r->clock, r->ticks_per_ns);
+	printf("%s cycles\n", util_fmt_u64(a, sizeof(a), r->cycles));
+	printf("%s usec wall time\n", util_fmt_u64(a, sizeof(a), r->wall_ns / 1000));
+	printf("%s usec across %" PRIu32 " thread%s\n", util_fmt_u64(a, sizeof(a), r->thread_ns_sum / 1000),
+	       r->threads, r->threads == 1 ? "" : "s");
+	printf("%s Kb Max RSS (%s -> %s)\n",
+	       util_fmt_u64(a, sizeof(a), r->rss_after_kb - (r->rss_after_kb > r->rss_before_kb ? r->rss_before_kb : r->rss_after_kb)),
+	       util_fmt_u64(b, sizeof(b), r->rss_before_kb), util_fmt_u64(c, sizeof(c), r->rss_after_kb));
+	printf("%s Kb Max Ideal RSS\n", util_fmt_u64(a, sizeof(a), (r->ideal_peak + 1023) / 1024));
+	static const unsigned seed_order[] = {AWL_OP_MALLOC, AWL_OP_CALLOC, AWL_OP_REALLOC, AWL_OP_FREE};
+	for (unsigned i = 0; i < 4; i++) {
+		const struct rp_callstat *s = &r->st[seed_order[i]];
+		printf("Avg %s time: %s in %s calls\n", type_names[seed_order[i]], util_fmt_u64(a, sizeof(a), avg(s)),
+		       util_fmt_u64(b, sizeof(b), s->count));
+	}
+	for (unsigned k = 1; k <= RP_NTYPES; k++) {
+		if (k == AWL_OP_MALLOC || k == AWL_OP_CALLOC || k == AWL_OP_REALLOC || k == AWL_OP_FREE)
+			continue;
+		const struct rp_callstat *s = &r->st[k];
+		if (s->count)
+			printf("Avg %s time: %s in %s calls\n", type_names[k], util_fmt_u64(a, sizeof(a), avg(s)),
+			       util_fmt_u64(b, sizeof(b), s->count));
+	}
+	printf("Total call time: %s cycles\n", util_fmt_u64(a, sizeof(a), r->total_cycles));
+	printf("\n%-15s %14s %9s %9s %9s %12s  (%s ticks)\n", "call", "count", "avg", "p50", "p99", "max", r->clock);
+	for (unsigned k = 1; k <= RP_NTYPES; k++) {
+		const struct rp_callstat *s = &r->st[k];
+		if (!s->count)
+			continue;
+		printf("%-15s %14s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %12" PRIu64 "\n", type_names[k],
+		       util_fmt_u64(a, sizeof(a), s->count), avg(s), rp_percentile(s, 50), rp_percentile(s, 99),
+		       s->max);
+	}
+	char d[32], e[32];
+	printf("\nops %s, waits %s (slept %s), RSS at end %s Kb, VmSize at end %s Kb\n",
+	       util_fmt_u64(a, sizeof(a), r->ops), util_fmt_u64(b, sizeof(b), r->waits),
+	       util_fmt_u64(c, sizeof(c), r->sleeps), util_fmt_u64(d, sizeof(d), r->vmrss_end_kb),
+	       util_fmt_u64(e, sizeof(e), r->vmsize_end_kb));
+	if (r->unexpected_ok || r->unexpected_fail)
+		printf("results unlike the trace: %" PRIu64 " calls succeeded that failed when traced, %" PRIu64
+		       " failed that succeeded\n",
+		       r->unexpected_ok, r->unexpected_fail);
+	if (r->emulated) {
+		printf("emulated with the allocator's own calls (it lacks them):");
+		for (unsigned k = 1; k <= AWL_OP_CALL_LAST; k++)
+			if (r->emulated & (1u << k))
+				printf(" %s", type_names[k]);
+		printf("\n");
+	}
+}
+
+static void print_json(const char *wl, const char *alloc, const char *tun, const struct rp_opts *o,
+		       const struct rp_result *r)
+{
+	struct json_writer w;
+	json_init(&w, stdout, 1);
+	json_begin_object(&w);
+	json_key(&w, "workload");
+	json_string(&w, wl);
+	json_key(&w, "allocator");
+	json_string(&w, alloc);
+	json_key(&w, "tunables");
+	json_string(&w, tun ? tun : "");
+	json_key(&w, "dry_run");
+	json_bool(&w, o->dry_run);
+	json_key(&w, "threads");
+	json_u64(&w, r->threads);
+	json_key(&w, "ops");
+	json_u64(&w, r->ops);
+	json_key(&w, "wall_us");
+	json_u64(&w, r->wall_ns / 1000);
+	json_key(&w, "cycles");
+	json_u64(&w, r->cycles);
+	json_key(&w, "thread_us");
+	json_u64(&w, r->thread_ns_sum / 1000);
+	json_key(&w, "clock");
+	json_string(&w, r->clock);
+	json_key(&w, "ticks_per_ns");
+	json_double(&w, r->ticks_per_ns);
+	json_key(&w, "max_rss_kb");
+	json_u64(&w, r->rss_after_kb);
+	json_key(&w, "max_rss_before_kb");
+	json_u64(&w, r->rss_before_kb);
+	json_key(&w, "rss_end_kb");
+	json_u64(&w, r->vmrss_end_kb);
+	json_key(&w, "vmsize_end_kb");
+	json_u64(&w, r->vmsize_end_kb);
+	json_key(&w, "ideal_rss_peak_bytes");
+	json_u64(&w, r->ideal_peak);
+	json_key(&w, "total_call_cycles");
+	json_u64(&w, r->total_cycles);
+	json_key(&w, "waits");
+	json_u64(&w, r->waits);
+	json_key(&w, "wait_sleeps");
+	json_u64(&w, r->sleeps);
+	json_key(&w, "unexpected_success");
+	json_u64(&w, r->unexpected_ok);
+	json_key(&w, "unexpected_failure");
+	json_u64(&w, r->unexpected_fail);
+	json_key(&w, "calls");
+	json_begin_object(&w);
+	for (unsigned k = 1; k <= RP_NTYPES; k++) {
+		const struct rp_callstat *s = &r->st[k];
+		if (!s->count && k > AWL_OP_CALL_LAST)
+			continue;
+		json_key(&w, type_names[k]);
+		json_begin_object(&w);
+		json_key(&w, "count");
+		json_u64(&w, s->count);
+		json_key(&w, "avg_cycles");
+		json_u64(&w, avg(s));
+		json_key(&w, "total_cycles");
+		json_u64(&w, s->sum);
+		json_key(&w, "p50_cycles");
+		json_u64(&w, rp_percentile(s, 50));
+		json_key(&w, "p99_cycles");
+		json_u64(&w, rp_percentile(s, 99));
+		json_key(&w, "max_cycles");
+		json_u64(&w, s->max);
+		json_end_object(&w);
+	}
+	json_end_object(&w);
+	json_end_object(&w);
+	json_finish(&w);
+}
+
+/* compare reads these "key value" lines. */
+static void print_kv(const struct rp_result *r)
+{
+	printf("wall_us %" PRIu64 "\ntotal_call_cycles %" PRIu64 "\nmax_rss_kb %" PRIu64 "\nrss_end_kb %" PRIu64
+	       "\nideal_rss_peak_bytes %" PRIu64 "\n",
+	       r->wall_ns / 1000, r->total_cycles, r->rss_after_kb, r->vmrss_end_kb, r->ideal_peak);
+	for (unsigned k = 1; k <= AWL_OP_CALL_LAST; k++)
+		printf("count_%s %" PRIu64 "\navg_%s %" PRIu64 "\n", type_names[k], r->st[k].count, type_names[k],
+		       avg(&r->st[k]));
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"allocator", required_argument, NULL, 'a'},
+		{"tunable", required_argument, NULL, 'T'},
+		{"trim-interval", required_argument, NULL, 'I'},
+		{"touch", required_argument, NULL, 't'},
+		{"timeline", required_argument, NULL, 'L'},
+		{"interval", required_argument, NULL, 'i'},
+		{"json", no_argument, NULL, 'j'},
+		{"kv", no_argument, NULL, 'k'},
+		{"dry-run", no_argument, NULL, 'n'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct rp_opts o = {.touch = RP_TOUCH_FIRST};
+	const char *alloc = "glibc";
+	struct util_buf tun = {0};
+	int json = 0, kv = 0, c, rc = 2;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "a:T:jnh", opts, NULL)) != -1) {
+		char *e;
+		switch (c) {
+		case 'a':
+			alloc = optarg;
+			break;
+		case 'T':
+			if (strncmp(optarg, "glibc.", 6) || !strchr(optarg, '=')) {
+				util_err("replay: bad tunable '%s' (want glibc.malloc.NAME=VALUE)", optarg);
+				goto out;
+			}
+			if ((tun.len && util_buf_puts(&tun, ":") < 0) || util_buf_puts(&tun, optarg) < 0)
+				util_die_nomem();
+			break;
+		case 'I':
+			o.trim_interval = strtoull(optarg, &e, 10);
+			if (*e || !*optarg) {
+				util_err("replay: bad --trim-interval '%s'", optarg);
+				goto out;
+			}
+			break;
+		case 't':
+			if (!strcmp(optarg, "none"))
+				o.touch = RP_TOUCH_NONE;
+			else if (!strcmp(optarg, "first"))
+				o.touch = RP_TOUCH_FIRST;
+			else if (!strcmp(optarg, "all"))
+				o.touch = RP_TOUCH_ALL;
+			else {
+				util_err("replay: bad --touch '%s' (none, first, all)", optarg);
+				goto out;
+			}
+			break;
+		case 'L':
+			o.timeline = optarg;
+			break;
+		case 'i':
+			o.timeline_ms = (unsigned)strtoul(optarg, &e, 10);
+			if (*e || !o.timeline_ms) {
+				util_err("replay: bad --interval '%s'", optarg);
+				goto out;
+			}
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'k':
+			kv = 1;
+			break;
+		case 'n':
+			alloc = "none";
+			break;
+		case 'h':
+			replay_usage(stdout);
+			rc = 0;
+			goto out;
+		default:
+			replay_usage(stderr);
+			goto out;
+		}
+	}
+	if (optind + 1 != argc) {
+		util_err("replay: need exactly one WORKLOAD");
+		replay_usage(stderr);
+		goto out;
+	}
+	rc = 1;
+	char lib[1024], eb[1024];
+	if (rp_find_allocator(alloc, lib, sizeof(lib), eb, sizeof(eb)) < 0) {
+		util_err("replay: %s", eb);
+		goto out;
+	}
+	o.dry_run = !strcmp(alloc, "none");
+	if (!getenv(RP_CHILD_ENV) && (lib[0] || tun.len)) {
+		/* alloctrace replay ARGS... whatever name this was called by */
+		char **nargv = calloc((size_t)argc + 2, sizeof(*nargv));
+		if (!nargv)
+			util_die_nomem();
+		nargv[0] = (char *)"alloctrace";
+		nargv[1] = (char *)"replay";
+		for (int i = 1; i < argc; i++)
+			nargv[i + 1] = argv[i];
+		rp_reexec(nargv, lib, tun.data, eb, sizeof(eb));
+		free(nargv);
+		util_err("replay: %s", eb);
+		goto out;
+	}
+	struct rp_result *res = calloc(1, sizeof(*res));
+	if (!res)
+		util_die_nomem();
+	if (rp_replay(argv[optind], &o, res, eb, sizeof(eb))) {
+		util_err("replay: %s", eb);
+		free(res);
+		goto out;
+	}
+	if (kv)
+		print_kv(res);
+	else if (json)
+		print_json(argv[optind], alloc, tun.data, &o, res);
+	else
+		print_text(argv[optind], alloc, &o, res);
+	free(res);
+	rc = 0;
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		util_err("replay: write error on standard output");
+		rc = 1;
+	}
+out:
+	util_buf_free(&tun);
+	return rc;
+}
+
+/* trace_run WORKLOAD: the seed's simulator entry point. */
+int cmd_trace_run(int argc, char **argv)
+{
+	return cmd_replay(argc, argv);
+}

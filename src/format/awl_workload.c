@@ -1,0 +1,823 @@
+/* awl_workload.c - see awl_workload.h and docs/WORKLOAD_FORMAT.md. */
+#define _GNU_SOURCE
+#include "awl_workload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util_hmap.h"
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+static void seterr(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void seterr(char *buf, size_t len, const char *fmt, ...)
+{
+	if (!buf || !len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+const char *awl_op_name(unsigned code)
+{
+	static const char *const n[] = {
+		"?",	    "malloc",  "free",	       "calloc",	 "realloc",  "reallocarray",
+		"memalign", "posix_memalign", "aligned_alloc", "valloc", "pvalloc",
+	};
+	if (code <= AWL_OP_CALL_LAST)
+		return n[code];
+	switch (code) {
+	case AWL_OP_WAIT:
+		return "wait";
+	case AWL_OP_DROP:
+		return "drop";
+	case AWL_OP_MARKER:
+		return "marker";
+	case AWL_OP_THREAD_START:
+		return "thread_start";
+	case AWL_OP_THREAD_EXIT:
+		return "thread_exit";
+	default:
+		return "?";
+	}
+}
+
+/* ============================================================= writer */
+
+struct wthread {
+	uint32_t serial, tid;
+	uint64_t ops, calls, chunks;
+	uint32_t chunk_ops;
+	size_t len;
+	uint8_t *buf; /* AWL_CHUNK_HDR + AWL_CHUNK_TARGET + 4096 */
+};
+
+struct awl_writer {
+	FILE *fp;
+	char *path;
+	char *iobuf;
+	uint64_t off; /* bytes written so far */
+	struct wthread *th;
+	uint32_t nth, cap;
+	uint64_t ops, chunks;
+	uint64_t calls[AWL_OP_CALL_LAST + 1];
+	int ioerr;
+};
+
+#define WBUF_SIZE (AWL_CHUNK_HDR + AWL_CHUNK_TARGET + 4096)
+
+int awl_writer_open(const char *path, struct awl_writer **out, char *errbuf, size_t errlen)
+{
+	*out = NULL;
+	struct awl_writer *w = calloc(1, sizeof(*w));
+	if (!w) {
+		seterr(errbuf, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	w->fp = fopen(path, "wb");
+	if (!w->fp) {
+		seterr(errbuf, errlen, "%s: %s", path, strerror(errno));
+		free(w);
+		return -1;
+	}
+	w->iobuf = malloc(1 << 20);
+	if (w->iobuf)
+		setvbuf(w->fp, w->iobuf, _IOFBF, 1 << 20);
+	w->path = strdup(path);
+	uint8_t hdr[AWL_HEADER_SIZE] = {0};
+	memcpy(hdr, AWL_MAGIC, 8);
+	put32(hdr + AWL_H_VERSION, AWL_VERSION);
+	put32(hdr + AWL_H_HEADER_SIZE, AWL_HEADER_SIZE);
+	if (fwrite(hdr, 1, sizeof(hdr), w->fp) != sizeof(hdr))
+		w->ioerr = errno ? errno : EIO;
+	w->off = AWL_HEADER_SIZE;
+	*out = w;
+	return 0;
+}
+
+int awl_writer_add_thread(struct awl_writer *w, uint32_t serial, uint32_t tid)
+{
+	if (w->nth >= AWL_MAX_THREADS)
+		return -1;
+	if (w->nth == w->cap) {
+		uint32_t nc = w->cap ? w->cap * 2 : 16;
+		struct wthread *n = realloc(w->th, nc * sizeof(*n));
+		if (!n)
+			return -1;
+		w->th = n;
+		w->cap = nc;
+	}
+	struct wthread *t = &w->th[w->nth];
+	memset(t, 0, sizeof(*t));
+	t->serial = serial;
+	t->tid = tid;
+	t->buf = malloc(WBUF_SIZE);
+	if (!t->buf)
+		return -1;
+	t->len = AWL_CHUNK_HDR;
+	return (int)w->nth++;
+}
+
+static void flush_thread(struct awl_writer *w, uint32_t ti)
+{
+	struct wthread *t = &w->th[ti];
+	if (t->len == AWL_CHUNK_HDR)
+		return;
+	put32(t->buf, AWL_CHUNK_MAGIC);
+	put32(t->buf + 4, ti);
+	put32(t->buf + 8, (uint32_t)(t->len - AWL_CHUNK_HDR));
+	put32(t->buf + 12, t->chunk_ops);
+	if (fwrite(t->buf, 1, t->len, w->fp) != t->len && !w->ioerr)
+		w->ioerr = errno ? errno : EIO;
+	w->off += t->len;
+	t->len = AWL_CHUNK_HDR;
+	t->chunk_ops = 0;
+	t->chunks++;
+	w->chunks++;
+}
+
+uint8_t *awl_writer_reserve(struct awl_writer *w, uint32_t ti, size_t max_bytes)
+{
+	struct wthread *t = &w->th[ti];
+	if (t->len + max_bytes > AWL_CHUNK_HDR + AWL_CHUNK_TARGET)
+		flush_thread(w, ti);
+	return t->buf + t->len;
+}
+
+void awl_writer_commit(struct awl_writer *w, uint32_t ti, uint8_t *end)
+{
+	struct wthread *t = &w->th[ti];
+	t->len = (size_t)(end - t->buf);
+	t->ops++;
+	t->chunk_ops++;
+	w->ops++;
+}
+
+uint64_t awl_writer_thread_ops(const struct awl_writer *w, uint32_t ti)
+{
+	return w->th[ti].ops;
+}
+
+void awl_writer_count_call(struct awl_writer *w, uint32_t ti, unsigned type)
+{
+	if (type >= 1 && type <= AWL_OP_CALL_LAST) {
+		w->calls[type]++;
+		w->calls[0]++;
+		w->th[ti].calls++;
+	}
+}
+
+uint64_t awl_writer_ops(const struct awl_writer *w)
+{
+	return w->ops;
+}
+
+uint64_t awl_writer_bytes(const struct awl_writer *w)
+{
+	return w->off;
+}
+
+int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char *errbuf,
+		      size_t errlen)
+{
+	for (uint32_t i = 0; i < w->nth; i++)
+		flush_thread(w, i);
+	uint64_t table = w->off;
+	uint8_t rec[AWL_THREAD_REC];
+	put32(rec, AWL_TABLE_MAGIC);
+	put32(rec + 4, w->nth);
+	if (fwrite(rec, 1, 8, w->fp) != 8 && !w->ioerr)
+		w->ioerr = errno ? errno : EIO;
+	for (uint32_t i = 0; i < w->nth; i++) {
+		memset(rec, 0, sizeof(rec));
+		put32(rec, w->th[i].serial);
+		put32(rec + 4, w->th[i].tid);
+		put64(rec + 8, w->th[i].ops);
+		put64(rec + 16, w->th[i].calls);
+		put64(rec + 24, w->th[i].chunks);
+		if (fwrite(rec, 1, sizeof(rec), w->fp) != sizeof(rec) && !w->ioerr)
+			w->ioerr = errno ? errno : EIO;
+	}
+	uint8_t hdr[AWL_HEADER_SIZE] = {0};
+	memcpy(hdr, AWL_MAGIC, 8);
+	put32(hdr + AWL_H_VERSION, AWL_VERSION);
+	put32(hdr + AWL_H_HEADER_SIZE, AWL_HEADER_SIZE);
+	put64(hdr + AWL_H_FEATURES, 0);
+	put32(hdr + AWL_H_FLAGS, AWL_FLAG_COMPLETE);
+	put32(hdr + AWL_H_THREADS, w->nth);
+	put64(hdr + AWL_H_SLOTS, s->slots);
+	put64(hdr + AWL_H_IDEAL_PEAK, s->ideal_peak);
+	put64(hdr + AWL_H_OPS, w->ops);
+	put64(hdr + AWL_H_WAITS, s->waits);
+	put64(hdr + AWL_H_CHUNKS, w->chunks);
+	put64(hdr + AWL_H_TABLE, table);
+	put64(hdr + AWL_H_ANOMALIES, s->anomalies);
+	put32(hdr + AWL_H_SRC_PID, s->src_pid);
+	put32(hdr + AWL_H_SRC_EXEC, s->src_exec);
+	put64(hdr + AWL_H_DURATION_NS, s->duration_ns);
+	for (unsigned i = 0; i <= AWL_OP_CALL_LAST; i++)
+		put64(hdr + AWL_H_CALLS + 8 * i, w->calls[i]);
+	if (fflush(w->fp) != 0 && !w->ioerr)
+		w->ioerr = errno ? errno : EIO;
+	if (!w->ioerr && (fseeko(w->fp, 0, SEEK_SET) != 0 || fwrite(hdr, 1, sizeof(hdr), w->fp) != sizeof(hdr) ||
+			  fflush(w->fp) != 0))
+		w->ioerr = errno ? errno : EIO;
+	if (w->ioerr) {
+		seterr(errbuf, errlen, "%s: write failed: %s", w->path ? w->path : "workload",
+		       strerror(w->ioerr));
+		return -1;
+	}
+	return 0;
+}
+
+void awl_writer_close(struct awl_writer *w)
+{
+	if (!w)
+		return;
+	if (w->fp)
+		fclose(w->fp);
+	for (uint32_t i = 0; i < w->nth; i++)
+		free(w->th[i].buf);
+	free(w->th);
+	free(w->iobuf);
+	free(w->path);
+	free(w);
+}
+
+/* ============================================================= reader */
+
+struct awl_file {
+	int fd;
+	const uint8_t *mem; /* awl_open_buffer */
+	uint64_t size;
+	char *name;
+	struct awl_info info;
+	struct awl_thread *th;
+};
+
+static int rd(const awl_file *f, uint64_t off, void *buf, size_t n)
+{
+	if (off > f->size || n > f->size - off)
+		return -1;
+	if (f->mem) {
+		memcpy(buf, f->mem + off, n);
+		return 0;
+	}
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = pread(f->fd, (char *)buf + got, n - got, (off_t)(off + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+static int add_chunk(struct awl_thread *t, uint64_t off, uint32_t len, uint32_t ops)
+{
+	uint64_t n = t->nchunks;
+	if ((n & (n - 1)) == 0) { /* grow at powers of two */
+		uint64_t nc = n ? n * 2 : 4;
+		uint64_t *o = realloc(t->chunk_off, nc * sizeof(*o));
+		if (!o)
+			return -1;
+		t->chunk_off = o;
+		uint32_t *l = realloc(t->chunk_len, nc * sizeof(*l));
+		if (!l)
+			return -1;
+		t->chunk_len = l;
+		uint32_t *p = realloc(t->chunk_ops, nc * sizeof(*p));
+		if (!p)
+			return -1;
+		t->chunk_ops = p;
+	}
+	t->chunk_off[n] = off;
+	t->chunk_len[n] = len;
+	t->chunk_ops[n] = ops;
+	t->nchunks = n + 1;
+	return 0;
+}
+
+static int load(awl_file *f, char *eb, size_t el)
+{
+	const char *nm = f->name;
+	uint8_t h[AWL_HEADER_SIZE];
+	struct awl_info *in = &f->info;
+	in->file_size = f->size;
+	if (f->size < AWL_HEADER_SIZE || rd(f, 0, h, sizeof(h)) < 0) {
+		seterr(eb, el, "%s: too short for a workload (%" PRIu64 " bytes)", nm, f->size);
+		return -1;
+	}
+	if (memcmp(h, AWL_MAGIC, 8) != 0) {
+		seterr(eb, el, "%s: not an alloctrace workload (bad magic)", nm);
+		return -1;
+	}
+	in->version = get32(h + AWL_H_VERSION);
+	if (in->version != AWL_VERSION) {
+		seterr(eb, el, "%s: workload version %" PRIu32 " not supported (this reader knows %u)", nm,
+		       in->version, AWL_VERSION);
+		return -1;
+	}
+	uint32_t hs = get32(h + AWL_H_HEADER_SIZE);
+	if (hs < AWL_HEADER_SIZE || hs % 8 || hs > f->size) {
+		seterr(eb, el, "%s: bad header size %" PRIu32, nm, hs);
+		return -1;
+	}
+	in->features = get64(h + AWL_H_FEATURES);
+	if (in->features & ~AWL_FEATURES_KNOWN) {
+		seterr(eb, el, "%s: unknown feature bits 0x%" PRIx64, nm, in->features);
+		return -1;
+	}
+	in->flags = get32(h + AWL_H_FLAGS);
+	if (!(in->flags & AWL_FLAG_COMPLETE)) {
+		seterr(eb, el, "%s: incomplete workload (the conversion did not finish)", nm);
+		return -1;
+	}
+	in->nthreads = get32(h + AWL_H_THREADS);
+	in->slots = get64(h + AWL_H_SLOTS);
+	in->ideal_peak = get64(h + AWL_H_IDEAL_PEAK);
+	in->ops = get64(h + AWL_H_OPS);
+	in->waits = get64(h + AWL_H_WAITS);
+	in->chunks = get64(h + AWL_H_CHUNKS);
+	uint64_t table = get64(h + AWL_H_TABLE);
+	in->anomalies = get64(h + AWL_H_ANOMALIES);
+	in->src_pid = get32(h + AWL_H_SRC_PID);
+	in->src_exec = get32(h + AWL_H_SRC_EXEC);
+	in->duration_ns = get64(h + AWL_H_DURATION_NS);
+	for (unsigned i = 0; i <= AWL_OP_CALL_LAST; i++)
+		in->calls[i] = get64(h + AWL_H_CALLS + 8 * i);
+	/* every slot is filled by some op, so slots <= ops */
+	if (in->nthreads > AWL_MAX_THREADS || in->slots > AWL_MAX_SLOTS || in->slots > in->ops) {
+		seterr(eb, el, "%s: implausible header (%" PRIu32 " threads, %" PRIu64 " slots)", nm,
+		       in->nthreads, in->slots);
+		return -1;
+	}
+	if (table < hs || table > f->size || f->size - table != 8 + (uint64_t)AWL_THREAD_REC * in->nthreads) {
+		seterr(eb, el, "%s: truncated or corrupt (thread table at %" PRIu64 ", file %" PRIu64 " bytes)", nm,
+		       table, f->size);
+		return -1;
+	}
+	uint8_t tb[AWL_THREAD_REC];
+	if (rd(f, table, tb, 8) < 0 || get32(tb) != AWL_TABLE_MAGIC || get32(tb + 4) != in->nthreads) {
+		seterr(eb, el, "%s: corrupt thread table at offset %" PRIu64, nm, table);
+		return -1;
+	}
+	f->th = calloc(in->nthreads ? in->nthreads : 1, sizeof(*f->th));
+	if (!f->th) {
+		seterr(eb, el, "%s: out of memory", nm);
+		return -1;
+	}
+	uint64_t sum_ops = 0, sum_calls = 0;
+	for (uint32_t i = 0; i < in->nthreads; i++) {
+		if (rd(f, table + 8 + (uint64_t)i * AWL_THREAD_REC, tb, sizeof(tb)) < 0) {
+			seterr(eb, el, "%s: short read in thread table", nm);
+			return -1;
+		}
+		f->th[i].serial = get32(tb);
+		f->th[i].tid = get32(tb + 4);
+		f->th[i].ops = get64(tb + 8);
+		f->th[i].calls = get64(tb + 16);
+		sum_ops += f->th[i].ops;
+		sum_calls += f->th[i].calls;
+	}
+	if (sum_ops != in->ops || sum_calls != in->calls[0]) {
+		seterr(eb, el, "%s: thread table does not match the header (ops %" PRIu64 " vs %" PRIu64 ")", nm,
+		       sum_ops, in->ops);
+		return -1;
+	}
+	/* scan the chunks */
+	uint64_t off = hs, nchunks = 0;
+	uint64_t *ops_seen = calloc(in->nthreads ? in->nthreads : 1, sizeof(*ops_seen));
+	if (!ops_seen) {
+		seterr(eb, el, "%s: out of memory", nm);
+		return -1;
+	}
+	int rc = 0;
+	while (off < table) {
+		uint8_t ch[AWL_CHUNK_HDR];
+		if (table - off < AWL_CHUNK_HDR || rd(f, off, ch, sizeof(ch)) < 0) {
+			seterr(eb, el, "%s: truncated chunk header at offset %" PRIu64, nm, off);
+			rc = -1;
+			break;
+		}
+		uint32_t t = get32(ch + 4), len = get32(ch + 8), ops = get32(ch + 12);
+		if (get32(ch) != AWL_CHUNK_MAGIC || t >= in->nthreads || len == 0 || len > AWL_CHUNK_MAX ||
+		    ops == 0 || ops > len || len > table - off - AWL_CHUNK_HDR) {
+			seterr(eb, el, "%s: corrupt chunk at offset %" PRIu64, nm, off);
+			rc = -1;
+			break;
+		}
+		if (add_chunk(&f->th[t], off + AWL_CHUNK_HDR, len, ops) < 0) {
+			seterr(eb, el, "%s: out of memory", nm);
+			rc = -1;
+			break;
+		}
+		ops_seen[t] += ops;
+		nchunks++;
+		off += AWL_CHUNK_HDR + (uint64_t)len;
+	}
+	for (uint32_t i = 0; rc == 0 && i < in->nthreads; i++)
+		if (ops_seen[i] != f->th[i].ops) {
+			seterr(eb, el, "%s: thread %" PRIu32 " has %" PRIu64 " ops in chunks, table says %" PRIu64, nm,
+			       i, ops_seen[i], f->th[i].ops);
+			rc = -1;
+		}
+	if (rc == 0 && nchunks != in->chunks) {
+		seterr(eb, el, "%s: %" PRIu64 " chunks, header says %" PRIu64, nm, nchunks, in->chunks);
+		rc = -1;
+	}
+	free(ops_seen);
+	return rc;
+}
+
+static int open_common(awl_file *f, awl_file **out, char *eb, size_t el)
+{
+	if (load(f, eb, el) < 0) {
+		awl_close(f);
+		return -1;
+	}
+	*out = f;
+	return 0;
+}
+
+int awl_open(const char *path, awl_file **out, char *errbuf, size_t errlen)
+{
+	*out = NULL;
+	awl_file *f = calloc(1, sizeof(*f));
+	if (!f) {
+		seterr(errbuf, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	f->name = strdup(path);
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (f->fd < 0 || fstat(f->fd, &st) < 0) {
+		seterr(errbuf, errlen, "%s: %s", path, strerror(errno));
+		awl_close(f);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		seterr(errbuf, errlen, "%s: not a regular file", path);
+		awl_close(f);
+		return -1;
+	}
+	f->size = (uint64_t)st.st_size;
+	return open_common(f, out, errbuf, errlen);
+}
+
+int awl_open_buffer(const void *data, size_t size, const char *name, awl_file **out, char *errbuf,
+		    size_t errlen)
+{
+	*out = NULL;
+	awl_file *f = calloc(1, sizeof(*f));
+	if (!f) {
+		seterr(errbuf, errlen, "%s: out of memory", name);
+		return -1;
+	}
+	f->fd = -1;
+	f->mem = data;
+	f->size = size;
+	f->name = strdup(name ? name : "buffer");
+	return open_common(f, out, errbuf, errlen);
+}
+
+void awl_close(awl_file *f)
+{
+	if (!f)
+		return;
+	if (f->fd >= 0 && !f->mem)
+		close(f->fd);
+	if (f->th)
+		for (uint32_t i = 0; i < f->info.nthreads; i++) {
+			free(f->th[i].chunk_off);
+			free(f->th[i].chunk_len);
+			free(f->th[i].chunk_ops);
+		}
+	free(f->th);
+	free(f->name);
+	free(f);
+}
+
+const struct awl_info *awl_get_info(const awl_file *f)
+{
+	return &f->info;
+}
+
+const struct awl_thread *awl_get_thread(const awl_file *f, uint32_t t)
+{
+	return t < f->info.nthreads ? &f->th[t] : NULL;
+}
+
+/* ------------------------------------------------------------- streams */
+
+int awl_stream_init(awl_file *f, uint32_t t, struct awl_stream *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->f = f;
+	s->t = t;
+	return t < f->info.nthreads ? 0 : -1;
+}
+
+void awl_stream_free(struct awl_stream *s)
+{
+	free(s->buf);
+	s->buf = NULL;
+}
+
+static int get_uv(struct awl_stream *s, uint64_t *v)
+{
+	uint64_t r = 0;
+	for (unsigned sh = 0; sh < 64; sh += 7) {
+		if (s->pos >= s->len)
+			return -1;
+		uint8_t b = s->buf[s->pos++];
+		if (sh == 63 && b > 1)
+			return -1;
+		r |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80)) {
+			*v = r;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int serr(struct awl_stream *s, const char *what)
+{
+	snprintf(s->err, sizeof(s->err), "%s: thread %" PRIu32 " op %" PRIu64 ": %s", s->f->name, s->t, s->done,
+		 what);
+	return -1;
+}
+
+int awl_stream_next(struct awl_stream *s, struct awl_op *op)
+{
+	const struct awl_thread *th = &s->f->th[s->t];
+	if (s->left_ops == 0) {
+		if (s->pos != s->len)
+			return serr(s, "chunk has bytes after its last op");
+		if (s->chunk >= th->nchunks)
+			return 0;
+		size_t len = th->chunk_len[s->chunk];
+		if (len > s->cap) {
+			uint8_t *nb = realloc(s->buf, len);
+			if (!nb)
+				return serr(s, "out of memory");
+			s->buf = nb;
+			s->cap = len;
+		}
+		if (rd(s->f, th->chunk_off[s->chunk], s->buf, len) < 0)
+			return serr(s, "read failed");
+		s->len = len;
+		s->pos = 0;
+		s->left_ops = th->chunk_ops[s->chunk];
+		s->chunk++;
+	}
+	if (s->pos >= s->len)
+		return serr(s, "chunk ends inside an op");
+	memset(op, 0, sizeof(*op));
+	op->code = s->buf[s->pos++];
+	int nf;
+	switch (op->code) {
+	case AWL_OP_FREE:
+	case AWL_OP_DROP:
+	case AWL_OP_THREAD_START:
+		nf = 1;
+		break;
+	case AWL_OP_MALLOC:
+	case AWL_OP_VALLOC:
+	case AWL_OP_PVALLOC:
+	case AWL_OP_WAIT:
+		nf = 2;
+		break;
+	case AWL_OP_CALLOC:
+	case AWL_OP_REALLOC:
+	case AWL_OP_MEMALIGN:
+	case AWL_OP_POSIX_MEMALIGN:
+	case AWL_OP_ALIGNED_ALLOC:
+		nf = 3;
+		break;
+	case AWL_OP_REALLOCARRAY:
+		nf = 4;
+		break;
+	case AWL_OP_THREAD_EXIT:
+		nf = 0;
+		break;
+	case AWL_OP_MARKER:
+		nf = 1;
+		break;
+	default:
+		return serr(s, "unknown op code");
+	}
+	uint64_t *fl[4] = {&op->a, &op->b, &op->c, &op->d};
+	for (int i = 0; i < nf; i++)
+		if (get_uv(s, fl[i]) < 0)
+			return serr(s, "bad varint");
+	if (op->code == AWL_OP_MARKER) {
+		if (op->a > AWL_MARKER_MAX || op->a > s->len - s->pos)
+			return serr(s, "bad marker length");
+		op->len = (uint32_t)op->a;
+		op->data = s->buf + s->pos;
+		s->pos += op->len;
+	}
+	s->left_ops--;
+	s->done++;
+	return 1;
+}
+
+/* -------------------------------------------------------------- verify */
+
+struct vthread {
+	struct awl_stream s;
+	struct awl_op op;
+	int have, end;
+	struct util_hmap waited; /* thread -> ops waited for */
+};
+
+struct vslot {
+	uint32_t thread; /* last user + 1, 0 = never used */
+	uint8_t live;
+	uint64_t idx; /* op index of the last use */
+};
+
+static int use_slot(struct vthread *vt, uint32_t t, struct vslot *slots, uint64_t slot, uint64_t idx,
+		    int want_live, int make_live, char *eb, size_t el, const char *nm)
+{
+	struct vslot *v = &slots[slot];
+	if (v->thread && v->thread - 1 != t) {
+		uint64_t w = 0;
+		if (!util_hmap_lookup(&vt[t].waited, v->thread - 1, &w) || w < v->idx + 1) {
+			seterr(eb, el,
+			       "%s: thread %" PRIu32 " op %" PRIu64 " uses slot %" PRIu64
+			       " without waiting for thread %" PRIu32 " op %" PRIu64,
+			       nm, t, idx, slot, v->thread - 1, v->idx);
+			return -1;
+		}
+	}
+	if (want_live >= 0 && v->live != want_live) {
+		seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": slot %" PRIu64 " is %s", nm, t, idx, slot,
+		       v->live ? "already in use" : "empty");
+		return -1;
+	}
+	v->live = (uint8_t)make_live;
+	v->thread = t + 1;
+	v->idx = idx;
+	return 0;
+}
+
+int awl_verify(awl_file *f, char *eb, size_t el)
+{
+	const struct awl_info *in = &f->info;
+	uint32_t n = in->nthreads;
+	struct vthread *vt = calloc(n ? n : 1, sizeof(*vt));
+	struct vslot *slots = calloc(in->slots ? in->slots : 1, sizeof(*slots));
+	int rc = 0;
+	if (!vt || !slots) {
+		seterr(eb, el, "%s: out of memory (%" PRIu64 " slots)", f->name, in->slots);
+		free(vt);
+		free(slots);
+		return -1;
+	}
+	for (uint32_t t = 0; t < n; t++)
+		awl_stream_init(f, t, &vt[t].s);
+	uint64_t calls[AWL_OP_CALL_LAST + 1] = {0}, waits = 0;
+	uint32_t ended = 0;
+	while (rc == 0 && ended < n) {
+		int progress = 0;
+		for (uint32_t t = 0; rc == 0 && t < n; t++) {
+			struct vthread *v = &vt[t];
+			while (rc == 0 && !v->end) {
+				if (!v->have) {
+					int r = awl_stream_next(&v->s, &v->op);
+					if (r < 0) {
+						seterr(eb, el, "%s", v->s.err);
+						rc = -1;
+						break;
+					}
+					if (r == 0) {
+						v->end = 1;
+						ended++;
+						progress = 1;
+						break;
+					}
+					v->have = 1;
+				}
+				struct awl_op *op = &v->op;
+				uint64_t idx = v->s.done - 1;
+				const char *nm = f->name;
+				if (op->code == AWL_OP_WAIT) {
+					if (op->a >= n || op->a == t || op->b > f->th[op->a].ops) {
+						seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": bad wait target", nm, t,
+						       idx);
+						rc = -1;
+						break;
+					}
+					if (vt[op->a].s.done - (uint64_t)vt[op->a].have < op->b)
+						break; /* blocked: the target op is not complete yet */
+					uint64_t old = 0;
+					if (!util_hmap_lookup(&v->waited, op->a, &old) || old < op->b)
+						if (util_hmap_insert(&v->waited, op->a, op->b, NULL) < 0) {
+							seterr(eb, el, "%s: out of memory", nm);
+							rc = -1;
+							break;
+						}
+					waits++;
+				} else if (op->code <= AWL_OP_CALL_LAST) {
+					calls[op->code]++;
+					calls[0]++;
+					uint64_t src = 0, dst;
+					int has_src = op->code == AWL_OP_FREE || op->code == AWL_OP_REALLOC ||
+						      op->code == AWL_OP_REALLOCARRAY;
+					if (has_src)
+						src = op->a;
+					dst = op->code == AWL_OP_FREE ? 0 : has_src ? op->b : op->a;
+					if (src > in->slots || dst > in->slots) {
+						seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": slot out of range", nm,
+						       t, idx);
+						rc = -1;
+						break;
+					}
+					if (src && use_slot(vt, t, slots, src - 1, idx, 1, 0, eb, el, nm) < 0) {
+						rc = -1;
+						break;
+					}
+					if (has_src && op->code != AWL_OP_FREE && src && !dst) {
+						/* failed realloc: the block stays where it was,
+						   unless the size was 0 (freed) */
+						uint64_t sz = op->code == AWL_OP_REALLOC ? op->c : op->c * op->d;
+						if (sz)
+							slots[src - 1].live = 1;
+					}
+					if (dst && use_slot(vt, t, slots, dst - 1, idx, 0, 1, eb, el, nm) < 0) {
+						rc = -1;
+						break;
+					}
+				} else if (op->code == AWL_OP_DROP) {
+					if (op->a >= in->slots) {
+						seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": slot out of range", nm,
+						       t, idx);
+						rc = -1;
+						break;
+					}
+					if (use_slot(vt, t, slots, op->a, idx, 1, 0, eb, el, nm) < 0) {
+						rc = -1;
+						break;
+					}
+				}
+				v->have = 0;
+				progress = 1;
+			}
+		}
+		if (rc == 0 && !progress && ended < n) {
+			seterr(eb, el, "%s: deadlock: every unfinished thread waits for another", f->name);
+			rc = -1;
+		}
+	}
+	if (rc == 0) {
+		for (unsigned i = 0; i <= AWL_OP_CALL_LAST; i++)
+			if (calls[i] != in->calls[i]) {
+				seterr(eb, el, "%s: %" PRIu64 " %s calls in the streams, header says %" PRIu64, f->name,
+				       calls[i], i ? awl_op_name(i) : "total", in->calls[i]);
+				rc = -1;
+				break;
+			}
+		if (rc == 0 && waits != in->waits) {
+			seterr(eb, el, "%s: %" PRIu64 " waits in the streams, header says %" PRIu64, f->name, waits,
+			       in->waits);
+			rc = -1;
+		}
+	}
+	for (uint32_t t = 0; t < n; t++) {
+		awl_stream_free(&vt[t].s);
+		util_hmap_destroy(&vt[t].waited);
+	}
+	free(vt);
+	free(slots);
+	return rc;
+}

@@ -1,0 +1,190 @@
+/* awl_workload.h - alloctrace workload files (docs/WORKLOAD_FORMAT.md).
+ *
+ * A workload is what `alloctrace convert` makes of a trace and what
+ * `alloctrace replay` runs: one op stream per traced thread, pointers
+ * replaced by slot indices, cross-thread dependencies as explicit WAIT ops.
+ *
+ * Layout (all little-endian):
+ *   header (AWL_HEADER_SIZE bytes), then chunks, then the thread table.
+ *   chunk:  u32 magic "AWCK", u32 thread index, u32 bytes, u32 ops, bytes
+ *   table:  u32 magic "AWTH", u32 threads, then per thread 32 bytes
+ * Ops never straddle chunks.  The header's COMPLETE flag is set last.
+ *
+ * Writer: awl_writer_*; reader: awl_open(), awl_stream_*(), awl_verify().
+ * The reader validates everything it touches: corrupt input gives an error
+ * message, never a crash (fuzzed by tests/fuzz/fuzz_workload.c).
+ */
+#ifndef AWL_WORKLOAD_H
+#define AWL_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define AWL_MAGIC "ALCWORKL" /* 8 bytes, no NUL */
+#define AWL_VERSION 1u
+#define AWL_HEADER_SIZE 256u
+#define AWL_CHUNK_MAGIC 0x4b435741u  /* "AWCK" */
+#define AWL_TABLE_MAGIC 0x48545741u  /* "AWTH" */
+#define AWL_CHUNK_HDR 16u
+#define AWL_CHUNK_MAX (1u << 20)     /* largest chunk payload a reader accepts */
+#define AWL_CHUNK_TARGET (64u << 10) /* what the writer makes */
+#define AWL_THREAD_REC 32u
+#define AWL_MARKER_MAX 255u
+#define AWL_MAX_THREADS 65536u
+#define AWL_MAX_SLOTS (1ULL << 40)
+
+/* header.features: a reader rejects bits it does not know */
+#define AWL_FEATURES_KNOWN 0ULL
+/* header.flags */
+#define AWL_FLAG_COMPLETE 1u
+
+/* Header field offsets. */
+enum {
+	AWL_H_MAGIC = 0,	/* char[8] */
+	AWL_H_VERSION = 8,	/* u32 */
+	AWL_H_HEADER_SIZE = 12, /* u32 */
+	AWL_H_FEATURES = 16,	/* u64 */
+	AWL_H_FLAGS = 24,	/* u32 AWL_FLAG_* */
+	AWL_H_THREADS = 28,	/* u32 */
+	AWL_H_SLOTS = 32,	/* u64 slot table size */
+	AWL_H_IDEAL_PEAK = 40,	/* u64 peak live requested bytes */
+	AWL_H_OPS = 48,		/* u64 ops in all streams */
+	AWL_H_WAITS = 56,	/* u64 WAIT ops */
+	AWL_H_CHUNKS = 64,	/* u64 */
+	AWL_H_TABLE = 72,	/* u64 offset of the thread table */
+	AWL_H_ANOMALIES = 80,	/* u64 trace anomalies the converter skipped */
+	AWL_H_SRC_PID = 88,	/* u32 */
+	AWL_H_SRC_EXEC = 92,	/* u32 */
+	AWL_H_DURATION_NS = 96, /* u64 duration of the traced process */
+	AWL_H_CALLS = 104,	/* u64[11]: calls by trace type 1..10 ([0] = total) */
+	AWL_H_END = 192,	/* zero up to header_size */
+};
+
+/* Op codes (first byte of an op), then LEB128 varints.
+ * "slot+1" fields: 0 means NULL (free/realloc input) or "the traced call
+ * returned NULL" (allocation output). */
+enum awl_opcode {
+	AWL_OP_MALLOC = 1,	   /* dst+1, size */
+	AWL_OP_FREE = 2,	   /* src+1 */
+	AWL_OP_CALLOC = 3,	   /* dst+1, nmemb, elsize */
+	AWL_OP_REALLOC = 4,	   /* src+1, dst+1, size */
+	AWL_OP_REALLOCARRAY = 5,   /* src+1, dst+1, nmemb, elsize */
+	AWL_OP_MEMALIGN = 6,	   /* dst+1, align, size */
+	AWL_OP_POSIX_MEMALIGN = 7, /* dst+1, align, size */
+	AWL_OP_ALIGNED_ALLOC = 8,  /* dst+1, align, size */
+	AWL_OP_VALLOC = 9,	   /* dst+1, size */
+	AWL_OP_PVALLOC = 10,	   /* dst+1, size */
+	AWL_OP_CALL_LAST = 10,
+	AWL_OP_WAIT = 16,	  /* thread index, ops: wait until that thread
+				     has completed that many ops */
+	AWL_OP_DROP = 17,	  /* slot: free it, not a call (the trace lost
+				     its release) */
+	AWL_OP_MARKER = 18,	  /* len, bytes */
+	AWL_OP_THREAD_START = 19, /* tid */
+	AWL_OP_THREAD_EXIT = 20,
+};
+
+struct awl_op {
+	uint8_t code;
+	uint64_t a, b, c, d; /* fields in the order above */
+	const uint8_t *data; /* marker bytes (valid until the next op) */
+	uint32_t len;
+};
+
+/* ------------------------------------------------------------ varints */
+static inline uint8_t *awl_put_uv(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* ------------------------------------------------------------- writer */
+struct awl_writer;
+
+/* Creates (truncates) path.  0, or -1 with errbuf filled. */
+int awl_writer_open(const char *path, struct awl_writer **out, char *errbuf, size_t errlen);
+/* A new thread stream; returns its index (0, 1, ...), -1 on error. */
+int awl_writer_add_thread(struct awl_writer *w, uint32_t serial, uint32_t tid);
+/* Room for max_bytes (<= 4096) in thread t's buffer; write the op there
+ * and call awl_writer_commit() with the end pointer. */
+uint8_t *awl_writer_reserve(struct awl_writer *w, uint32_t t, size_t max_bytes);
+void awl_writer_commit(struct awl_writer *w, uint32_t t, uint8_t *end);
+/* Ops appended to thread t so far (= index of the next op). */
+uint64_t awl_writer_thread_ops(const struct awl_writer *w, uint32_t t);
+/* Count a call of trace type 1..10 in thread t. */
+void awl_writer_count_call(struct awl_writer *w, uint32_t t, unsigned type);
+
+struct awl_summary_in {
+	uint64_t slots, ideal_peak, waits, anomalies, duration_ns;
+	uint32_t src_pid, src_exec;
+};
+/* Flush, write the thread table and the final header.  0 or -1. */
+int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char *errbuf,
+		      size_t errlen);
+/* Frees w (closes and keeps whatever was written; a file without
+ * awl_writer_finish() lacks the COMPLETE flag). */
+void awl_writer_close(struct awl_writer *w);
+uint64_t awl_writer_bytes(const struct awl_writer *w);
+uint64_t awl_writer_ops(const struct awl_writer *w);
+
+/* ------------------------------------------------------------- reader */
+struct awl_thread {
+	uint32_t serial, tid;
+	uint64_t ops, calls, nchunks;
+	uint64_t *chunk_off; /* payload offsets */
+	uint32_t *chunk_len, *chunk_ops;
+};
+
+struct awl_info {
+	uint32_t version, flags, nthreads;
+	uint64_t features, slots, ideal_peak, ops, waits, chunks, anomalies, duration_ns;
+	uint32_t src_pid, src_exec;
+	uint64_t calls[AWL_OP_CALL_LAST + 1]; /* [0] total */
+	uint64_t file_size;
+};
+
+typedef struct awl_file awl_file;
+
+/* Open and validate the structure (header, every chunk header, thread
+ * table).  0, or -1 with errbuf filled ("PATH: what was wrong"). */
+int awl_open(const char *path, awl_file **out, char *errbuf, size_t errlen);
+/* The same on a caller-owned buffer (kept alive until awl_close). */
+int awl_open_buffer(const void *data, size_t size, const char *name, awl_file **out, char *errbuf,
+		    size_t errlen);
+void awl_close(awl_file *f);
+const struct awl_info *awl_get_info(const awl_file *f);
+const struct awl_thread *awl_get_thread(const awl_file *f, uint32_t t);
+
+/* Sequential decoding of one thread's ops. */
+struct awl_stream {
+	awl_file *f;
+	uint32_t t;
+	uint64_t chunk;	   /* next chunk index */
+	uint8_t *buf;	   /* current chunk payload */
+	size_t cap, len, pos;
+	uint32_t left_ops; /* ops left in the current chunk */
+	uint64_t done;	   /* ops returned */
+	char err[160];
+};
+int awl_stream_init(awl_file *f, uint32_t t, struct awl_stream *s);
+/* 1 with *op filled, 0 at the end of the stream, -1 on corrupt data
+ * (message in s->err). */
+int awl_stream_next(struct awl_stream *s, struct awl_op *op);
+void awl_stream_free(struct awl_stream *s);
+/* Drop cached pages of the chunks already consumed (replay RSS). */
+
+/* Decode every stream in a dependency-respecting order and check it:
+ * opcodes and fields, slots < slots, WAIT targets, no deadlock, and that
+ * every use of a slot by another thread than its last user is preceded by
+ * a WAIT on that use, so a multi-threaded replay cannot race on a slot.
+ * 0, or -1 with errbuf filled. */
+int awl_verify(awl_file *f, char *errbuf, size_t errlen);
+
+const char *awl_op_name(unsigned code);
+
+#endif

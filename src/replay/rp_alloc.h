@@ -1,0 +1,20 @@
+/* rp_alloc.h - finding the allocator under test and running the replay
+ * under it (a re-exec of this binary with LD_PRELOAD and GLIBC_TUNABLES). */
+#ifndef RP_ALLOC_H
+#define RP_ALLOC_H
+
+#include <stddef.h>
+
+#define RP_CHILD_ENV "ALLOCTRACE_REPLAY_CHILD"
+
+/* name: glibc | none | jemalloc | tcmalloc | mimalloc | PATH.so.
+ * Sets *lib to "" for glibc and none (no preload) or the library path.
+ * 0, or -1 with errbuf filled. */
+int rp_find_allocator(const char *name, char *lib, size_t liblen, char *errbuf, size_t errlen);
+
+/* Re-exec /proc/self/exe with argv, LD_PRELOAD=lib (if lib[0]) and
+ * GLIBC_TUNABLES=tunables (if non-empty), RP_CHILD_ENV=1.  Returns only on
+ * failure (-1, errbuf filled). */
+int rp_reexec(char **argv, const char *lib, const char *tunables, char *errbuf, size_t errlen);
+
+#endif

@@ -1,0 +1,749 @@
+/* rp_convert.c - see rp_convert.h. */
+#define _GNU_SOURCE
+#include "replay/rp_convert.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atr_reader.h"
+#include "awl_workload.h"
+#include "util_hmap.h"
+#include "util_msg.h"
+
+/* The reader's synthetic "old block of a realloc released" event (the
+ * realloc itself then comes at its end stamp).  Handled whether or not
+ * this reader emits it. */
+#define RP_EV_REALLOC_RELEASE 32
+/* Steal another thread's free slot only when this many are free. */
+#define RP_STEAL_MIN 64
+#define RP_NONE UINT32_MAX
+#define RECENT_FREES 4096
+
+struct deque {
+	uint64_t *v;
+	size_t head, n, cap; /* cap power of two */
+};
+
+static int dq_push(struct deque *d, uint64_t x)
+{
+	if (d->n == d->cap) {
+		size_t nc = d->cap ? d->cap * 2 : 16;
+		uint64_t *nv = malloc(nc * sizeof(*nv));
+		if (!nv)
+			return -1;
+		for (size_t i = 0; i < d->n; i++)
+			nv[i] = d->v[(d->head + i) & (d->cap - 1)];
+		free(d->v);
+		d->v = nv;
+		d->head = 0;
+		d->cap = nc;
+	}
+	d->v[(d->head + d->n++) & (d->cap - 1)] = x;
+	return 0;
+}
+static uint64_t dq_pop_back(struct deque *d)
+{
+	return d->v[(d->head + --d->n) & (d->cap - 1)];
+}
+static uint64_t dq_pop_front(struct deque *d)
+{
+	uint64_t x = d->v[d->head];
+	d->head = (d->head + 1) & (d->cap - 1);
+	d->n--;
+	return x;
+}
+
+struct cthread {
+	uint32_t widx; /* workload thread index */
+	struct util_hmap waited;
+	struct deque freeq;
+	int rel_valid; /* a REALLOC_RELEASE waits for its realloc */
+	uint64_t rel_ptr, rel_slot, rel_size;
+};
+
+struct pend {
+	uint64_t at, ptr, slot, size;
+	uint32_t th; /* cthread index */
+};
+
+struct conv {
+	const struct rp_convert_opts *o;
+	struct rp_convert_stats *st;
+	struct awl_writer *w;
+	struct cthread *th;
+	uint32_t nth, thcap;
+	uint32_t *by_serial; /* serial -> cthread index (RP_NONE) */
+	uint32_t nserial;
+	struct util_hmap addr; /* ptr -> slot */
+	/* per slot */
+	uint32_t *s_thread; /* last user (workload index), RP_NONE */
+	uint64_t *s_idx;    /* op index of that use */
+	uint64_t *s_size;   /* requested size while live */
+	uint64_t nslots, slotcap, total_free;
+	uint32_t steal_cursor;
+	uint64_t live, peak;
+	struct pend *heap;
+	size_t hn, hcap;
+	uint64_t recent[RECENT_FREES];
+	size_t recent_pos;
+	uint64_t reports[8];
+	int nomem;
+};
+
+enum { REP_UNKNOWN, REP_DOUBLE, REP_DUP, REP_UREALLOC };
+
+static void report(struct conv *c, int kind, const struct atr_event *ev, const char *what)
+{
+	int max = c->o->max_reports ? c->o->max_reports : 10;
+	if (c->o->quiet || c->reports[kind]++ >= (uint64_t)max)
+		return;
+	util_warn("convert: %s: record #%" PRIu64 " thread %" PRIu32 " (tid %" PRIu32 ") %s ptr=0x%" PRIx64
+		  " ret=0x%" PRIx64 " size=%" PRIu64 "%s",
+		  what, ev->seq, ev->thread, ev->tid, atr_type_name(ev->type), ev->ptr, ev->ret, ev->size,
+		  c->reports[kind] == (uint64_t)max ? " (further ones not shown)" : "");
+}
+
+/* ------------------------------------------------------------ threads */
+static uint32_t thread_of(struct conv *c, const struct atr_event *ev)
+{
+	uint32_t s = ev->thread;
+	if (s < c->nserial && c->by_serial[s] != RP_NONE)
+		return c->by_serial[s];
+	if (s >= c->nserial) {
+		uint32_t nn = c->nserial ? c->nserial : 64;
+		while (nn <= s)
+			nn *= 2;
+		uint32_t *nb = realloc(c->by_serial, nn * sizeof(*nb));
+		if (!nb) {
+			c->nomem = 1;
+			return RP_NONE;
+		}
+		for (uint32_t i = c->nserial; i < nn; i++)
+			nb[i] = RP_NONE;
+		c->by_serial = nb;
+		c->nserial = nn;
+	}
+	if (c->nth == c->thcap) {
+		uint32_t nc = c->thcap ? c->thcap * 2 : 16;
+		struct cthread *nt = realloc(c->th, nc * sizeof(*nt));
+		if (!nt) {
+			c->nomem = 1;
+			return RP_NONE;
+		}
+		c->th = nt;
+		c->thcap = nc;
+	}
+	int wi = awl_writer_add_thread(c->w, ev->thread, ev->tid);
+	if (wi < 0) {
+		c->nomem = 1;
+		return RP_NONE;
+	}
+	struct cthread *t = &c->th[c->nth];
+	memset(t, 0, sizeof(*t));
+	t->widx = (uint32_t)wi;
+	c->by_serial[s] = c->nth;
+	return c->nth++;
+}
+
+/* -------------------------------------------------------------- slots */
+static int grow_slots(struct conv *c)
+{
+	uint64_t nc = c->slotcap ? c->slotcap * 2 : 1024;
+	uint32_t *a = realloc(c->s_thread, nc * sizeof(*a));
+	if (!a)
+		return -1;
+	c->s_thread = a;
+	uint64_t *b = realloc(c->s_idx, nc * sizeof(*b));
+	if (!b)
+		return -1;
+	c->s_idx = b;
+	uint64_t *d = realloc(c->s_size, nc * sizeof(*d));
+	if (!d)
+		return -1;
+	c->s_size = d;
+	c->slotcap = nc;
+	return 0;
+}
+
+static uint64_t slot_new(struct conv *c, uint32_t ti)
+{
+	struct cthread *t = &c->th[ti];
+	if (t->freeq.n) {
+		c->total_free--;
+		return dq_pop_back(&t->freeq);
+	}
+	if (c->total_free >= RP_STEAL_MIN) {
+		for (uint32_t k = 0; k < c->nth; k++) {
+			uint32_t v = (c->steal_cursor + k) % c->nth;
+			if (v != ti && c->th[v].freeq.n) {
+				c->steal_cursor = v + 1;
+				c->total_free--;
+				return dq_pop_front(&c->th[v].freeq);
+			}
+		}
+	}
+	if (c->nslots == c->slotcap && grow_slots(c) < 0) {
+		c->nomem = 1;
+		return 0;
+	}
+	c->s_thread[c->nslots] = RP_NONE;
+	c->s_idx[c->nslots] = 0;
+	c->s_size[c->nslots] = 0;
+	return c->nslots++;
+}
+
+static void slot_release(struct conv *c, uint32_t ti, uint64_t slot)
+{
+	if (dq_push(&c->th[ti].freeq, slot) < 0)
+		c->nomem = 1;
+	else
+		c->total_free++;
+}
+
+/* ---------------------------------------------------------------- ops */
+static void emit_wait_for(struct conv *c, uint32_t ti, uint64_t slot)
+{
+	uint32_t owner = c->s_thread[slot];
+	uint32_t wi = c->th[ti].widx;
+	if (owner == RP_NONE || owner == wi)
+		return;
+	uint64_t need = c->s_idx[slot] + 1, have = 0;
+	struct cthread *t = &c->th[ti];
+	if (util_hmap_lookup(&t->waited, owner, &have) && have >= need)
+		return;
+	if (util_hmap_insert(&t->waited, owner, need, NULL) < 0) {
+		c->nomem = 1;
+		return;
+	}
+	uint8_t *p = awl_writer_reserve(c->w, wi, 32);
+	*p++ = AWL_OP_WAIT;
+	p = awl_put_uv(p, owner);
+	p = awl_put_uv(p, need);
+	awl_writer_commit(c->w, wi, p);
+	c->st->waits++;
+}
+
+static void mark_use(struct conv *c, uint32_t ti, uint64_t slot, uint64_t idx)
+{
+	c->s_thread[slot] = c->th[ti].widx;
+	c->s_idx[slot] = idx;
+}
+
+static void live_add(struct conv *c, uint64_t size)
+{
+	c->live += size;
+	if (c->live > c->peak)
+		c->peak = c->live;
+}
+
+/* ptr becomes live in slot (an_summary's make_live).  A ptr that is still
+ * live means the trace missed its release: its old slot is dropped. */
+static void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev, uint64_t ptr, uint64_t slot,
+			uint64_t size)
+{
+	uint64_t old;
+	int r = util_hmap_insert(&c->addr, ptr, slot, &old);
+	if (r < 0) {
+		c->nomem = 1;
+		return;
+	}
+	if (r == 0) {
+		c->st->dup_allocs++;
+		report(c, REP_DUP, ev, "allocation returned a block that is still live (old one dropped)");
+		c->live -= c->s_size[old];
+		uint32_t wi = c->th[ti].widx;
+		emit_wait_for(c, ti, old);
+		uint8_t *p = awl_writer_reserve(c->w, wi, 16);
+		*p++ = AWL_OP_DROP;
+		p = awl_put_uv(p, old);
+		uint64_t idx = awl_writer_thread_ops(c->w, wi);
+		awl_writer_commit(c->w, wi, p);
+		mark_use(c, ti, old, idx);
+		slot_release(c, ti, old);
+	}
+	c->s_size[slot] = size;
+	live_add(c, size);
+}
+
+static void pend_push(struct conv *c, struct pend pe)
+{
+	if (c->hn == c->hcap) {
+		size_t nc = c->hcap ? c->hcap * 2 : 16;
+		struct pend *nh = realloc(c->heap, nc * sizeof(*nh));
+		if (!nh) {
+			c->nomem = 1;
+			return;
+		}
+		c->heap = nh;
+		c->hcap = nc;
+	}
+	size_t i = c->hn++;
+	c->heap[i] = pe;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (c->heap[p].at <= c->heap[i].at)
+			break;
+		struct pend t = c->heap[p];
+		c->heap[p] = c->heap[i];
+		c->heap[i] = t;
+		i = p;
+	}
+}
+
+static void heap_remove(struct conv *c, size_t i)
+{
+	c->heap[i] = c->heap[--c->hn];
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		if (l < c->hn && c->heap[l].at < c->heap[m].at)
+			m = l;
+		if (l + 1 < c->hn && c->heap[l + 1].at < c->heap[m].at)
+			m = l + 1;
+		if (m == i)
+			break;
+		struct pend t = c->heap[m];
+		c->heap[m] = c->heap[i];
+		c->heap[i] = t;
+		i = m;
+	}
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (c->heap[p].at <= c->heap[i].at)
+			break;
+		struct pend t = c->heap[p];
+		c->heap[p] = c->heap[i];
+		c->heap[i] = t;
+		i = p;
+	}
+}
+
+static void pend_apply(struct conv *c, size_t i, const struct atr_event *ev)
+{
+	struct pend p = c->heap[i];
+	heap_remove(c, i);
+	addr_insert(c, p.th, ev, p.ptr, p.slot, p.size);
+}
+
+/* Look ptr up; on a miss, a realloc result not yet made live counts. */
+static int addr_take(struct conv *c, uint64_t ptr, uint64_t *slot, const struct atr_event *ev)
+{
+	if (util_hmap_remove(&c->addr, ptr, slot))
+		return 1;
+	for (size_t i = 0; i < c->hn; i++)
+		if (c->heap[i].ptr == ptr) {
+			pend_apply(c, i, ev);
+			return util_hmap_remove(&c->addr, ptr, slot);
+		}
+	return 0;
+}
+
+static void unknown_free(struct conv *c, const struct atr_event *ev, uint64_t ptr)
+{
+	for (size_t i = 0; i < RECENT_FREES; i++)
+		if (c->recent[i] == ptr) {
+			c->st->double_frees++;
+			report(c, REP_DOUBLE, ev, "double free (skipped)");
+			return;
+		}
+	c->st->unknown_frees++;
+	report(c, REP_UNKNOWN, ev, "free of a block never allocated in the trace (skipped)");
+}
+
+/* ptr (non-NULL, found in slot) dies by an op of thread ti. */
+static void kill_slot(struct conv *c, uint64_t ptr, uint64_t slot)
+{
+	c->live -= c->s_size[slot];
+	c->s_size[slot] = 0;
+	c->recent[c->recent_pos++ % RECENT_FREES] = ptr;
+}
+
+static uint8_t *op_begin(struct conv *c, uint32_t ti, unsigned code)
+{
+	uint8_t *p = awl_writer_reserve(c->w, c->th[ti].widx, 64);
+	*p++ = (uint8_t)code;
+	return p;
+}
+
+static void op_end(struct conv *c, uint32_t ti, uint8_t *p, unsigned calltype)
+{
+	uint32_t wi = c->th[ti].widx;
+	awl_writer_commit(c->w, wi, p);
+	if (calltype)
+		awl_writer_count_call(c->w, wi, calltype);
+}
+
+static void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
+{
+	uint32_t wi = c->th[ti].widx;
+	uint64_t slot = 0;
+	if (!ev->ptr) {
+		uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
+		p = awl_put_uv(p, 0);
+		op_end(c, ti, p, ATR_T_FREE);
+		return;
+	}
+	if (!addr_take(c, ev->ptr, &slot, ev)) {
+		unknown_free(c, ev, ev->ptr);
+		return;
+	}
+	kill_slot(c, ev->ptr, slot);
+	emit_wait_for(c, ti, slot);
+	uint64_t idx = awl_writer_thread_ops(c->w, wi);
+	uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
+	p = awl_put_uv(p, slot + 1);
+	op_end(c, ti, p, ATR_T_FREE);
+	mark_use(c, ti, slot, idx);
+	slot_release(c, ti, slot);
+}
+
+static void split_array(uint64_t total, uint64_t nmemb, uint64_t *n, uint64_t *el)
+{
+	*n = nmemb;
+	*el = nmemb ? total / nmemb : total;
+	if (!nmemb)
+		*n = 0;
+}
+
+static void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
+{
+	uint32_t wi = c->th[ti].widx;
+	uint64_t slot = 0;
+	int ok = ev->ret != 0;
+	if (ok) {
+		slot = slot_new(c, ti);
+		if (c->nomem)
+			return;
+		emit_wait_for(c, ti, slot);
+	} else {
+		c->st->failed_allocs++;
+	}
+	uint64_t idx = awl_writer_thread_ops(c->w, wi);
+	uint64_t dst = ok ? slot + 1 : 0;
+	uint8_t *p;
+	switch (ev->type) {
+	case ATR_T_MALLOC:
+	case ATR_T_VALLOC:
+	case ATR_T_PVALLOC:
+		p = op_begin(c, ti, ev->type);
+		p = awl_put_uv(p, dst);
+		p = awl_put_uv(p, ev->size);
+		break;
+	case ATR_T_CALLOC: {
+		uint64_t n, el;
+		split_array(ev->size, ev->nmemb, &n, &el);
+		p = op_begin(c, ti, AWL_OP_CALLOC);
+		p = awl_put_uv(p, dst);
+		p = awl_put_uv(p, n);
+		p = awl_put_uv(p, el);
+		break;
+	}
+	default: /* the aligned calls */
+		p = op_begin(c, ti, ev->type);
+		p = awl_put_uv(p, dst);
+		p = awl_put_uv(p, ev->align);
+		p = awl_put_uv(p, ev->size);
+		break;
+	}
+	op_end(c, ti, p, ev->type);
+	if (ok) {
+		mark_use(c, ti, slot, idx);
+		addr_insert(c, ti, ev, ev->ret, slot, ev->size);
+	}
+}
+
+static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, int released, uint64_t rslot,
+		       uint64_t rsize)
+{
+	struct cthread *t = &c->th[ti];
+	uint32_t wi = t->widx;
+	uint64_t src = 0, dst = 0; /* slot + 1 */
+	int ok = ev->ret != 0;
+	if (released) {
+		src = rslot + 1;
+		(void)rsize;
+	} else if (ev->ptr) {
+		uint64_t s;
+		if (!ok && ev->size) {
+			/* failed realloc: the old block stays live */
+			if (util_hmap_lookup(&c->addr, ev->ptr, &s))
+				src = s + 1;
+			else {
+				c->st->unknown_reallocs++;
+				report(c, REP_UREALLOC, ev, "realloc of a block never allocated (replayed as realloc(NULL))");
+			}
+		} else if (addr_take(c, ev->ptr, &s, ev)) {
+			src = s + 1;
+			kill_slot(c, ev->ptr, s);
+		} else {
+			c->st->unknown_reallocs++;
+			report(c, REP_UREALLOC, ev, "realloc of a block never allocated (replayed as realloc(NULL))");
+		}
+	}
+	if (!ok)
+		c->st->failed_allocs += ev->ptr == 0 || ev->size != 0;
+	if (src)
+		emit_wait_for(c, ti, src - 1);
+	int frees_src = src && (ok || ev->size == 0);
+	if (frees_src)
+		slot_release(c, ti, src - 1);
+	if (ok) {
+		uint64_t s = slot_new(c, ti);
+		if (c->nomem)
+			return;
+		if (s + 1 != src)
+			emit_wait_for(c, ti, s);
+		dst = s + 1;
+	}
+	uint64_t idx = awl_writer_thread_ops(c->w, wi);
+	uint8_t *p = op_begin(c, ti, ev->type == ATR_T_REALLOC ? AWL_OP_REALLOC : AWL_OP_REALLOCARRAY);
+	p = awl_put_uv(p, src);
+	p = awl_put_uv(p, dst);
+	if (ev->type == ATR_T_REALLOC) {
+		p = awl_put_uv(p, ev->size);
+	} else {
+		uint64_t n, el;
+		split_array(ev->size, ev->nmemb, &n, &el);
+		p = awl_put_uv(p, n);
+		p = awl_put_uv(p, el);
+	}
+	op_end(c, ti, p, ev->type);
+	if (src)
+		mark_use(c, ti, src - 1, idx);
+	if (!ok)
+		return;
+	mark_use(c, ti, dst - 1, idx);
+#ifdef ATR_EV_REALLOC_RELEASE
+	int delayed = 0; /* this reader presents the realloc at its end stamp */
+#else
+	int delayed = !released;
+#endif
+	if (!delayed) {
+		addr_insert(c, ti, ev, ev->ret, dst - 1, ev->size);
+	} else {
+		uint64_t at = ev->ts + ev->duration;
+		if (at < ev->ts)
+			at = ev->ts;
+		c->s_size[dst - 1] = 0;
+		pend_push(c, (struct pend){at, ev->ret, dst - 1, ev->size, ti});
+	}
+}
+
+static void on_release(struct conv *c, uint32_t ti, const struct atr_event *ev)
+{
+	struct cthread *t = &c->th[ti];
+	uint64_t s;
+	if (ev->ptr && addr_take(c, ev->ptr, &s, ev)) {
+		t->rel_valid = 1;
+		t->rel_ptr = ev->ptr;
+		t->rel_slot = s;
+		t->rel_size = c->s_size[s];
+		kill_slot(c, ev->ptr, s);
+	}
+}
+
+static void on_meta(struct conv *c, uint32_t ti, const struct atr_event *ev)
+{
+	uint8_t *p;
+	switch (ev->type) {
+	case ATR_T_THREAD_START:
+		p = op_begin(c, ti, AWL_OP_THREAD_START);
+		p = awl_put_uv(p, ev->arg);
+		op_end(c, ti, p, 0);
+		break;
+	case ATR_T_THREAD_EXIT:
+		p = op_begin(c, ti, AWL_OP_THREAD_EXIT);
+		op_end(c, ti, p, 0);
+		break;
+	case ATR_T_MARKER: {
+		uint32_t len = ev->payload_len > AWL_MARKER_MAX ? AWL_MARKER_MAX : ev->payload_len;
+		p = awl_writer_reserve(c->w, c->th[ti].widx, 16 + len);
+		*p++ = AWL_OP_MARKER;
+		p = awl_put_uv(p, len);
+		if (len && ev->payload)
+			memcpy(p, ev->payload, len);
+		else
+			memset(p, 0, len);
+		op_end(c, ti, p + len, 0);
+		break;
+	}
+	case ATR_T_LOST: {
+		uint64_t n = 0;
+		if (ev->payload && ev->payload_len >= 8)
+			memcpy(&n, ev->payload, 8);
+		c->st->lost_records += n;
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int pick_trace(const char *trace, const struct rp_convert_opts *o, struct rp_convert_stats *st,
+		      atr_file **out, char *eb, size_t el)
+{
+	char **paths;
+	size_t n;
+	if (atr_list(trace, &paths, &n, eb, el) < 0)
+		return 1;
+	int rc = 1;
+	st->nprocs = (uint32_t)n;
+	for (size_t i = 0; i < n; i++) {
+		atr_file *f;
+		if (atr_open(paths[i], &f, eb, el) < 0) {
+			if (!o->pid)
+				break; /* the first process is unreadable */
+			continue;
+		}
+		if (!o->pid || atr_get_info(f)->pid == o->pid) {
+			*out = f;
+			st->pid = atr_get_info(f)->pid;
+			snprintf(st->trace_path, sizeof(st->trace_path), "%s", paths[i]);
+			rc = 0;
+			break;
+		}
+		atr_close(f);
+	}
+	if (rc && o->pid)
+		snprintf(eb, el, "%s: no process %" PRIu32 " in this trace", trace, o->pid);
+	atr_list_free(paths, n);
+	return rc;
+}
+
+int rp_convert(const char *trace, const char *out, const struct rp_convert_opts *o,
+	       struct rp_convert_stats *st, char *eb, size_t el)
+{
+	memset(st, 0, sizeof(*st));
+	double t0 = now_s();
+	atr_file *f = NULL;
+	if (pick_trace(trace, o, st, &f, eb, el))
+		return 1;
+	const struct atr_info *in = atr_get_info(f);
+	struct conv c;
+	memset(&c, 0, sizeof(c));
+	c.o = o;
+	c.st = st;
+	if (awl_writer_open(out, &c.w, eb, el) < 0) {
+		atr_close(f);
+		return 1;
+	}
+	atr_iter *it;
+	int r = atr_iter_new(f, &it);
+	if (r < 0) {
+		snprintf(eb, el, "%s", atr_last_error(f));
+		awl_writer_close(c.w);
+		atr_close(f);
+		return 1;
+	}
+	struct atr_event ev;
+	uint64_t first_ts = 0, last_ts = 0, total_hint = in->records_hint;
+	double last_prog = t0;
+	while ((r = atr_iter_next(it, &ev)) > 0) {
+		if (ev.type != RP_EV_REALLOC_RELEASE) {
+			if (!st->records++)
+				first_ts = ev.ts;
+			last_ts = ev.ts;
+		}
+		while (c.hn && c.heap[0].at < ev.ts)
+			pend_apply(&c, 0, &ev);
+		uint32_t ti = thread_of(&c, &ev);
+		if (c.nomem)
+			break;
+		struct cthread *t = &c.th[ti];
+		if (ev.type >= 1 && ev.type <= ATR_T_CALL_LAST) {
+			st->calls++;
+			if (ev.type == ATR_T_FREE)
+				on_free(&c, ti, &ev);
+			else if (ev.type == ATR_T_REALLOC || ev.type == ATR_T_REALLOCARRAY) {
+				int rel = t->rel_valid && t->rel_ptr == ev.ptr && ev.ptr;
+				t->rel_valid = 0;
+				on_realloc(&c, ti, &ev, rel, t->rel_slot, t->rel_size);
+			} else
+				on_alloc(&c, ti, &ev);
+		} else if (ev.type == RP_EV_REALLOC_RELEASE) {
+			on_release(&c, ti, &ev);
+		} else {
+			on_meta(&c, ti, &ev);
+		}
+		if (c.nomem)
+			break;
+		if (o->progress && (st->records & 0x3fffff) == 0) {
+			double now = now_s();
+			if (now - last_prog > 0.5) {
+				last_prog = now;
+				if (total_hint)
+					fprintf(stderr, "\rconvert: %" PRIu64 " records (%.0f%%), %.1f M/s   ",
+						st->records, 100.0 * (double)st->records / (double)total_hint,
+						(double)st->records / (now - t0) / 1e6);
+				else
+					fprintf(stderr, "\rconvert: %" PRIu64 " records   ", st->records);
+			}
+		}
+	}
+	if (o->progress)
+		fprintf(stderr, "\r%60s\r", "");
+	int rc = 0;
+	if (r < 0) {
+		snprintf(eb, el, "%s", atr_last_error(f));
+		rc = 1;
+	} else if (c.nomem) {
+		snprintf(eb, el, "%s: out of memory", trace);
+		rc = 1;
+	} else {
+		while (c.hn)
+			pend_apply(&c, 0, &ev);
+	}
+	if (rc == 0 && c.nomem) {
+		snprintf(eb, el, "%s: out of memory", trace);
+		rc = 1;
+	}
+	st->ideal_peak = c.peak;
+	st->slots = c.nslots;
+	st->threads = c.nth;
+	st->lost_records += in->header_lost + in->lost_blocks;
+	st->anomalies = st->unknown_frees + st->double_frees + st->dup_allocs + st->unknown_reallocs;
+	if (rc == 0) {
+		struct awl_summary_in s = {
+			.slots = c.nslots,
+			.ideal_peak = c.peak,
+			.waits = st->waits,
+			.anomalies = st->anomalies,
+			.duration_ns = st->records ? atr_ticks_to_ns_u64(f, last_ts - first_ts) : 0,
+			.src_pid = in->pid,
+			.src_exec = in->exec_seq,
+		};
+		if (awl_writer_finish(c.w, &s, eb, el) < 0)
+			rc = 1;
+	}
+	st->bytes_out = awl_writer_bytes(c.w);
+	st->ops = awl_writer_ops(c.w);
+	atr_iter_free(it);
+	awl_writer_close(c.w);
+	for (uint32_t i = 0; i < c.nth; i++) {
+		util_hmap_destroy(&c.th[i].waited);
+		free(c.th[i].freeq.v);
+	}
+	free(c.th);
+	free(c.by_serial);
+	free(c.s_thread);
+	free(c.s_idx);
+	free(c.s_size);
+	free(c.heap);
+	util_hmap_destroy(&c.addr);
+	atr_close(f);
+	st->seconds = now_s() - t0;
+	if (rc)
+		unlink(out);
+	return rc;
+}

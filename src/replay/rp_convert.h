@@ -1,0 +1,41 @@
+/* rp_convert.h - trace -> workload (`alloctrace convert`, `trace2wl`).
+ *
+ * One streaming pass over the trace in global order (atr_iter):
+ *  - pointers become slot indices; a slot freed by thread T is reused first
+ *    by T (no synchronisation); a thread with no free slot of its own takes
+ *    the oldest slot freed by another thread once enough are free (with a
+ *    WAIT on that free), so the slot table stays near the live set;
+ *  - a slot used by another thread than its last user gets a WAIT on that
+ *    use (cross-thread free/realloc, stolen slots): the only
+ *    synchronisation; address reuse by the traced allocator creates none;
+ *  - the ideal RSS (peak live requested bytes) is computed with exactly the
+ *    rules of an_summary.h, so it equals `alloctrace info`'s peak_live_bytes.
+ * Memory is bounded by the live set and the number of threads.
+ */
+#ifndef RP_CONVERT_H
+#define RP_CONVERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rp_convert_opts {
+	uint32_t pid;	/* 0: the first process */
+	int progress;	/* 1: progress on stderr */
+	int quiet;	/* 1: no anomaly reports */
+	int max_reports; /* anomalies printed per kind (default 10) */
+};
+
+struct rp_convert_stats {
+	uint32_t pid, nprocs;
+	char trace_path[512];
+	uint64_t records, calls, ops, waits, slots, threads, ideal_peak;
+	uint64_t unknown_frees, double_frees, dup_allocs, unknown_reallocs, failed_allocs;
+	uint64_t lost_records, anomalies, bytes_out;
+	double seconds;
+};
+
+/* 0, or 1 with errbuf filled. */
+int rp_convert(const char *trace, const char *out, const struct rp_convert_opts *o,
+	       struct rp_convert_stats *st, char *errbuf, size_t errlen);
+
+#endif

@@ -1,0 +1,740 @@
+/* rp_replay.c - see rp_replay.h. */
+#define _GNU_SOURCE
+#include "replay/rp_replay.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/futex.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+/* ------------------------------------------------------------- clock */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+static int use_tsc = -1;
+static int tsc_usable(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return 0;
+	char line[4096];
+	int ok = 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "flags", 5)) {
+			ok = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+			break;
+		}
+	fclose(f);
+	return ok;
+}
+uint64_t rp_ticks(void)
+{
+	if (__builtin_expect(use_tsc > 0, 1))
+		return __rdtsc();
+	return mono_ns();
+}
+static const char *clock_init(void)
+{
+	if (use_tsc < 0)
+		use_tsc = tsc_usable();
+	return use_tsc ? "tsc" : "clock_gettime";
+}
+#elif defined(__aarch64__)
+uint64_t rp_ticks(void)
+{
+	uint64_t v;
+	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+}
+static const char *clock_init(void)
+{
+	return "cntvct";
+}
+#else
+uint64_t rp_ticks(void)
+{
+	return mono_ns();
+}
+static const char *clock_init(void)
+{
+	return "clock_gettime";
+}
+#endif
+
+/* ---------------------------------------------------------- histogram */
+static inline unsigned bucket_of(uint64_t v)
+{
+	if (v < 16)
+		return (unsigned)v;
+	unsigned e = 63u - (unsigned)__builtin_clzll(v);
+	return 16 + (e - 4) * 8 + (unsigned)((v >> (e - 3)) & 7);
+}
+static uint64_t bucket_low(unsigned b)
+{
+	if (b < 16)
+		return b;
+	unsigned e = (b - 16) / 8 + 4, sub = (b - 16) % 8;
+	return (uint64_t)(8 + sub) << (e - 3);
+}
+
+uint64_t rp_percentile(const struct rp_callstat *s, double pct)
+{
+	if (!s->count)
+		return 0;
+	uint64_t want = (uint64_t)((double)s->count * pct / 100.0);
+	if (want >= s->count)
+		want = s->count - 1;
+	uint64_t acc = 0;
+	for (unsigned b = 0; b < RP_HIST_BUCKETS; b++) {
+		acc += s->hist[b];
+		if (acc > want) {
+			uint64_t v = bucket_low(b);
+			return v > s->max ? s->max : v;
+		}
+	}
+	return s->max;
+}
+
+static inline void stat_add(struct rp_callstat *s, uint64_t d)
+{
+	s->count++;
+	s->sum += d;
+	if (d > s->max)
+		s->max = d;
+	s->hist[bucket_of(d)]++;
+}
+
+/* ---------------------------------------------------------- allocator */
+struct alloc_fns {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	int (*trim)(size_t);
+};
+static struct alloc_fns A;
+
+static void *emu_reallocarray(void *p, size_t n, size_t s)
+{
+	size_t t;
+	if (__builtin_mul_overflow(n, s, &t)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return A.realloc(p, t);
+}
+static void *emu_memalign(size_t al, size_t n)
+{
+	void *p = NULL;
+	return A.posix_memalign(&p, al < sizeof(void *) ? sizeof(void *) : al, n) ? NULL : p;
+}
+static void *emu_valloc(size_t n)
+{
+	return emu_memalign((size_t)sysconf(_SC_PAGESIZE), n);
+}
+static void *emu_pvalloc(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	return emu_memalign(pg, (n + pg - 1) & ~(pg - 1));
+}
+
+static const char *lib_of(void *fn)
+{
+	Dl_info di;
+	if (fn && dladdr(fn, &di) && di.dli_fname)
+		return di.dli_fname;
+	return "";
+}
+
+/* Resolve the allocator's entry points; any that come from another library
+ * than malloc's (e.g. glibc's pvalloc under an allocator that lacks it)
+ * would mix heaps, so they are emulated with the allocator's own calls. */
+static uint64_t resolve_allocator(void)
+{
+	uint64_t emulated = 0;
+#define R(n) A.n = (__typeof__(A.n))dlsym(RTLD_DEFAULT, #n)
+	R(malloc);
+	R(free);
+	R(calloc);
+	R(realloc);
+	R(reallocarray);
+	R(memalign);
+	R(posix_memalign);
+	R(aligned_alloc);
+	R(valloc);
+	R(pvalloc);
+#undef R
+	A.trim = malloc_trim;
+	if (!A.malloc || !A.free || !A.calloc || !A.realloc || !A.posix_memalign) {
+		A.malloc = malloc;
+		A.free = free;
+		A.calloc = calloc;
+		A.realloc = realloc;
+		A.posix_memalign = posix_memalign;
+	}
+	const char *ml = lib_of((void *)A.malloc);
+#define SAME(n) (A.n && !strcmp(lib_of((void *)A.n), ml))
+	if (!SAME(reallocarray)) {
+		A.reallocarray = emu_reallocarray;
+		emulated |= 1u << AWL_OP_REALLOCARRAY;
+	}
+	if (!SAME(memalign)) {
+		A.memalign = emu_memalign;
+		emulated |= 1u << AWL_OP_MEMALIGN;
+	}
+	if (!SAME(aligned_alloc)) {
+		A.aligned_alloc = emu_memalign;
+		emulated |= 1u << AWL_OP_ALIGNED_ALLOC;
+	}
+	if (!SAME(valloc)) {
+		A.valloc = emu_valloc;
+		emulated |= 1u << AWL_OP_VALLOC;
+	}
+	if (!SAME(pvalloc)) {
+		A.pvalloc = emu_pvalloc;
+		emulated |= 1u << AWL_OP_PVALLOC;
+	}
+#undef SAME
+	return emulated;
+}
+
+/* ------------------------------------------------------------ threads */
+struct prog {
+	_Atomic uint64_t done;	/* ops completed */
+	_Atomic uint32_t fut;	/* futex word, bumped when waiters are woken */
+	_Atomic uint32_t waiters;
+	_Atomic int64_t live;	/* requested bytes live, this thread's view */
+	_Atomic uint64_t wake_at; /* smallest op count a sleeper waits for */
+	char pad[64 - 32];
+};
+
+struct slot {
+	void *p;
+	uint64_t size;
+};
+
+struct rthread {
+	struct replay *rp;
+	uint32_t t;
+	pthread_t th;
+	struct awl_stream s;
+	struct rp_callstat st[RP_NTYPES + 1];
+	uint64_t ops, waits, sleeps, unexpected_ok, unexpected_fail;
+	uint64_t ns;
+	int err;
+	char errmsg[200];
+};
+
+struct replay {
+	awl_file *f;
+	const struct rp_opts *o;
+	struct slot *slots;
+	struct prog *prog;
+	struct rthread *th;
+	uint32_t n;
+	_Atomic uint32_t go;
+	_Atomic int stop_sampler;
+	size_t page;
+};
+
+static long futex(_Atomic uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, (uint32_t *)uaddr, op, val, ts, NULL, 0);
+}
+
+static void wait_for(struct replay *rp, struct rthread *me, uint32_t t, uint64_t need)
+{
+	struct prog *p = &rp->prog[t];
+	if (atomic_load_explicit(&p->done, memory_order_acquire) >= need)
+		return;
+	me->waits++;
+	for (int i = 0; i < 2000; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+		_mm_pause();
+#endif
+		if (atomic_load_explicit(&p->done, memory_order_acquire) >= need)
+			return;
+	}
+	atomic_fetch_add(&p->waiters, 1);
+	while (atomic_load_explicit(&p->done, memory_order_acquire) < need) {
+		uint32_t v = atomic_load(&p->fut);
+		uint64_t w = atomic_load(&p->wake_at);
+		while (need < w && !atomic_compare_exchange_weak(&p->wake_at, &w, need))
+			;
+		if (atomic_load_explicit(&p->done, memory_order_acquire) >= need)
+			break;
+		/* the timeout only covers a wake-up lost to store/load
+		   reordering in publish(); normally the futex is woken */
+		struct timespec ts = {0, 200000};
+		me->sleeps++;
+		futex(&p->fut, FUTEX_WAIT_PRIVATE, v, &ts);
+	}
+	atomic_fetch_sub(&p->waiters, 1);
+}
+
+static inline void publish(struct replay *rp, uint32_t t, uint64_t done)
+{
+	struct prog *p = &rp->prog[t];
+	atomic_store_explicit(&p->done, done, memory_order_release);
+	if (__builtin_expect(atomic_load_explicit(&p->waiters, memory_order_relaxed) != 0, 0) &&
+	    done >= atomic_load_explicit(&p->wake_at, memory_order_relaxed)) {
+		atomic_store(&p->wake_at, UINT64_MAX);
+		atomic_fetch_add(&p->fut, 1);
+		futex(&p->fut, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+	}
+}
+
+static inline void touch(struct replay *rp, void *p, uint64_t size)
+{
+	if (!p || !size)
+		return;
+	volatile char *c = p;
+	if (rp->o->touch == RP_TOUCH_ALL) {
+		memset(p, 0x5a, size);
+	} else if (rp->o->touch == RP_TOUCH_FIRST) {
+		for (uint64_t i = 0; i < size; i += rp->page)
+			c[i] = 1;
+		c[size - 1] = 1;
+	}
+}
+
+static inline uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static void *run_thread(void *arg)
+{
+	struct rthread *me = arg;
+	struct replay *rp = me->rp;
+	struct prog *mine = &rp->prog[me->t];
+	int dry = rp->o->dry_run;
+	uint64_t trim_every = rp->o->trim_interval, next_trim = trim_every;
+	struct awl_op op;
+	int r;
+	while (!atomic_load_explicit(&rp->go, memory_order_acquire))
+		futex(&rp->go, FUTEX_WAIT_PRIVATE, 0, NULL);
+	uint64_t t_start = mono_ns();
+	int64_t live = 0;
+	while ((r = awl_stream_next(&me->s, &op)) > 0) {
+		uint64_t t0 = 0, t1 = 0;
+		void *res = NULL;
+		struct slot *dst = NULL, *src = NULL;
+		uint64_t size = 0;
+		switch (op.code) {
+		case AWL_OP_WAIT:
+			wait_for(rp, me, (uint32_t)op.a, op.b);
+			goto next;
+		case AWL_OP_DROP:
+			src = &rp->slots[op.a];
+			if (!dry)
+				A.free(src->p);
+			live -= (int64_t)src->size;
+			src->p = NULL;
+			src->size = 0;
+			goto next;
+		case AWL_OP_MARKER:
+		case AWL_OP_THREAD_START:
+		case AWL_OP_THREAD_EXIT:
+			goto next;
+		case AWL_OP_FREE:
+			src = op.a ? &rp->slots[op.a - 1] : NULL;
+			{
+				void *p = src ? src->p : NULL;
+				t0 = rp_ticks();
+				if (!dry)
+					A.free(p);
+				t1 = rp_ticks();
+			}
+			if (src) {
+				live -= (int64_t)src->size;
+				src->p = NULL;
+				src->size = 0;
+			}
+			break;
+		case AWL_OP_MALLOC:
+			size = op.b;
+			t0 = rp_ticks();
+			if (!dry)
+				res = A.malloc(size);
+			t1 = rp_ticks();
+			dst = op.a ? &rp->slots[op.a - 1] : NULL;
+			break;
+		case AWL_OP_VALLOC:
+			size = op.b;
+			t0 = rp_ticks();
+			if (!dry)
+				res = A.valloc(size);
+			t1 = rp_ticks();
+			dst = op.a ? &rp->slots[op.a - 1] : NULL;
+			break;
+		case AWL_OP_PVALLOC:
+			size = op.b;
+			t0 = rp_ticks();
+			if (!dry)
+				res = A.pvalloc(size);
+			t1 = rp_ticks();
+			dst = op.a ? &rp->slots[op.a - 1] : NULL;
+			break;
+		case AWL_OP_CALLOC:
+			size = mul_sat(op.b, op.c);
+			t0 = rp_ticks();
+			if (!dry)
+				res = A.calloc(op.b, op.c);
+			t1 = rp_ticks();
+			dst = op.a ? &rp->slots[op.a - 1] : NULL;
+			break;
+		case AWL_OP_MEMALIGN:
+			size = op.c;
+			t0 = rp_ticks();
+			if (!dry)
+				res = A.memalign(op.b, size);
+			t1 = rp_ticks();
+			dst = op.a ? &rp->slots[op.a - 1] : NULL;
+			break;
+		case AWL_OP_ALIGNED_ALLOC:
+			size = op.c;
+			t0 = rp_ticks();
+			if (!dry)
+				res = A.aligned_alloc(op.b, size);
+			t1 = rp_ticks();
+			dst = op.a ? &rp->slots[op.a - 1] : NULL;
+			break;
+		case AWL_OP_POSIX_MEMALIGN:
+			size = op.c;
+			t0 = rp_ticks();
+			if (!dry && A.posix_memalign(&res, op.b, size) != 0)
+				res = NULL;
+			t1 = rp_ticks();
+			dst = op.a ? &rp->slots[op.a - 1] : NULL;
+			break;
+		case AWL_OP_REALLOC:
+		case AWL_OP_REALLOCARRAY: {
+			src = op.a ? &rp->slots[op.a - 1] : NULL;
+			dst = op.b ? &rp->slots[op.b - 1] : NULL;
+			size = op.code == AWL_OP_REALLOC ? op.c : mul_sat(op.c, op.d);
+			void *old = src ? src->p : NULL;
+			t0 = rp_ticks();
+			if (!dry)
+				res = op.code == AWL_OP_REALLOC ? A.realloc(old, op.c) : A.reallocarray(old, op.c, op.d);
+			t1 = rp_ticks();
+			if (dry)
+				res = dst ? (void *)1 : NULL;
+			if (src && (res || size == 0)) {
+				/* the old block is gone (moved, or freed by size 0) */
+				live -= (int64_t)src->size;
+				src->p = NULL;
+				src->size = 0;
+			}
+			if (!dst && res) {
+				/* the traced call returned NULL, this one did not */
+				if (src && size) {
+					src->p = res; /* the block stays live, as in the trace */
+					src->size = size;
+					live += (int64_t)size;
+					res = NULL;
+					me->unexpected_ok++;
+				}
+			}
+			break;
+		}
+		default:
+			goto next;
+		}
+		stat_add(&me->st[op.code], t1 - t0);
+		if (op.code >= AWL_OP_MALLOC && op.code != AWL_OP_FREE) {
+			if (dry) {
+				if (dst) {
+					dst->p = NULL;
+					dst->size = size;
+					live += (int64_t)size;
+				}
+			} else if (dst) {
+				dst->p = res;
+				dst->size = size;
+				live += (int64_t)size;
+				if (res)
+					touch(rp, res, size);
+				else
+					me->unexpected_fail++;
+			} else if (res) {
+				/* traced call failed, this one succeeded: let it go */
+				me->unexpected_ok++;
+				A.free(res);
+			}
+		}
+	next:
+		me->ops++;
+		publish(rp, me->t, me->ops);
+		atomic_store_explicit(&mine->live, live, memory_order_relaxed);
+		if (trim_every && me->ops >= next_trim) {
+			next_trim += trim_every;
+			uint64_t a = rp_ticks();
+			if (!dry)
+				A.trim(0);
+			stat_add(&me->st[RP_TRIM], rp_ticks() - a);
+		}
+	}
+	if (r < 0) {
+		me->err = 1;
+		snprintf(me->errmsg, sizeof(me->errmsg), "%s", me->s.err);
+		/* release anyone waiting on us */
+		publish(rp, me->t, UINT64_MAX);
+	}
+	me->ns = mono_ns() - t_start;
+	return NULL;
+}
+
+/* ------------------------------------------------------------ sampler */
+static void statm(int fd, uint64_t *vm_kb, uint64_t *rss_kb)
+{
+	char b[256];
+	*vm_kb = *rss_kb = 0;
+	ssize_t n = pread(fd, b, sizeof(b) - 1, 0);
+	if (n <= 0)
+		return;
+	b[n] = 0;
+	unsigned long long vm = 0, rss = 0;
+	if (sscanf(b, "%llu %llu", &vm, &rss) == 2) {
+		uint64_t pk = (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+		*vm_kb = vm * pk;
+		*rss_kb = rss * pk;
+	}
+}
+
+struct sampler {
+	struct replay *rp;
+	FILE *out;
+	int fd;
+	uint64_t t0;
+};
+
+static void *run_sampler(void *arg)
+{
+	struct sampler *s = arg;
+	struct replay *rp = s->rp;
+	unsigned ms = rp->o->timeline_ms ? rp->o->timeline_ms : 10;
+	for (;;) {
+		uint64_t vm, rss;
+		statm(s->fd, &vm, &rss);
+		int64_t ideal = 0;
+		for (uint32_t i = 0; i < rp->n; i++)
+			ideal += atomic_load_explicit(&rp->prog[i].live, memory_order_relaxed);
+		fprintf(s->out, "%.3f %" PRIu64 " %" PRIu64 " %" PRId64 "\n", (double)(mono_ns() - s->t0) / 1e6, vm,
+			rss, ideal / 1024);
+		if (atomic_load(&rp->stop_sampler))
+			break;
+		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* --------------------------------------------------------------- main */
+static uint64_t maxrss_kb(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (uint64_t)ru.ru_maxrss;
+}
+
+static int verify_forked(awl_file *f, char *eb, size_t el)
+{
+	int pfd[2];
+	if (pipe(pfd) < 0)
+		return awl_verify(f, eb, el);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return awl_verify(f, eb, el);
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		char b[512] = "";
+		int rc = awl_verify(f, b, sizeof(b));
+		if (rc < 0 && write(pfd[1], b, strlen(b)) < 0)
+			_exit(3);
+		_exit(rc < 0 ? 1 : 0);
+	}
+	close(pfd[1]);
+	char b[512];
+	ssize_t n = 0, k;
+	while ((k = read(pfd[0], b + n, sizeof(b) - 1 - (size_t)n)) > 0)
+		n += k;
+	b[n < 0 ? 0 : n] = 0;
+	close(pfd[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	snprintf(eb, el, "%s", n > 0 ? b : "workload verification failed");
+	return -1;
+}
+
+int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, char *eb, size_t el)
+{
+	memset(res, 0, sizeof(*res));
+	res->clock = clock_init();
+	awl_file *f;
+	if (awl_open(path, &f, eb, el) < 0)
+		return 1;
+	if (verify_forked(f, eb, el) < 0) {
+		awl_close(f);
+		return 1;
+	}
+	const struct awl_info *in = awl_get_info(f);
+	res->emulated = o->dry_run ? 0 : resolve_allocator();
+	struct replay rp;
+	memset(&rp, 0, sizeof(rp));
+	rp.f = f;
+	rp.o = o;
+	rp.n = in->nthreads;
+	rp.page = (size_t)sysconf(_SC_PAGESIZE);
+	rp.slots = calloc(in->slots ? in->slots : 1, sizeof(*rp.slots));
+	rp.prog = aligned_alloc(64, sizeof(struct prog) * (rp.n ? rp.n : 1));
+	rp.th = calloc(rp.n ? rp.n : 1, sizeof(*rp.th));
+	if (!rp.slots || !rp.prog || !rp.th) {
+		snprintf(eb, el, "%s: out of memory for %" PRIu64 " slots", path, in->slots);
+		free(rp.slots);
+		free(rp.prog);
+		free(rp.th);
+		awl_close(f);
+		return 1;
+	}
+	memset(rp.prog, 0, sizeof(struct prog) * (rp.n ? rp.n : 1));
+	for (uint32_t i = 0; i < rp.n; i++)
+		atomic_store(&rp.prog[i].wake_at, UINT64_MAX);
+	res->threads = rp.n;
+	res->ideal_peak = in->ideal_peak;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	uint32_t started = 0;
+	int rc = 0;
+	for (uint32_t i = 0; i < rp.n; i++) {
+		rp.th[i].rp = &rp;
+		rp.th[i].t = i;
+		awl_stream_init(f, i, &rp.th[i].s);
+		if (pthread_create(&rp.th[i].th, &attr, run_thread, &rp.th[i]) != 0) {
+			snprintf(eb, el, "cannot create replay thread %" PRIu32 " of %" PRIu32 ": %s", i, rp.n,
+				 strerror(errno));
+			rc = 1;
+			break;
+		}
+		started++;
+	}
+	pthread_attr_destroy(&attr);
+	struct sampler smp = {.rp = &rp, .fd = -1};
+	pthread_t sth;
+	int sampling = 0;
+	if (rc == 0 && o->timeline) {
+		smp.out = fopen(o->timeline, "w");
+		smp.fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+		if (!smp.out || smp.fd < 0) {
+			snprintf(eb, el, "%s: %s", o->timeline, strerror(errno));
+			rc = 1;
+		} else {
+			fprintf(smp.out, "# ms vmsize_kb rss_kb ideal_kb\n");
+			smp.t0 = mono_ns();
+			sampling = pthread_create(&sth, NULL, run_sampler, &smp) == 0;
+		}
+	}
+	res->rss_before_kb = maxrss_kb();
+	if (rc) {
+		/* let the started threads run to the end on an empty start:
+		   mark everything done so they do not wait */
+		for (uint32_t i = 0; i < rp.n; i++)
+			atomic_store(&rp.prog[i].done, UINT64_MAX);
+	}
+	uint64_t w0 = mono_ns(), c0 = rp_ticks();
+	atomic_store_explicit(&rp.go, 1, memory_order_release);
+	futex(&rp.go, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+	for (uint32_t i = 0; i < started; i++)
+		pthread_join(rp.th[i].th, NULL);
+	uint64_t c1 = rp_ticks(), w1 = mono_ns();
+	if (sampling) {
+		atomic_store(&rp.stop_sampler, 1);
+		pthread_join(sth, NULL);
+	}
+	if (smp.out)
+		fclose(smp.out);
+	if (smp.fd >= 0) {
+		statm(smp.fd, &res->vmsize_end_kb, &res->vmrss_end_kb);
+		close(smp.fd);
+	} else {
+		int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			statm(fd, &res->vmsize_end_kb, &res->vmrss_end_kb);
+			close(fd);
+		}
+	}
+	res->rss_after_kb = maxrss_kb();
+	res->wall_ns = w1 - w0;
+	res->cycles = c1 - c0;
+	res->ticks_per_ns = res->wall_ns ? (double)res->cycles / (double)res->wall_ns : 1.0;
+	for (uint32_t i = 0; i < started; i++) {
+		struct rthread *t = &rp.th[i];
+		if (t->err && rc == 0) {
+			snprintf(eb, el, "%s", t->errmsg);
+			rc = 1;
+		}
+		res->ops += t->ops;
+		res->waits += t->waits;
+		res->sleeps += t->sleeps;
+		res->thread_ns_sum += t->ns;
+		res->unexpected_ok += t->unexpected_ok;
+		res->unexpected_fail += t->unexpected_fail;
+		for (unsigned k = 0; k <= RP_NTYPES; k++) {
+			struct rp_callstat *d = &res->st[k], *s = &t->st[k];
+			d->count += s->count;
+			d->sum += s->sum;
+			if (s->max > d->max)
+				d->max = s->max;
+			for (unsigned b = 0; b < RP_HIST_BUCKETS; b++)
+				d->hist[b] += s->hist[b];
+			if (k && k < RP_NTYPES)
+				res->total_cycles += s->sum;
+		}
+		awl_stream_free(&t->s);
+	}
+	/* Blocks still live were measured as live at the end; release them
+	   now (untimed) so that leak checkers stay quiet. */
+	if (!o->dry_run)
+		for (uint64_t i = 0; i < in->slots; i++)
+			if (rp.slots[i].p)
+				A.free(rp.slots[i].p);
+	free(rp.slots);
+	free(rp.prog);
+	free(rp.th);
+	awl_close(f);
+	return rc;
+}

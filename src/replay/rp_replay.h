@@ -1,0 +1,60 @@
+/* rp_replay.h - the workload simulator (`alloctrace replay`, `trace_run`).
+ *
+ * One thread per workload thread runs its op stream against the malloc of
+ * this process (whatever LD_PRELOAD put there).  WAIT ops spin briefly,
+ * then sleep on a futex.  Each call is timed with the cheapest stable clock
+ * (rp_ticks()); decoding, slot bookkeeping and touching memory are outside
+ * the timed region.
+ */
+#ifndef RP_REPLAY_H
+#define RP_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "awl_workload.h"
+
+enum rp_touch { RP_TOUCH_NONE, RP_TOUCH_FIRST, RP_TOUCH_ALL };
+
+#define RP_HIST_BUCKETS 496
+#define RP_NTYPES (AWL_OP_CALL_LAST + 1) /* [0] unused */
+#define RP_TRIM RP_NTYPES		 /* stats slot for malloc_trim */
+
+struct rp_opts {
+	enum rp_touch touch;
+	uint64_t trim_interval; /* ops per thread between malloc_trim(0); 0 off */
+	int dry_run;		/* bookkeeping only: no allocator calls */
+	const char *timeline;	/* file for "ms vmsize_kb rss_kb ideal_kb" */
+	unsigned timeline_ms;	/* sampling period (default 10) */
+};
+
+struct rp_callstat {
+	uint64_t count, sum, max;
+	uint64_t hist[RP_HIST_BUCKETS];
+};
+
+struct rp_result {
+	uint32_t threads;
+	uint64_t ops, waits, sleeps;
+	uint64_t wall_ns, cycles, thread_ns_sum;
+	uint64_t rss_before_kb, rss_after_kb;	    /* ru_maxrss */
+	uint64_t vmrss_end_kb, vmsize_end_kb;	    /* /proc/self/statm at the end */
+	uint64_t ideal_peak;			    /* from the workload */
+	uint64_t unexpected_ok, unexpected_fail; /* results that differ from the trace */
+	uint64_t emulated;			    /* calls the allocator lacks, emulated */
+	struct rp_callstat st[RP_NTYPES + 1];
+	uint64_t total_cycles;
+	double ticks_per_ns;
+	const char *clock; /* "tsc", "cntvct", "clock_gettime" */
+};
+
+uint64_t rp_ticks(void);
+/* Percentile (0..100) of a call stat in ticks, from its histogram. */
+uint64_t rp_percentile(const struct rp_callstat *s, double pct);
+
+/* Verify (in a forked child, so its memory does not count in this
+ * process's max RSS) and run.  0, or 1 with errbuf filled. */
+int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, char *errbuf,
+	      size_t errlen);
+
+#endif

@@ -1,0 +1,224 @@
+/* fuzz_workload.c - fuzz target for the workload reader and the converter.
+ *
+ * Input starting with "ALCTRACE": a trace; it goes through rp_convert (via
+ * memfds) and the workload it makes must pass awl_verify (property check:
+ * whatever the trace, the converter writes a consistent workload).
+ * Anything else: a workload; awl_open_buffer + awl_verify + every stream
+ * decoded.  Corrupt input must give an error, never a crash.
+ *
+ * Built two ways (tests/fuzz/workload.cmake):
+ *   fuzz_workload_replay  plain C with FUZZ_WORKLOAD_MAIN: seeds built
+ *                         in memory + deterministic mutations, run by ctest
+ *   fuzz_workload         libFuzzer (-DALLOCTRACE_FUZZ=ON, clang)
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "atr_format.h"
+#include "awl_workload.h"
+#include "replay/rp_convert.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static volatile uint64_t sink;
+
+static void workload(const uint8_t *data, size_t size)
+{
+	awl_file *f;
+	char eb[512];
+	if (awl_open_buffer(data, size, "fuzz", &f, eb, sizeof(eb)) < 0) {
+		sink += strlen(eb);
+		return;
+	}
+	if (awl_verify(f, eb, sizeof(eb)) < 0)
+		sink += strlen(eb);
+	const struct awl_info *in = awl_get_info(f);
+	for (uint32_t t = 0; t < in->nthreads && t < 64; t++) {
+		struct awl_stream s;
+		struct awl_op op;
+		awl_stream_init(f, t, &s);
+		while (awl_stream_next(&s, &op) > 0)
+			sink += op.code + op.len;
+		awl_stream_free(&s);
+	}
+	awl_close(f);
+}
+
+static void trace(const uint8_t *data, size_t size)
+{
+	int in = memfd_create("fuzz_trace", 0), out = memfd_create("fuzz_wl", 0);
+	if (in < 0 || out < 0)
+		abort();
+	if (size && write(in, data, size) != (ssize_t)size)
+		abort();
+	char ip[64], op[64], eb[512];
+	snprintf(ip, sizeof(ip), "/proc/self/fd/%d", in);
+	snprintf(op, sizeof(op), "/proc/self/fd/%d", out);
+	struct rp_convert_opts o = {.quiet = 1};
+	struct rp_convert_stats st;
+	if (rp_convert(ip, op, &o, &st, eb, sizeof(eb)) == 0) {
+		awl_file *f;
+		if (awl_open(op, &f, eb, sizeof(eb)) < 0 || awl_verify(f, eb, sizeof(eb)) < 0) {
+			fprintf(stderr, "converter wrote a bad workload: %s\n", eb);
+			abort();
+		}
+		awl_close(f);
+	}
+	close(in);
+	close(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size >= 8 && !memcmp(data, ATR_MAGIC, 8))
+		trace(data, size);
+	else
+		workload(data, size);
+	return 0;
+}
+
+#ifdef FUZZ_WORKLOAD_MAIN
+#include "atr_testwriter.h"
+
+static uint64_t rs = 0x2545f4914f6cdd1dULL;
+static uint64_t rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+static uint8_t *make_trace(int k, size_t *len)
+{
+	struct atw *w = atw_new(4096);
+	uint32_t a = atw_thread(w, 1, 0), b = atw_thread(w, 2, 0), c = atw_thread(w, 3, 0);
+	uint64_t ts = 1;
+	for (int i = 0; i < 60 + 40 * k; i++) {
+		uint64_t p = 0x10000 + 16 * (uint64_t)(i % 23);
+		atw_malloc(w, a, ts++, p, (uint64_t)i * 13 % 500, 0);
+		if (i % 3 == 0)
+			atw_realloc(w, b, ts, p, p + 0x8000, 64, 3), ts += 4, atw_free(w, c, ts++, p + 0x8000);
+		else if (i % 5 == 0)
+			atw_free(w, a, ts++, p);
+		else
+			atw_free(w, b, ts++, i % 7 ? p : 0x99);
+		if (i % 11 == 0) {
+			uint64_t f[3] = {p + 0x100000, atw_size(48, 16), 5};
+			atw_call(w, c, ts++, ATR_T_CALLOC, 0, f, NULL);
+		}
+		if (i % 17 == 0)
+			atw_marker(w, b, ts++, "m");
+	}
+	uint8_t *buf;
+	if (atw_build(w, &buf, len, 1) < 0)
+		abort();
+	atw_destroy(w);
+	return buf;
+}
+
+static uint8_t *to_workload(const uint8_t *t, size_t tl, size_t *wl)
+{
+	int in = memfd_create("seed_trace", 0), out = memfd_create("seed_wl", 0);
+	if (write(in, t, tl) != (ssize_t)tl)
+		abort();
+	char ip[64], op[64], eb[512];
+	snprintf(ip, sizeof(ip), "/proc/self/fd/%d", in);
+	snprintf(op, sizeof(op), "/proc/self/fd/%d", out);
+	struct rp_convert_opts o = {.quiet = 1};
+	struct rp_convert_stats st;
+	if (rp_convert(ip, op, &o, &st, eb, sizeof(eb))) {
+		fprintf(stderr, "seed: %s\n", eb);
+		abort();
+	}
+	off_t n = lseek(out, 0, SEEK_END);
+	uint8_t *b = malloc((size_t)n);
+	if (!b || pread(out, b, (size_t)n, 0) != n)
+		abort();
+	*wl = (size_t)n;
+	close(in);
+	close(out);
+	return b;
+}
+
+static void mutate(uint8_t *b, size_t *len)
+{
+	int nm = 1 + (int)(rnd() % 4);
+	for (int m = 0; m < nm && *len; m++) {
+		size_t n = *len, off = rnd() % n;
+		switch (rnd() % 5) {
+		case 0:
+			b[off] ^= (uint8_t)(1u << (rnd() % 8));
+			break;
+		case 1:
+			*len = rnd() % n;
+			break;
+		case 2:
+			b[off] = (uint8_t)rnd();
+			break;
+		case 3: /* header fields */
+			off = rnd() % (n < 192 ? n : 192);
+			b[off] ^= (uint8_t)(1u << (rnd() % 8));
+			break;
+		default: { /* a word of edge values */
+			static const uint64_t v[] = {0, 1, 0x7f, 0x80, 0xffffffff, UINT64_MAX, AWL_CHUNK_MAGIC};
+			uint64_t x = v[rnd() % 7];
+			size_t k = n - off < 8 ? n - off : 8;
+			memcpy(b + off, &x, k);
+			break;
+		}
+		}
+	}
+}
+
+static void run(const uint8_t *p, size_t n)
+{
+	uint8_t *c = malloc(n ? n : 1);
+	if (!c)
+		abort();
+	memcpy(c, p, n);
+	LLVMFuzzerTestOneInput(c, n);
+	free(c);
+}
+
+int main(int argc, char **argv)
+{
+	long iters = argc > 1 ? strtol(argv[1], NULL, 10) : 6000;
+	enum { NS = 3 };
+	uint8_t *tr[NS], *wl[NS];
+	size_t tl[NS], wll[NS], maxl = 0;
+	for (int k = 0; k < NS; k++) {
+		tr[k] = make_trace(k, &tl[k]);
+		wl[k] = to_workload(tr[k], tl[k], &wll[k]);
+		maxl = tl[k] > maxl ? tl[k] : maxl;
+		maxl = wll[k] > maxl ? wll[k] : maxl;
+		run(wl[k], wll[k]);
+		run(tr[k], tl[k]);
+	}
+	uint8_t *work = malloc(maxl);
+	if (!work)
+		abort();
+	for (long i = 0; i < iters; i++) {
+		int k = (int)(i % NS);
+		int use_trace = i % 10 == 0; /* traces are slower: fewer of them */
+		size_t len = use_trace ? tl[k] : wll[k];
+		memcpy(work, use_trace ? tr[k] : wl[k], len);
+		mutate(work, &len);
+		if (use_trace && len < 8)
+			continue;
+		run(work, len);
+	}
+	free(work);
+	for (int k = 0; k < NS; k++) {
+		free(tr[k]);
+		free(wl[k]);
+	}
+	printf("fuzz_workload_replay: %d seeds, %ld mutations: no crash\n", NS, iters);
+	return 0;
+}
+#endif

@@ -1,0 +1,349 @@
+/* test_workload.c - convert + replay: exact counts, ideal RSS equal to the
+ * trace's peak live bytes, cross-thread order, bad input. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "analysis/an_summary.h"
+#include "atr_format.h"
+#include "atr_reader.h"
+#include "atr_testwriter.h"
+#include "awl_workload.h"
+#include "replay/rp_convert.h"
+#include "replay/rp_replay.h"
+
+/* failed calls of the trace are replayed: let ASan return NULL too */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "allocator_may_return_null=1";
+}
+
+static char tmpdir[256];
+
+static void path_in(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", tmpdir, name);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_workload.XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void convert_ok(const char *trace, const char *wl, struct rp_convert_stats *st)
+{
+	struct rp_convert_opts o = {.quiet = 1};
+	char eb[512];
+	int rc = rp_convert(trace, wl, &o, st, eb, sizeof(eb));
+	if (rc)
+		print_error("convert: %s\n", eb);
+	assert_int_equal(rc, 0);
+}
+
+static void summary_of(const char *trace, struct an_summary *s)
+{
+	atr_file *f;
+	char eb[256];
+	assert_int_equal(atr_open(trace, &f, eb, sizeof(eb)), 0);
+	assert_int_equal(an_summary_compute(f, s), 0);
+	atr_close(f);
+}
+
+/* The workload's calls by type equal the trace's; ideal peak equals
+ * an_summary's peak_live_bytes; replays (dry and real) make every call. */
+static void check_exact(const char *trace, const char *wl, int real_replay)
+{
+	struct rp_convert_stats st;
+	convert_ok(trace, wl, &st);
+	struct an_summary s;
+	summary_of(trace, &s);
+	awl_file *f;
+	char eb[512];
+	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+	const struct awl_info *in = awl_get_info(f);
+	assert_int_equal(in->ideal_peak, s.peak_live_bytes);
+	assert_int_equal(st.ideal_peak, s.peak_live_bytes);
+	/* frees of unknown blocks and double frees are skipped, nothing else */
+	uint64_t skipped = st.unknown_frees + st.double_frees;
+	s.calls[ATR_T_FREE] -= skipped;
+	assert_int_equal(in->calls[0], s.total_calls - skipped);
+	for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++)
+		assert_int_equal(in->calls[t], s.calls[t]);
+	assert_int_equal(awl_verify(f, eb, sizeof(eb)), 0);
+	awl_close(f);
+	for (int mode = 0; mode < 1 + real_replay; mode++) {
+		struct rp_opts o = {.touch = RP_TOUCH_FIRST, .dry_run = mode == 0};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		assert_non_null(r);
+		int rc = rp_replay(wl, &o, r, eb, sizeof(eb));
+		if (rc)
+			print_error("replay: %s\n", eb);
+		assert_int_equal(rc, 0);
+		for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++)
+			assert_int_equal(r->st[t].count, s.calls[t]);
+		assert_int_equal(r->ideal_peak, s.peak_live_bytes);
+		free(r);
+	}
+	an_summary_free(&s);
+}
+
+/* Every call type and every odd case, two threads. */
+static void test_all_calls(void **state)
+{
+	(void)state;
+	char trace[300], wl[300];
+	path_in(trace, sizeof(trace), "all.atr");
+	path_in(wl, sizeof(wl), "all.wl");
+	struct atw *w = atw_new(4096);
+	uint32_t a = atw_thread(w, 11, 1), b = atw_thread(w, 12, 2);
+	uint64_t ts = 10;
+	atw_malloc(w, a, ts++, 0x1000, 100, 8);
+	atw_free(w, a, ts++, 0); /* free(NULL) */
+	uint64_t cf[3] = {0x2000, atw_size(4 * 40, 0), 4};
+	atw_call(w, a, ts++, ATR_T_CALLOC, 0, cf, NULL);
+	atw_realloc(w, a, ts, 0, 0x3000, 50, 2); /* realloc(NULL) */
+	ts += 3;
+	atw_realloc(w, a, ts, 0x3000, 0x3000, 80, 2); /* in place */
+	ts += 3;
+	atw_realloc(w, a, ts, 0x3000, 0x4000, 5000, 2); /* moved */
+	ts += 3;
+	atw_realloc(w, a, ts, 0x4000, 0, 1ULL << 46, 2); /* failed: stays */
+	ts += 3;
+	atw_realloc(w, a, ts, 0x4000, 0, 0, 2); /* realloc(p, 0) frees */
+	ts += 3;
+	uint64_t ma[3] = {0x5000, atw_size(300, 0), 64};
+	atw_call(w, a, ts++, ATR_T_MEMALIGN, 0, ma, NULL);
+	uint64_t pm[3] = {0x6000, atw_size(200, 0), 128};
+	atw_call(w, a, ts++, ATR_T_POSIX_MEMALIGN, 0, pm, NULL);
+	uint64_t pmf[3] = {0, atw_size(200, 22 /* EINVAL */), 24};
+	atw_call(w, a, ts++, ATR_T_POSIX_MEMALIGN, 0, pmf, NULL);
+	uint64_t aa[3] = {0x7000, atw_size(256, 0), 256};
+	atw_call(w, a, ts++, ATR_T_ALIGNED_ALLOC, 0, aa, NULL);
+	uint64_t va[2] = {0x8000, atw_size(10, 0)};
+	atw_call(w, a, ts++, ATR_T_VALLOC, 0, va, NULL);
+	uint64_t pv[2] = {0x9000, atw_size(5000, 0)};
+	atw_call(w, a, ts++, ATR_T_PVALLOC, 0, pv, NULL);
+	uint64_t ra[4] = {0xa000, atw_size(3 * 100, 0), 0x9000, 3};
+	uint64_t rad[1] = {2};
+	atw_call(w, a, ts, ATR_T_REALLOCARRAY, ATR_FLAG_TIMED, ra, rad); /* moved */
+	ts += 3;
+	atw_malloc(w, a, ts++, 0, 1ULL << 46, UINT64_MAX); /* failed malloc */
+	atw_free(w, a, ts++, 0xdead0);			 /* never allocated */
+	atw_free(w, a, ts++, 0x1000);
+	atw_free(w, a, ts++, 0x1000);			 /* double free */
+	atw_malloc(w, a, ts++, 0x5000, 64, 0);		 /* address still live */
+	atw_marker(w, a, ts++, "phase 2");
+	/* thread b frees what a allocated: cross-thread */
+	atw_free(w, b, ts++, 0x2000);
+	atw_free(w, b, ts++, 0x6000);
+	atw_malloc(w, b, ts++, 0xb000, 1 << 20, 0);
+	atw_realloc(w, b, ts, 0x7000, 0xc000, 1000, 2); /* b reallocs a's block */
+	ts += 3;
+	atw_free(w, a, ts++, 0xb000); /* a frees b's */
+	atw_meta(w, b, ts++, ATR_T_THREAD_EXIT, 12, NULL, 0);
+	assert_int_equal(atw_write_file(w, trace, 1), 0);
+	atw_destroy(w);
+	check_exact(trace, wl, 1);
+
+	struct rp_convert_stats st;
+	struct rp_convert_opts o = {.quiet = 1};
+	char eb[256];
+	assert_int_equal(rp_convert(trace, wl, &o, &st, eb, sizeof(eb)), 0);
+	assert_int_equal(st.unknown_frees, 1);
+	assert_int_equal(st.double_frees, 1);
+	assert_int_equal(st.dup_allocs, 1);
+	assert_true(st.waits >= 3);
+}
+
+/* Thread 2 frees and reallocs blocks of thread 1 and thread 1 reuses what
+ * 2 freed; replayed naively (each thread at full speed) thread 2 would
+ * free blocks before they exist or thread 1 would realloc freed blocks.
+ * ASan builds catch any use after free; the counters catch the rest. */
+static void test_cross_thread_order(void **state)
+{
+	(void)state;
+	char trace[300], wl[300];
+	path_in(trace, sizeof(trace), "cross.atr");
+	path_in(wl, sizeof(wl), "cross.wl");
+	struct atw *w = atw_new(1 << 16);
+	uint32_t a = atw_thread(w, 21, 0), b = atw_thread(w, 22, 0);
+	uint64_t ts = 10;
+	for (int i = 0; i < 2000; i++) {
+		uint64_t p = 0x100000 + (uint64_t)(i % 7) * 0x1000;
+		atw_malloc(w, a, ts++, p, 64 + (uint64_t)i % 300, 0);
+		/* a lot of work in a before b may touch p */
+		for (int k = 0; k < 5; k++) {
+			atw_malloc(w, a, ts++, 0x900000 + (uint64_t)k * 64, 32, 0);
+			atw_free(w, a, ts++, 0x900000 + (uint64_t)k * 64);
+		}
+		if (i % 2) {
+			atw_realloc(w, b, ts, p, p + 0x80000, 4000, 3);
+			ts += 4;
+			atw_free(w, b, ts++, p + 0x80000);
+		} else {
+			atw_free(w, b, ts++, p);
+		}
+	}
+	assert_int_equal(atw_write_file(w, trace, 1), 0);
+	atw_destroy(w);
+	struct rp_convert_stats st;
+	convert_ok(trace, wl, &st);
+	assert_true(st.waits >= 2000);
+	assert_true(st.slots < 100); /* the table is as big as the live set */
+	for (int rep = 0; rep < 20; rep++) {
+		struct rp_opts o = {.touch = RP_TOUCH_FIRST};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		char eb[256];
+		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
+		assert_int_equal(r->st[AWL_OP_FREE].count, 2000 + 5 * 2000);
+		assert_int_equal(r->st[AWL_OP_REALLOC].count, 1000);
+		assert_int_equal(r->unexpected_fail, 0);
+		assert_int_equal(r->unexpected_ok, 0);
+		free(r);
+	}
+	check_exact(trace, wl, 1);
+}
+
+/* A trace that is truncated or corrupt, and a workload that is truncated
+ * or corrupt: clear errors, no crash. */
+static void test_bad_input(void **state)
+{
+	(void)state;
+	char trace[300], wl[300], bad[300];
+	path_in(trace, sizeof(trace), "bad.atr");
+	path_in(wl, sizeof(wl), "bad.wl");
+	path_in(bad, sizeof(bad), "bad2.wl");
+	struct atw *w = atw_new(4096);
+	uint32_t a = atw_thread(w, 31, 0), b = atw_thread(w, 32, 0);
+	uint64_t ts = 1;
+	for (int i = 0; i < 300; i++) {
+		atw_malloc(w, a, ts++, 0x1000 + (uint64_t)i * 16, 10, 0);
+		atw_free(w, b, ts++, 0x1000 + (uint64_t)i * 16);
+	}
+	assert_int_equal(atw_write_file(w, trace, 1), 0);
+	atw_destroy(w);
+	struct rp_convert_stats st;
+	convert_ok(trace, wl, &st);
+	FILE *f = fopen(wl, "rb");
+	assert_non_null(f);
+	static uint8_t buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	assert_true(n > AWL_HEADER_SIZE);
+	char eb[512];
+	struct rp_opts o = {.touch = RP_TOUCH_FIRST};
+	struct rp_result *r = calloc(1, sizeof(*r));
+	/* truncations */
+	size_t cuts[] = {0, 7, 100, AWL_HEADER_SIZE, AWL_HEADER_SIZE + 5, n / 2, n - 1};
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		f = fopen(bad, "wb");
+		fwrite(buf, 1, cuts[i], f);
+		fclose(f);
+		eb[0] = 0;
+		assert_int_equal(rp_replay(bad, &o, r, eb, sizeof(eb)), 1);
+		assert_true(strlen(eb) > 10);
+	}
+	/* flipped bytes in ops: either rejected or verified consistent */
+	for (size_t off = AWL_HEADER_SIZE + AWL_CHUNK_HDR; off < n - 40; off += 7) {
+		uint8_t save = buf[off];
+		buf[off] ^= 0x5a;
+		awl_file *af;
+		if (awl_open_buffer(buf, n, "mut", &af, eb, sizeof(eb)) == 0) {
+			(void)awl_verify(af, eb, sizeof(eb));
+			awl_close(af);
+		}
+		buf[off] = save;
+	}
+	/* a bad magic names the problem */
+	memcpy(buf, "NOTAWORK", 8);
+	awl_file *af;
+	assert_int_equal(awl_open_buffer(buf, n, "x.wl", &af, eb, sizeof(eb)), -1);
+	assert_non_null(strstr(eb, "not an alloctrace workload"));
+	free(r);
+	/* a truncated trace: convert reports an error or converts what is there */
+	f = fopen(trace, "rb");
+	size_t tn = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	f = fopen(bad, "wb");
+	fwrite(buf, 1, 100, f);
+	fclose(f);
+	struct rp_convert_opts co = {.quiet = 1};
+	char out[300];
+	path_in(out, sizeof(out), "never.wl");
+	assert_int_equal(rp_convert(bad, out, &co, &st, eb, sizeof(eb)), 1);
+	assert_true(access(out, F_OK) != 0);
+	(void)tn;
+}
+
+/* A real program: tests/progs/threads under `alloctrace record`. */
+static void test_recorded_threads(void **state)
+{
+	(void)state;
+	char exe[1024];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(k > 0);
+	exe[k] = 0;
+	char *sl = strrchr(exe, '/');
+	*sl = 0; /* <build>: tests land next to alloctrace */
+	char tool[1200], prog[1200], dir[300], cmd[16384], wl[300];
+	snprintf(tool, sizeof(tool), "%s/alloctrace", exe);
+	snprintf(prog, sizeof(prog), "%s/tests/progs/threads", exe);
+	char lib[1200];
+	snprintf(lib, sizeof(lib), "%s/liballoctrace.so", exe);
+	if (access(tool, X_OK) || access(prog, X_OK) || access(lib, R_OK)) {
+		print_message("skipped: %s, %s or %s not built\n", tool, prog, lib);
+		skip();
+	}
+	path_in(dir, sizeof(dir), "rec");
+	path_in(wl, sizeof(wl), "threads.wl");
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' 4 >/dev/null 2>&1", tool, dir, prog);
+	assert_int_equal(system(cmd), 0);
+	char **paths;
+	size_t n;
+	char eb[256];
+	assert_int_equal(atr_list(dir, &paths, &n, eb, sizeof(eb)), 0);
+	assert_true(n >= 1);
+	char trace[1024];
+	snprintf(trace, sizeof(trace), "%s", paths[0]);
+	atr_list_free(paths, n);
+	check_exact(trace, wl, 1);
+	/* the command line agrees: ideal_rss_peak_bytes == peak_live_bytes */
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' info --json '%s' | grep -o '\"peak_live_bytes\": [0-9]*' | grep -o '[0-9]*$' > '%s/a' && "
+		 "'%s' replay --json '%s' | grep -o '\"ideal_rss_peak_bytes\": [0-9]*' | grep -o '[0-9]*$' > '%s/b' && "
+		 "cmp -s '%s/a' '%s/b'",
+		 tool, trace, tmpdir, tool, wl, tmpdir, tmpdir, tmpdir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_all_calls),
+		cmocka_unit_test(test_cross_thread_order),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_recorded_threads),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
