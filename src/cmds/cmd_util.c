@@ -1,4 +1,5 @@
 /* cmd_util.c - helpers shared by the commands (see cmds.h). */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,4 +37,35 @@ const char *cmdu_status_text(unsigned status, unsigned err, char *buf, size_t le
 		snprintf(buf + l, len - l, ", recording stopped");
 	}
 	return buf;
+}
+
+int cmdu_json_args(int argc, char **argv, const char *name, void (*usage)(FILE *), int *json)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c;
+	*json = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			*json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		util_err("%s: no trace file or directory given", name);
+		usage(stderr);
+		return 2;
+	}
+	return -1;
 }

@@ -9,6 +9,7 @@
 #define CMDS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifndef ALLOCTRACE_VERSION_STRING
 #define ALLOCTRACE_VERSION_STRING "0.1.0"
@@ -31,5 +32,8 @@ int cmdu_list(const char *path, char ***paths, size_t *n);
 /* Process status in words: "clean exit", "no clean exit (killed or
  * exec'd)", "truncated (write failed: ...)". */
 const char *cmdu_status_text(unsigned status, unsigned err, char *buf, size_t len);
+/* Options of a command that takes [--json] [--help] TRACE...: -1 to go on
+ * (TRACE arguments from optind), else the exit status. */
+int cmdu_json_args(int argc, char **argv, const char *name, void (*usage)(FILE *), int *json);
 
 #endif

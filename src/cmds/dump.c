@@ -1,5 +1,4 @@
 /* dump.c - `alloctrace dump FILE_OR_DIR... [--json]`: every record. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,31 +290,10 @@ static int dump_file(const char *path, int json)
 
 int cmd_dump(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int json = 0, c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			dump_usage(stdout);
-			return 0;
-		default:
-			dump_usage(stderr);
-			return 2;
-		}
-	}
-	if (optind >= argc) {
-		util_err("dump: no trace file or directory given");
-		dump_usage(stderr);
-		return 2;
-	}
+	int json;
+	int st = cmdu_json_args(argc, argv, "dump", dump_usage, &json);
+	if (st >= 0)
+		return st;
 	int rc = 0;
 	for (int a = optind; a < argc; a++) {
 		char **paths;

@@ -1,5 +1,4 @@
 /* info.c - `alloctrace info FILE_OR_DIR... [--json]`. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,31 +205,10 @@ static void print_json(struct json_writer *w, const atr_file *f, const struct an
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int json = 0, c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			info_usage(stdout);
-			return 0;
-		default:
-			info_usage(stderr);
-			return 2;
-		}
-	}
-	if (optind >= argc) {
-		util_err("info: no trace file or directory given");
-		info_usage(stderr);
-		return 2;
-	}
+	int json;
+	int st = cmdu_json_args(argc, argv, "info", info_usage, &json);
+	if (st >= 0)
+		return st;
 	int rc = 0, shown = 0;
 	struct json_writer w;
 	if (json) {
