@@ -1,6 +1,7 @@
 /* dump.c - `alloctrace dump FILE_OR_DIR... [--json]`: every record. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <unistd.h> /* optind */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,7 @@
 /* info.c - `alloctrace info FILE_OR_DIR... [--json]`. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <unistd.h> /* optind */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
