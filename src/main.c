@@ -15,6 +15,8 @@ static const struct command commands[] = {
     {"record", cmd_record, "run a program and trace its malloc calls"},
     {"info", cmd_info, "summarise traces: calls, bytes, peak, threads"},
     {"dump", cmd_dump, "print every record in time order (text or JSON Lines)"},
+    {"report", cmd_report, "where memory goes: hot call paths, leaks, peak (--stacks)"},
+    {"flamegraph", cmd_flamegraph, "folded call stacks for flamegraph.pl / speedscope"},
     {"convert", cmd_convert, "turn a trace into a workload for replay"},
     {"replay", cmd_replay, "run a workload against an allocator, timing every call"},
     {"compare", cmd_compare, "replay a workload under several allocators: one table"},

@@ -135,6 +135,12 @@ CASES = {
     "forker_nochildren_env": Case("forker", direct=True, roots_only=True,
                                   env={"ALLOCTRACE_NO_CHILDREN": "1"}),
     "threads_timing": Case("threads", ["4"], record_args=["--timing"]),
+    # --stacks adds STACK/MODULE records, never a call (docs/STACKS.md)
+    "calls_stacks": Case("calls", record_args=["--stacks"] + BUF4, check=check_errno_same),
+    "threads_stacks": Case("threads", ["8"], record_args=["--stacks"]),
+    "threads_fork_stacks": Case("threads", ["4", "fork"], record_args=["--stacks"] + BUF4),
+    "forker_stacks": Case("forker", record_args=["--stacks"]),
+    "cxx_stacks": Case("cxx", record_args=["--stacks", "--stack-depth", "8"]),
     "chdir": Case("chdirer", record_args=BUF4),
     "chdir_reldir": Case("chdirer", direct=True,
                          env={"ALLOCTRACE_DIR": "{reldir}", "ALLOCTRACE_BUFFER_KB": "4"}),

@@ -171,6 +171,32 @@ static void text_event(FILE *o, const atr_file *f, const struct atr_event *ev)
 	case ATR_T_LOST:
 		fprintf(o, "lost %" PRIu64 " records\n", payload_u64(ev));
 		break;
+	case ATR_T_STACK:
+		fprintf(o, "stack %" PRIu32 ":", ev->arg);
+		for (uint32_t i = 0; i + 8 <= ev->payload_len; i += 8) {
+			uint64_t ip;
+			memcpy(&ip, ev->payload + i, 8);
+			fprintf(o, " 0x%" PRIx64, ip);
+		}
+		fputc('\n', o);
+		break;
+	case ATR_T_MODULE:
+		if (ev->payload_len >= ATR_MOD_DATA) {
+			uint64_t start, size;
+			uint32_t bl, pl;
+			memcpy(&start, ev->payload + ATR_MOD_START, 8);
+			memcpy(&size, ev->payload + ATR_MOD_SIZE, 8);
+			memcpy(&bl, ev->payload + ATR_MOD_BUILD_ID_LEN, 4);
+			memcpy(&pl, ev->payload + ATR_MOD_PATH_LEN, 4);
+			fprintf(o, "module %s 0x%" PRIx64 "-0x%" PRIx64 " ",
+				ev->arg == ATR_MOD_LOAD ? "load" : "unload", start, start + size);
+			if ((uint64_t)ATR_MOD_DATA + bl + pl <= ev->payload_len)
+				put_label(o, ev->payload + ATR_MOD_DATA + bl, pl);
+			fputc('\n', o);
+			break;
+		}
+		fprintf(o, "%s arg=%" PRIu32 "\n", name, ev->arg);
+		break;
 	default:
 		fprintf(o, "%s arg=%" PRIu32 "\n", name, ev->arg);
 		break;

@@ -46,11 +46,12 @@ static void record_usage(FILE *out)
 		"      --force        allow an -o DIR that already holds *.atr files\n"
 		"                     (they are deleted first)\n"
 		"      --no-children  do not trace child processes\n"
-		"      --stacks       record call-stack ids (stack id 0 until call-stack\n"
-		"                     capture lands)\n"
+		"      --stacks       record the call stack of every allocation\n"
+		"      --stack-depth N  frames kept per stack (1..256, default 64)\n"
 		"      --timing       record the time spent in each call\n"
 		"      --no-start     start paused; the program calls alloctrace_start()\n"
-		"      --buffer-kb N  per-thread block size in KiB (power of two, 4..65536)\n"
+		"      --buffer-kb N  per-thread block size in KiB (power of two, 4..65536;\n"
+		"                     default 256)\n"
 		"The exit status is PROG's (128+N if it was killed by signal N).\n"
 		"Environment: ALLOCTRACE_LIB overrides the library path.\n");
 }
@@ -231,6 +232,7 @@ struct rec_opts {
 	const char *dir;
 	int explicit_dir, force, no_children, stacks, timing, no_start;
 	const char *buffer_kb;
+	const char *stack_depth;
 };
 
 /* In the child: environment, then exec.  Never returns. */
@@ -251,6 +253,7 @@ static void child_exec(const struct rec_opts *o, const char *lib, const char *ab
 	bad |= set_env("ALLOCTRACE_NO_CHILDREN", o->no_children ? "1" : NULL);
 	bad |= set_env("ALLOCTRACE_TIMING", o->timing ? "1" : NULL);
 	bad |= set_env("ALLOCTRACE_STACKS", o->stacks ? "1" : NULL);
+	bad |= set_env("ALLOCTRACE_STACK_DEPTH", o->stack_depth);
 	bad |= set_env("ALLOCTRACE_START", o->no_start ? "0" : NULL);
 	bad |= set_env("ALLOCTRACE_BUFFER_KB", o->buffer_kb);
 	if (tps) {
@@ -316,7 +319,7 @@ static int report(const char *dir)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_FORCE = 256, O_NOCHILD, O_STACKS, O_TIMING, O_NOSTART, O_BUFKB };
+	enum { O_FORCE = 256, O_NOCHILD, O_STACKS, O_TIMING, O_NOSTART, O_BUFKB, O_DEPTH };
 	static const struct option opts[] = {
 	    {"output", required_argument, NULL, 'o'},
 	    {"force", no_argument, NULL, O_FORCE},
@@ -325,6 +328,7 @@ int cmd_record(int argc, char **argv)
 	    {"timing", no_argument, NULL, O_TIMING},
 	    {"no-start", no_argument, NULL, O_NOSTART},
 	    {"buffer-kb", required_argument, NULL, O_BUFKB},
+	    {"stack-depth", required_argument, NULL, O_DEPTH},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -363,6 +367,17 @@ int cmd_record(int argc, char **argv)
 				return 2;
 			}
 			o.buffer_kb = optarg;
+			break;
+		}
+		case O_DEPTH: {
+			char *end;
+			errno = 0;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 1 || v > 256) {
+				util_err("record: --stack-depth %s: must be 1 to 256", optarg);
+				return 2;
+			}
+			o.stack_depth = optarg;
 			break;
 		}
 		case 'h':

@@ -19,7 +19,7 @@
 #define ATR_BLOCK_HEADER_SIZE 64u
 #define ATR_BLOCK_SIZE_MIN 4096u
 #define ATR_BLOCK_SIZE_MAX (64u << 20)
-#define ATR_BLOCK_SIZE_DEFAULT (64u << 10)
+#define ATR_BLOCK_SIZE_DEFAULT (256u << 10)
 
 /* Feature bits (header.features).  A reader must reject a file with bits
  * set that it does not know (ATR_FEATURES_KNOWN). */
@@ -133,6 +133,9 @@ enum atr_type {
 	ATR_T_MARKER = 18,	 /* payload: label bytes (no NUL) */
 	ATR_T_CONTROL = 19,	 /* arg = ATR_CTL_* */
 	ATR_T_LOST = 22,	 /* payload: u64 records lost here */
+	ATR_T_STACK = 23,	 /* arg = stack id; payload: u64 return addresses,
+				    innermost (the allocator's caller) first */
+	ATR_T_MODULE = 24,	 /* arg = ATR_MOD_*; payload: struct below */
 	ATR_T_META_LAST = 31,
 };
 
@@ -146,6 +149,39 @@ enum atr_ctl {
 };
 
 #define ATR_MARKER_MAX 255u
+
+/* Call stacks (record --stacks, ATR_FEAT_STACKS).  A STACK record defines
+ * a stack id before the first call record of the same thread that uses it;
+ * ids are unique in the process, a stack may be defined in several
+ * threads' streams (always with the same id for identical frames within a
+ * thread; two threads may use different ids for the same frames). */
+#define ATR_STACK_DEPTH_DEFAULT 64u
+#define ATR_STACK_DEPTH_MAX 256u
+
+/* MODULE record argument. */
+enum atr_mod_kind {
+	ATR_MOD_UNLOAD = 0, /* the module was unmapped (dlclose) */
+	ATR_MOD_LOAD = 1,   /* mapped at start or by dlopen */
+};
+
+/* MODULE record payload (little-endian):
+ *   0  u64 start   lowest address of its PT_LOAD segments
+ *   8  u64 size    extent of the PT_LOAD segments (end - start)
+ *  16  u64 bias    load bias: address = ELF virtual address + bias
+ *  24  u32 build_id_len (0..ATR_MOD_BUILD_ID_MAX)
+ *  28  u32 path_len (0..ATR_MOD_PATH_MAX; 0 = the main program: use the
+ *                    header's exe)
+ *  32  build-id bytes, then path bytes (no NUL) */
+enum {
+	ATR_MOD_START = 0,
+	ATR_MOD_SIZE = 8,
+	ATR_MOD_BIAS = 16,
+	ATR_MOD_BUILD_ID_LEN = 24,
+	ATR_MOD_PATH_LEN = 28,
+	ATR_MOD_DATA = 32,
+	ATR_MOD_BUILD_ID_MAX = 64,
+	ATR_MOD_PATH_MAX = 1024,
+};
 
 /* Words of a call record of type t including word 0, without optional
  * words; 0 for anything that is not a call type. */

@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util_hmap.h"
+
 #define ATR_ERRLEN 512
 
 /* One entry of a thread's stream. */
@@ -51,6 +53,22 @@ struct atr_file {
 	struct atr_sblk *stream;
 	uint64_t records, ncalls;
 	char err[ATR_ERRLEN];
+	/* stack and module tables (atr_stacks_load) */
+	int stacks_loaded;
+	struct atr_stk *stk;
+	size_t nstk, capstk;
+	uint64_t *ips;
+	size_t nips, capips;
+	struct util_hmap stk_by_id;   /* id -> index in stk */
+	struct util_hmap stk_by_hash; /* frame hash -> index of the first */
+	struct atr_module *mods;
+	size_t nmods;
+};
+
+struct atr_stk {
+	uint32_t id, n, canon;
+	uint64_t off; /* in ips */
+	uint64_t ts;  /* earliest definition */
 };
 
 static inline uint32_t rd32(const uint8_t *p)
@@ -113,6 +131,8 @@ static const char *const atr_names[32] = {
     [ATR_T_MARKER] = "marker",
     [ATR_T_CONTROL] = "control",
     [ATR_T_LOST] = "lost",
+    [ATR_T_STACK] = "stack",
+    [ATR_T_MODULE] = "module",
 };
 
 const char *atr_type_name(unsigned type)
@@ -614,6 +634,13 @@ void atr_close(atr_file *f)
 	free(f->tinfo);
 	free(f->stream);
 	free(f->path);
+	free(f->stk);
+	free(f->ips);
+	util_hmap_destroy(&f->stk_by_id);
+	util_hmap_destroy(&f->stk_by_hash);
+	for (size_t i = 0; i < f->nmods; i++)
+		free((void *)f->mods[i].path);
+	free(f->mods);
 	free(f);
 }
 
@@ -701,6 +728,8 @@ static void cur_block_done(struct atr_cur *c)
 	c->loaded = 0;
 }
 
+static const struct atr_event atr_ev_zero;
+
 /* Decode the next record of the thread: 1 (ev filled), 0 end, < 0 error. */
 static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 {
@@ -775,7 +804,7 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 		if (type >= ATR_T_THREAD_START && !atr_names[type])
 			continue; /* unknown meta type: skipped (forward compatible) */
 
-		memset(ev, 0, sizeof(*ev));
+		*ev = atr_ev_zero; /* a copy, not memset: no rep stos */
 		ev->type = (uint8_t)type;
 		ev->flags = (uint8_t)flags;
 		ev->thread = t->serial;
@@ -959,17 +988,27 @@ struct atr_iter {
 	atr_file *f;
 	uint32_t n;
 	struct atr_cur *cur;
-	struct atr_event *pend; /* next event of each cursor */
-	uint32_t *heap;		/* cursor indices, min by (ts, serial) */
+	struct atr_event *pend;	 /* n + 1 event buffers */
+	struct atr_event **next; /* next event of each cursor (a pend buffer) */
+	struct atr_event *spare; /* the buffer handed out last */
+	uint32_t *heap;		 /* cursor indices, min by (ts, serial) */
 	uint32_t hn;
 	int started;
 	int err; /* sticky */
 	uint64_t seq;
+	/* Merge fast path: the smallest key below the root (the root's
+	 * smaller child), valid while the heap below the root is unchanged.
+	 * A thread's next event that is still below it stays at the root
+	 * without touching the heap (runs of one thread are the common case:
+	 * mallocbench's two threads switch every 5 records on average). */
+	int bvalid;
+	uint64_t bts;
+	uint32_t bthr;
 };
 
 static inline int heap_less(const struct atr_iter *it, uint32_t a, uint32_t b)
 {
-	const struct atr_event *x = &it->pend[a], *y = &it->pend[b];
+	const struct atr_event *x = it->next[a], *y = it->next[b];
 	if (x->ts != y->ts)
 		return x->ts < y->ts;
 	return x->thread < y->thread;
@@ -1003,16 +1042,20 @@ int atr_iter_new(atr_file *f, atr_iter **out)
 		it->f = f;
 		it->n = n;
 		it->cur = calloc(n ? n : 1, sizeof(*it->cur));
-		it->pend = calloc(n ? n : 1, sizeof(*it->pend));
+		it->pend = calloc((size_t)n + 1, sizeof(*it->pend));
+		it->next = calloc(n ? n : 1, sizeof(*it->next));
 		it->heap = calloc(n ? n : 1, sizeof(*it->heap));
 	}
-	if (!it || !it->cur || !it->pend || !it->heap) {
+	if (!it || !it->cur || !it->pend || !it->next || !it->heap) {
 		atr_iter_free(it);
 		snprintf(f->err, sizeof(f->err), "%s: out of memory", f->path);
 		return ATR_E_NOMEM;
 	}
-	for (uint32_t t = 0; t < n; t++)
+	for (uint32_t t = 0; t < n; t++) {
 		cur_init(f, &it->cur[t], t);
+		it->next[t] = &it->pend[t];
+	}
+	it->spare = &it->pend[n];
 	*out = it;
 	return ATR_OK;
 }
@@ -1021,7 +1064,7 @@ static int iter_start(atr_iter *it)
 {
 	it->started = 1;
 	for (uint32_t t = 0; t < it->n; t++) {
-		int r = cur_next_ev(it->f, &it->cur[t], &it->pend[t]);
+		int r = cur_next_ev(it->f, &it->cur[t], it->next[t]);
 		if (r < 0)
 			return r;
 		if (r > 0)
@@ -1032,9 +1075,9 @@ static int iter_start(atr_iter *it)
 	return ATR_OK;
 }
 
-int atr_iter_next(atr_iter *it, struct atr_event *ev)
+int atr_iter_next_ref(atr_iter *it, const struct atr_event **out)
 {
-	if (!it || !ev)
+	if (!it || !out)
 		return ATR_E_USAGE;
 	if (it->err)
 		return it->err;
@@ -1050,18 +1093,48 @@ int atr_iter_next(atr_iter *it, struct atr_event *ev)
 		}
 		return 0;
 	}
+	/* hand out the root's buffer, decode its thread's next event into
+	 * the buffer handed out last time (no copy of the event) */
 	uint32_t t = it->heap[0];
-	*ev = it->pend[t];
+	struct atr_event *ev = it->next[t];
 	ev->seq = it->seq; /* synthetic events share the next record's seq */
 	if (ev->type != ATR_EV_REALLOC_RELEASE)
 		it->seq++;
-	int r = cur_next_ev(it->f, &it->cur[t], &it->pend[t]);
+	it->next[t] = it->spare;
+	it->spare = ev;
+	int r = cur_next_ev(it->f, &it->cur[t], it->next[t]);
 	if (r < 0)
 		return it->err = r;
+	*out = ev;
+	if (r > 0 && it->hn > 1) {
+		if (!it->bvalid) {
+			uint32_t c = it->heap[1];
+			if (it->hn > 2 && heap_less(it, it->heap[2], c))
+				c = it->heap[2];
+			it->bts = it->next[c]->ts;
+			it->bthr = it->next[c]->thread;
+			it->bvalid = 1;
+		}
+		const struct atr_event *x = it->next[t];
+		if (x->ts < it->bts || (x->ts == it->bts && x->thread < it->bthr))
+			return 1; /* still the smallest: the heap is unchanged */
+	}
 	if (r == 0)
 		it->heap[0] = it->heap[--it->hn];
 	heap_down(it, 0);
+	it->bvalid = 0;
 	return 1;
+}
+
+int atr_iter_next(atr_iter *it, struct atr_event *ev)
+{
+	if (!it || !ev)
+		return ATR_E_USAGE;
+	const struct atr_event *p;
+	int r = atr_iter_next_ref(it, &p);
+	if (r > 0)
+		*ev = *p;
+	return r;
 }
 
 void atr_iter_free(atr_iter *it)
@@ -1070,6 +1143,7 @@ void atr_iter_free(atr_iter *it)
 		return;
 	free(it->cur);
 	free(it->pend);
+	free(it->next);
 	free(it->heap);
 	free(it);
 }
@@ -1210,4 +1284,272 @@ void atr_list_free(char **paths, size_t n)
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);
+}
+
+/* ---- stacks and modules -------------------------------------------------- */
+
+struct atr_modev {
+	uint64_t ts;
+	uint32_t kind, serial;
+	uint64_t start, size, bias;
+	uint32_t bl, pl;
+	const uint8_t *data; /* build-id then path, in the mapped file */
+};
+
+static int modev_cmp(const void *pa, const void *pb)
+{
+	const struct atr_modev *a = pa, *b = pb;
+	int c = cmp_u64(a->ts, b->ts);
+	if (!c)
+		c = cmp_u64(a->serial, b->serial);
+	/* a load and an unload at the same stamp: unload first */
+	if (!c)
+		c = cmp_u64(a->kind, b->kind);
+	return c;
+}
+
+static uint64_t frames_hash(const uint64_t *ips, uint32_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+	for (uint32_t i = 0; i < n; i++) {
+		h ^= ips[i];
+		h *= 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+	}
+	return h;
+}
+
+static int add_stack(atr_file *f, uint32_t id, const uint8_t *payload, uint32_t len, uint64_t ts)
+{
+	uint64_t idx;
+	if (util_hmap_lookup(&f->stk_by_id, id, &idx)) {
+		if (ts < f->stk[idx].ts)
+			f->stk[idx].ts = ts;
+		return 0; /* defined again by another thread (or a later life) */
+	}
+	uint32_t n = len / 8;
+	if (f->nstk == f->capstk) {
+		size_t nc = f->capstk ? f->capstk * 2 : 256;
+		struct atr_stk *ns = realloc(f->stk, nc * sizeof(*ns));
+		if (!ns)
+			return ATR_E_NOMEM;
+		f->stk = ns;
+		f->capstk = nc;
+	}
+	if (f->nips + n > f->capips) {
+		size_t nc = f->capips ? f->capips * 2 : 4096;
+		while (nc < f->nips + n)
+			nc *= 2;
+		uint64_t *ni = realloc(f->ips, nc * sizeof(*ni));
+		if (!ni)
+			return ATR_E_NOMEM;
+		f->ips = ni;
+		f->capips = nc;
+	}
+	struct atr_stk *st = &f->stk[f->nstk];
+	st->id = id;
+	st->n = n;
+	st->off = f->nips;
+	st->ts = ts;
+	st->canon = id;
+	for (uint32_t i = 0; i < n; i++)
+		f->ips[f->nips + i] = rd64(payload + 8 * i);
+	uint64_t h = frames_hash(f->ips + f->nips, n), first;
+	if (util_hmap_lookup(&f->stk_by_hash, h, &first)) {
+		const struct atr_stk *o = &f->stk[first];
+		if (o->n == n && !memcmp(f->ips + o->off, f->ips + st->off, n * sizeof(uint64_t)))
+			st->canon = o->id;
+	} else if (util_hmap_insert(&f->stk_by_hash, h, f->nstk, NULL) < 0) {
+		return ATR_E_NOMEM;
+	}
+	if (util_hmap_insert(&f->stk_by_id, id, f->nstk, NULL) < 0)
+		return ATR_E_NOMEM;
+	f->nips += n;
+	f->nstk++;
+	return 0;
+}
+
+static int build_modules(atr_file *f, struct atr_modev *ev, size_t nev)
+{
+	if (nev)
+		qsort(ev, nev, sizeof(*ev), modev_cmp);
+	size_t nload = 0;
+	for (size_t i = 0; i < nev; i++)
+		nload += ev[i].kind == ATR_MOD_LOAD;
+	f->mods = calloc(nload ? nload : 1, sizeof(*f->mods));
+	if (!f->mods)
+		return ATR_E_NOMEM;
+	for (size_t i = 0; i < nev; i++) {
+		const struct atr_modev *e = &ev[i];
+		/* the newest still-mapped module with the same range */
+		struct atr_module *same = NULL;
+		for (size_t k = f->nmods; k-- > 0;) {
+			struct atr_module *m = &f->mods[k];
+			if (m->unload_ts == UINT64_MAX && m->start == e->start && m->size == e->size &&
+			    m->bias == e->bias) {
+				same = m;
+				break;
+			}
+		}
+		if (e->kind != ATR_MOD_LOAD) {
+			if (same)
+				same->unload_ts = e->ts;
+			continue;
+		}
+		if (same && same->build_id_len == e->bl &&
+		    !memcmp(same->build_id, e->data, e->bl))
+			continue; /* written twice (two threads raced): one is enough */
+		struct atr_module *m = &f->mods[f->nmods];
+		char *path;
+		if (e->pl) {
+			path = malloc((size_t)e->pl + 1);
+			if (path) {
+				memcpy(path, e->data + e->bl, e->pl);
+				path[e->pl] = 0;
+			}
+		} else {
+			path = strdup(f->exe);
+			m->main_program = 1;
+		}
+		if (!path)
+			return ATR_E_NOMEM;
+		m->path = path;
+		m->start = e->start;
+		m->size = e->size;
+		m->bias = e->bias;
+		m->build_id = e->data;
+		m->build_id_len = e->bl;
+		m->load_ts = e->ts;
+		m->unload_ts = UINT64_MAX;
+		f->nmods++;
+	}
+	return 0;
+}
+
+int atr_stacks_load(atr_file *f)
+{
+	if (!f)
+		return ATR_E_USAGE;
+	if (f->stacks_loaded)
+		return f->stacks_loaded < 0 ? f->stacks_loaded : ATR_OK;
+	struct atr_modev *mev = NULL;
+	size_t nmev = 0, capmev = 0;
+	int r = ATR_OK;
+	struct atr_cur c;
+	struct atr_event ev;
+	for (uint32_t t = 0; t < f->nthr && r == ATR_OK; t++) {
+		cur_init(f, &c, t);
+		int k;
+		while ((k = cur_next(f, &c, &ev)) > 0) {
+			if (ev.type == ATR_T_STACK) {
+				if (!ev.arg || !ev.payload_len || ev.payload_len % 8 ||
+				    ev.payload_len > 8 * 4096u)
+					continue; /* not a usable definition */
+				r = add_stack(f, ev.arg, ev.payload, ev.payload_len, ev.ts);
+				if (r)
+					break;
+			} else if (ev.type == ATR_T_MODULE) {
+				if (ev.payload_len < ATR_MOD_DATA)
+					continue;
+				const uint8_t *p = ev.payload;
+				uint32_t bl = rd32(p + ATR_MOD_BUILD_ID_LEN);
+				uint32_t pl = rd32(p + ATR_MOD_PATH_LEN);
+				if (bl > ATR_MOD_BUILD_ID_MAX || pl > ATR_MOD_PATH_MAX ||
+				    ATR_MOD_DATA + (uint64_t)bl + pl > ev.payload_len)
+					continue;
+				if (nmev == capmev) {
+					size_t nc = capmev ? capmev * 2 : 64;
+					struct atr_modev *nm = realloc(mev, nc * sizeof(*nm));
+					if (!nm) {
+						r = ATR_E_NOMEM;
+						break;
+					}
+					mev = nm;
+					capmev = nc;
+				}
+				struct atr_modev *m = &mev[nmev++];
+				m->ts = ev.ts;
+				m->serial = ev.thread;
+				m->kind = ev.arg == ATR_MOD_LOAD ? ATR_MOD_LOAD : ATR_MOD_UNLOAD;
+				m->start = rd64(p + ATR_MOD_START);
+				m->size = rd64(p + ATR_MOD_SIZE);
+				m->bias = rd64(p + ATR_MOD_BIAS);
+				m->bl = bl;
+				m->pl = pl;
+				m->data = p + ATR_MOD_DATA;
+			}
+		}
+		if (k < 0 && r == ATR_OK)
+			r = k;
+	}
+	if (r == ATR_OK)
+		r = build_modules(f, mev, nmev);
+	free(mev);
+	if (r == ATR_E_NOMEM)
+		snprintf(f->err, sizeof(f->err), "%s: out of memory", f->path);
+	f->stacks_loaded = r == ATR_OK ? 1 : r;
+	return r;
+}
+
+size_t atr_stack_count(const atr_file *f)
+{
+	return f->nstk;
+}
+
+static const struct atr_stk *stk_of(const atr_file *f, uint32_t id)
+{
+	uint64_t idx;
+	if (!id || !util_hmap_lookup(&f->stk_by_id, id, &idx))
+		return NULL;
+	return &f->stk[idx];
+}
+
+int atr_stack_get(const atr_file *f, uint32_t id, const uint64_t **ips, uint32_t *n)
+{
+	const struct atr_stk *s = stk_of(f, id);
+	if (!s) {
+		if (ips)
+			*ips = NULL;
+		if (n)
+			*n = 0;
+		return 0;
+	}
+	if (ips)
+		*ips = f->ips + s->off;
+	if (n)
+		*n = s->n;
+	return 1;
+}
+
+uint32_t atr_stack_canonical(const atr_file *f, uint32_t id)
+{
+	const struct atr_stk *s = stk_of(f, id);
+	return s ? s->canon : 0;
+}
+
+size_t atr_module_count(const atr_file *f)
+{
+	return f->nmods;
+}
+
+const struct atr_module *atr_module_get(const atr_file *f, size_t i)
+{
+	return i < f->nmods ? &f->mods[i] : NULL;
+}
+
+long atr_module_find(const atr_file *f, uint64_t ip, uint32_t stack_id)
+{
+	const struct atr_stk *s = stk_of(f, stack_id);
+	uint64_t ts = s ? s->ts : UINT64_MAX;
+	long any = -1;
+	for (size_t i = f->nmods; i-- > 0;) {
+		const struct atr_module *m = &f->mods[i];
+		if (ip - m->start >= m->size)
+			continue;
+		if (m->load_ts <= ts && ts < m->unload_ts)
+			return (long)i;
+		if (any < 0)
+			any = (long)i;
+	}
+	return any;
 }

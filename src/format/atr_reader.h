@@ -151,12 +151,53 @@ int atr_count_calls(atr_file *f, uint64_t *count);
 typedef struct atr_iter atr_iter;
 int atr_iter_new(atr_file *f, atr_iter **out);
 int atr_iter_next(atr_iter *it, struct atr_event *ev);
+/* The same without copying: *ev points to the iterator's own buffer,
+ * valid (and unchanged) until the next call, or atr_iter_free(); a call
+ * that returns 0 (the end) leaves it alone. */
+int atr_iter_next_ref(atr_iter *it, const struct atr_event **ev);
 void atr_iter_free(atr_iter *it);
 
 /* Name of a record type: "malloc", "free", ..., "marker". */
 const char *atr_type_name(unsigned type);
 /* Inverse of atr_type_name for call types; returns 0 if unknown. */
 unsigned atr_type_from_name(const char *name);
+
+/* ---- call stacks and modules (record --stacks) ----------------------------
+ *
+ * atr_stacks_load() walks the trace once (no merge) and collects every
+ * STACK and MODULE record: memory grows with the number of distinct stacks
+ * and modules, never with the trace.  Call it before asking for frames;
+ * calling it again does nothing.  Stack ids are unique in the process;
+ * two threads may name the same frames with two ids: atr_stack_canonical()
+ * maps every id to the first id with identical frames, so tools can group
+ * by it. */
+int atr_stacks_load(atr_file *f);
+/* Distinct stack ids defined in the trace. */
+size_t atr_stack_count(const atr_file *f);
+/* Frames of a stack: return addresses, innermost (the allocator's caller)
+ * first; symbolize ip - 1.  Returns 1, or 0 (and NULL, 0) for an unknown
+ * id or id 0.  The array lives until atr_close(). */
+int atr_stack_get(const atr_file *f, uint32_t id, const uint64_t **ips, uint32_t *n);
+/* One id for all ids with identical frames (the first definition found;
+ * id itself if its frames are unique); 0 for an unknown id. */
+uint32_t atr_stack_canonical(const atr_file *f, uint32_t id);
+
+/* A module mapped in the process (MODULE records).  path is the header's
+ * exe for the main program (main_program = 1).  Times are ticks. */
+struct atr_module {
+	uint64_t start, size; /* address range of its PT_LOAD segments */
+	uint64_t bias;	      /* address = ELF virtual address + bias */
+	const uint8_t *build_id;
+	uint32_t build_id_len; /* 0 if unknown */
+	const char *path;
+	uint64_t load_ts, unload_ts; /* unload_ts UINT64_MAX: never unloaded */
+	int main_program;
+};
+size_t atr_module_count(const atr_file *f);
+const struct atr_module *atr_module_get(const atr_file *f, size_t idx);
+/* Index of the module holding address ip as mapped when stack_id was
+ * recorded (any module holding it if none was mapped then), or -1. */
+long atr_module_find(const atr_file *f, uint64_t ip, uint32_t stack_id);
 
 /* The traces named by path: a file gives itself; a directory gives its
  * *.atr files sorted by process start time, then pid.  The returned list

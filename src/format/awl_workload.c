@@ -69,26 +69,6 @@ const char *awl_op_name(unsigned code)
 
 /* ============================================================= writer */
 
-struct wthread {
-	uint32_t serial, tid;
-	uint64_t ops, calls, chunks;
-	uint32_t chunk_ops;
-	size_t len;
-	uint8_t *buf; /* AWL_CHUNK_HDR + AWL_CHUNK_TARGET + 4096 */
-};
-
-struct awl_writer {
-	FILE *fp;
-	char *path;
-	char *iobuf;
-	uint64_t off; /* bytes written so far */
-	struct wthread *th;
-	uint32_t nth, cap;
-	uint64_t ops, chunks;
-	uint64_t calls[AWL_OP_CALL_LAST + 1];
-	int ioerr;
-};
-
 #define WBUF_SIZE (AWL_CHUNK_HDR + AWL_CHUNK_TARGET + 4096)
 
 int awl_writer_open(const char *path, struct awl_writer **out, char *errbuf, size_t errlen)
@@ -126,13 +106,13 @@ int awl_writer_add_thread(struct awl_writer *w, uint32_t serial, uint32_t tid)
 		return -1;
 	if (w->nth == w->cap) {
 		uint32_t nc = w->cap ? w->cap * 2 : 16;
-		struct wthread *n = realloc(w->th, nc * sizeof(*n));
+		struct awl_wthread *n = realloc(w->th, nc * sizeof(*n));
 		if (!n)
 			return -1;
 		w->th = n;
 		w->cap = nc;
 	}
-	struct wthread *t = &w->th[w->nth];
+	struct awl_wthread *t = &w->th[w->nth];
 	memset(t, 0, sizeof(*t));
 	t->serial = serial;
 	t->tid = tid;
@@ -143,9 +123,9 @@ int awl_writer_add_thread(struct awl_writer *w, uint32_t serial, uint32_t tid)
 	return (int)w->nth++;
 }
 
-static void flush_thread(struct awl_writer *w, uint32_t ti)
+void awl_writer_flush_thread(struct awl_writer *w, uint32_t ti)
 {
-	struct wthread *t = &w->th[ti];
+	struct awl_wthread *t = &w->th[ti];
 	if (t->len == AWL_CHUNK_HDR)
 		return;
 	put32(t->buf, AWL_CHUNK_MAGIC);
@@ -159,37 +139,6 @@ static void flush_thread(struct awl_writer *w, uint32_t ti)
 	t->chunk_ops = 0;
 	t->chunks++;
 	w->chunks++;
-}
-
-uint8_t *awl_writer_reserve(struct awl_writer *w, uint32_t ti, size_t max_bytes)
-{
-	struct wthread *t = &w->th[ti];
-	if (t->len + max_bytes > AWL_CHUNK_HDR + AWL_CHUNK_TARGET)
-		flush_thread(w, ti);
-	return t->buf + t->len;
-}
-
-void awl_writer_commit(struct awl_writer *w, uint32_t ti, uint8_t *end)
-{
-	struct wthread *t = &w->th[ti];
-	t->len = (size_t)(end - t->buf);
-	t->ops++;
-	t->chunk_ops++;
-	w->ops++;
-}
-
-uint64_t awl_writer_thread_ops(const struct awl_writer *w, uint32_t ti)
-{
-	return w->th[ti].ops;
-}
-
-void awl_writer_count_call(struct awl_writer *w, uint32_t ti, unsigned type)
-{
-	if (type >= 1 && type <= AWL_OP_CALL_LAST) {
-		w->calls[type]++;
-		w->calls[0]++;
-		w->th[ti].calls++;
-	}
 }
 
 uint64_t awl_writer_ops(const struct awl_writer *w)
@@ -206,7 +155,7 @@ int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char
 		      size_t errlen)
 {
 	for (uint32_t i = 0; i < w->nth; i++)
-		flush_thread(w, i);
+		awl_writer_flush_thread(w, i);
 	uint64_t table = w->off;
 	uint8_t rec[AWL_THREAD_REC];
 	put32(rec, AWL_TABLE_MAGIC);

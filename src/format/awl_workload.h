@@ -104,20 +104,66 @@ static inline uint8_t *awl_put_uv(uint8_t *p, uint64_t v)
 }
 
 /* ------------------------------------------------------------- writer */
-struct awl_writer;
+/* The writer's state is public only so that the per-op calls below can be
+ * inlined (convert makes ~4 of them per record); use the functions. */
+struct awl_wthread {
+	uint32_t serial, tid;
+	uint64_t ops, calls, chunks;
+	uint32_t chunk_ops;
+	size_t len;
+	uint8_t *buf; /* AWL_CHUNK_HDR + AWL_CHUNK_TARGET + 4096 */
+};
+
+struct awl_writer {
+	FILE *fp;
+	char *path;
+	char *iobuf;
+	uint64_t off; /* bytes written so far */
+	struct awl_wthread *th;
+	uint32_t nth, cap;
+	uint64_t ops, chunks;
+	uint64_t calls[AWL_OP_CALL_LAST + 1];
+	int ioerr;
+};
 
 /* Creates (truncates) path.  0, or -1 with errbuf filled. */
 int awl_writer_open(const char *path, struct awl_writer **out, char *errbuf, size_t errlen);
 /* A new thread stream; returns its index (0, 1, ...), -1 on error. */
 int awl_writer_add_thread(struct awl_writer *w, uint32_t serial, uint32_t tid);
+/* Write thread t's pending ops as a chunk (awl_writer_reserve does it). */
+void awl_writer_flush_thread(struct awl_writer *w, uint32_t t);
+
 /* Room for max_bytes (<= 4096) in thread t's buffer; write the op there
  * and call awl_writer_commit() with the end pointer. */
-uint8_t *awl_writer_reserve(struct awl_writer *w, uint32_t t, size_t max_bytes);
-void awl_writer_commit(struct awl_writer *w, uint32_t t, uint8_t *end);
+static inline uint8_t *awl_writer_reserve(struct awl_writer *w, uint32_t t, size_t max_bytes)
+{
+	struct awl_wthread *th = &w->th[t];
+	if (__builtin_expect(th->len + max_bytes > AWL_CHUNK_HDR + AWL_CHUNK_TARGET, 0))
+		awl_writer_flush_thread(w, t);
+	return th->buf + th->len;
+}
+static inline void awl_writer_commit(struct awl_writer *w, uint32_t t, uint8_t *end)
+{
+	struct awl_wthread *th = &w->th[t];
+	th->len = (size_t)(end - th->buf);
+	th->ops++;
+	th->chunk_ops++;
+	w->ops++;
+}
 /* Ops appended to thread t so far (= index of the next op). */
-uint64_t awl_writer_thread_ops(const struct awl_writer *w, uint32_t t);
+static inline uint64_t awl_writer_thread_ops(const struct awl_writer *w, uint32_t t)
+{
+	return w->th[t].ops;
+}
 /* Count a call of trace type 1..10 in thread t. */
-void awl_writer_count_call(struct awl_writer *w, uint32_t t, unsigned type);
+static inline void awl_writer_count_call(struct awl_writer *w, uint32_t t, unsigned type)
+{
+	if (type >= 1 && type <= AWL_OP_CALL_LAST) {
+		w->calls[type]++;
+		w->calls[0]++;
+		w->th[t].calls++;
+	}
+}
 
 struct awl_summary_in {
 	uint64_t slots, ideal_peak, waits, anomalies, duration_ns;

@@ -46,6 +46,10 @@ static inline void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags
 	int narrow = size <= ATR_SIZE_MASK && (slack < ATR_SLACK_NARROW_UNKNOWN || slack == UINT64_MAX);
 	if (!narrow)
 		flags |= ATR_FLAG_WIDE;
+	/* --stacks: the STACK record (if new) goes before this one */
+	uint32_t sid = 0;
+	if (ATP_UNLIKELY(g.stacks) && (sid = atp_stack_id(t, ts)) != 0)
+		flags |= ATR_FLAG_STACK;
 	unsigned tot = atr_record_words(type, flags);
 	uint64_t *p = atp_reserve(t, tot, ts);
 	if (ATP_UNLIKELY(!p))
@@ -59,6 +63,8 @@ static inline void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags
 		p[i++] = e2;
 	if (!narrow)
 		p[i++] = slack;
+	if (flags & ATR_FLAG_STACK)
+		p[i++] = sid;
 	if (flags & ATR_FLAG_TIMED)
 		p[i] = dur;
 	atp_commit(t, p, tot, atp_w0(ts, type | flags));

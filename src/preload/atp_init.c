@@ -332,6 +332,8 @@ int atp_open_trace(void)
 						       : ATR_FEAT_CLOCK_MONO_NS;
 	if (g.timing)
 		feat |= ATR_FEAT_TIMING;
+	if (g.stacks)
+		feat |= ATR_FEAT_STACKS;
 	atp_put_u64(h + ATR_H_FEATURES, feat);
 	atp_put_u32(h + ATR_H_BLOCK_SIZE, g.block_size);
 	atp_put_u32(h + ATR_H_STATUS, g.no_children ? ATR_STATUS_NO_CHILDREN : 0);
@@ -399,11 +401,13 @@ static void after_fork_child(void)
 	struct atp_thread *t = &atp_tls;
 	int saved = errno;
 	/* everything mapped belongs to the parent's file: never write it */
+	atp_stacks_after_fork_child();
 	if (t->block)
 		munmap(t->block, g.block_size);
 	if (g.hdr)
 		munmap(g.hdr, ATR_HEADER_SIZE);
 	g.hdr = NULL;
+	atp_spares_forget();
 	memset(t, 0, sizeof *t);
 	t->slot = ATP_MAX_SLOTS;
 	for (uint32_t i = 0; i < ATP_MAX_SLOTS; i++)
@@ -496,6 +500,9 @@ void atp_init(void)
 	g.timing = env_flag("ALLOCTRACE_TIMING", 0);
 	g.no_children = env_flag("ALLOCTRACE_NO_CHILDREN", 0);
 	g.start_on = env_flag("ALLOCTRACE_START", 1);
+	g.stacks = env_flag("ALLOCTRACE_STACKS", 0);
+	g.stack_depth = (uint32_t)env_u64("ALLOCTRACE_STACK_DEPTH", ATR_STACK_DEPTH_DEFAULT);
+	atp_stacks_init();
 	uint64_t kb = env_u64("ALLOCTRACE_BUFFER_KB", ATR_BLOCK_SIZE_DEFAULT >> 10);
 	if (kb < (ATR_BLOCK_SIZE_MIN >> 10) || kb > (ATR_BLOCK_SIZE_MAX >> 10) || (kb & (kb - 1)))
 		kb = ATR_BLOCK_SIZE_DEFAULT >> 10;
@@ -545,7 +552,7 @@ int atp_passthrough(struct atp_thread *t)
 {
 	if (t->guard) {
 		/* re-entrant (e.g. a signal handler interrupted the tracer) */
-		if (g.recording && g.hdr)
+		if (g.recording && g.hdr && t->guard < ATP_GUARD_INTERNAL)
 			atomic_fetch_add_explicit((_Atomic uint64_t *)(g.hdr + ATR_H_UNTRACED), 1,
 						  memory_order_relaxed);
 		return 1;
@@ -566,6 +573,8 @@ void atp_thread_registered(struct atp_thread *t)
 __attribute__((constructor(101))) static void atp_preinit(void)
 {
 	atp_init();
+	if (atomic_load(&g.state) == ATP_READY)
+		atp_stacks_load();
 }
 
 /* The program is done: say so in the header, but keep recording; atexit

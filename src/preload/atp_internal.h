@@ -21,6 +21,11 @@
 #define ATP_BARRIER() __asm__ __volatile__("" ::: "memory")
 #define ATP_PATH_MAX 4096
 #define ATP_MAX_SLOTS 4096 /* threads whose record count sync() sees live */
+/* Added to a thread's guard around our own work that may allocate
+ * (libunwind, dlopen): those calls pass through and are not counted as
+ * untraced calls of the program. */
+#define ATP_GUARD_INTERNAL 0x10000u
+#define ATP_MAX_SPARE 64   /* retired staging blocks kept for reuse */
 
 struct atp_real {
 	void *(*malloc)(size_t);
@@ -60,6 +65,9 @@ struct atp_thread {
 	uint32_t dtor_rounds;
 	uint32_t slot;	    /* index in g.slots, or ATP_MAX_SLOTS */
 	uint64_t own_count; /* counter when no slot was free */
+	/* --stacks: this thread's stacks (hash -> id), see atp_stacks.c */
+	struct atp_stack_ent *stab; /* mmap'd open-addressing table or NULL */
+	uint32_t stab_mask, stab_used;
 };
 
 enum atp_thread_state { ATP_T_NEW = 0, ATP_T_ACTIVE = 1, ATP_T_EXITED = 2, ATP_T_DEAD = 3 };
@@ -80,6 +88,8 @@ struct atp_global {
 				   the chunk header */
 	int quiet;
 	int start_on;		/* record from the start */
+	int stacks;		/* ALLOCTRACE_STACKS: a stack id per allocation */
+	uint32_t stack_depth;	/* ALLOCTRACE_STACK_DEPTH */
 	uint32_t block_size;
 	uint64_t t0;		/* clock value of tick 0 */
 	uint64_t ticks_hint;
@@ -96,6 +106,16 @@ struct atp_global {
 	char dir[ATP_PATH_MAX];	 /* ALLOCTRACE_DIR, or "" */
 	char file[ATP_PATH_MAX]; /* ALLOCTRACE_FILE / MTRACE_CTL_FILE, or "" */
 	struct atp_slot slots[ATP_MAX_SLOTS];
+	/* staging blocks of exited threads: still written by the calls glibc
+	 * makes after the last key destructor, then reused by a new thread
+	 * once the kernel says the old one is gone.  Thread start and exit
+	 * only, never the hot path. */
+	atomic_flag spare_lock;
+	uint32_t nspare;
+	struct atp_zombie {
+		uint8_t *block;
+		uint32_t tid;
+	} spare[ATP_MAX_SPARE];
 };
 
 extern struct atp_global g ATP_HIDDEN;
@@ -128,14 +148,33 @@ int atp_passthrough(struct atp_thread *t) ATP_HIDDEN;
 int atp_open_trace(void) ATP_HIDDEN;
 uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts) ATP_HIDDEN;
 void atp_thread_finish(struct atp_thread *t) ATP_HIDDEN;
-void atp_after_fork_child(void) ATP_HIDDEN;
+void atp_spares_forget(void) ATP_HIDDEN;
 void atp_fail(const char *what, int err) ATP_HIDDEN;
 void atp_lost(uint64_t n) ATP_HIDDEN;
 int atp_write_meta(struct atp_thread *t, unsigned type, uint32_t arg, const void *payload,
 		   uint32_t len) ATP_HIDDEN;
+/* The same with the record's timestamp given (a meta record that must sort
+ * before a call record stamped ts). */
+int atp_write_meta_at(struct atp_thread *t, uint64_t ts, unsigned type, uint32_t arg,
+		      const void *payload, uint32_t len) ATP_HIDDEN;
 uint64_t atp_record_count(void) ATP_HIDDEN;
 void atp_hdr_set_status(uint32_t bits) ATP_HIDDEN;
 void atp_hdr_clear_status(uint32_t bits) ATP_HIDDEN;
+
+/* atp_stacks.c (--stacks) */
+/* Settings read at init (guard set); disables stacks if unsupported. */
+void atp_stacks_init(void) ATP_HIDDEN;
+/* From our constructor: load libunwind (RTLD_LOCAL).  Calls before it get
+ * no stack. */
+void atp_stacks_load(void) ATP_HIDDEN;
+/* The id of the caller's stack (0: none), writing its STACK record (and
+ * MODULE records when the module map changed) stamped ts first if this
+ * thread has not used it yet.  Guard set. */
+uint32_t atp_stack_id(struct atp_thread *t, uint64_t ts) ATP_HIDDEN;
+/* Thread exit / fork child: drop the thread's table (its stacks are
+ * written again in the child's file or in a later life of the thread). */
+void atp_stacks_thread_done(struct atp_thread *t) ATP_HIDDEN;
+void atp_stacks_after_fork_child(void) ATP_HIDDEN;
 
 /* atp_util.c: no-libc-allocation helpers */
 size_t atp_strlcpy(char *dst, const char *src, size_t n) ATP_HIDDEN;

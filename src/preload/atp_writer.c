@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -147,20 +148,19 @@ static void reset_cursor(struct atp_thread *t)
 	t->nrec_block = 0;
 }
 
-/* Copy the staging block's records into a new DATA block of the file. */
-static int flush_staging(struct atp_thread *t)
+/* Copy a staging block's records into a new DATA block of the file. */
+static int flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq,
+		       uint32_t used, uint32_t nrec)
 {
-	uint32_t used = (uint32_t)((uint8_t *)t->cur - (t->block + ATR_BLOCK_HEADER_SIZE));
-	if (used == 0)
-		return 0;
 	int fd = open_trace_fd();
 	if (fd < 0)
 		return fd;
 	uint8_t hdr[ATR_BLOCK_HEADER_SIZE];
-	write_block_header(hdr, ATR_BLOCK_DATA, t, t->seq, used, (uint32_t)t->nrec_block);
+	struct atp_thread who = {.serial = serial, .tid = tid};
+	write_block_header(hdr, ATR_BLOCK_DATA, &who, seq, used, nrec);
 	struct iovec iov[2] = {
 		{hdr, sizeof hdr},
-		{t->block + ATR_BLOCK_HEADER_SIZE, used},
+		{(void *)(b + ATR_BLOCK_HEADER_SIZE), used},
 	};
 	off_t off = block_offset(reserve_block());
 	size_t want = sizeof hdr + used, done = 0;
@@ -177,13 +177,22 @@ static int flush_staging(struct atp_thread *t)
 		/* a short write: advance the iovecs */
 		size_t skip = (size_t)w;
 		for (int i = 0; i < 2; i++) {
-			size_t s = skip < iov[i].iov_len ? skip : iov[i].iov_len;
-			iov[i].iov_base = (uint8_t *)iov[i].iov_base + s;
-			iov[i].iov_len -= s;
-			skip -= s;
+			size_t sk = skip < iov[i].iov_len ? skip : iov[i].iov_len;
+			iov[i].iov_base = (uint8_t *)iov[i].iov_base + sk;
+			iov[i].iov_len -= sk;
+			skip -= sk;
 		}
 	}
 	close(fd);
+	return rc;
+}
+
+static int flush_staging(struct atp_thread *t)
+{
+	uint32_t used = (uint32_t)((uint8_t *)t->cur - (t->block + ATR_BLOCK_HEADER_SIZE));
+	if (used == 0)
+		return 0;
+	int rc = flush_block(t->block, t->serial, t->tid, t->seq, used, (uint32_t)t->nrec_block);
 	if (rc)
 		return rc;
 	/* now the DATA block has this seq: move the staging block on */
@@ -191,6 +200,41 @@ static int flush_staging(struct atp_thread *t)
 	atp_put_u64(t->block + ATR_B_SEQ, t->seq);
 	reset_cursor(t);
 	return 0;
+}
+
+/* Bytes and records of a staging block whose owner is gone (its cursor
+ * went with its TLS): walk the records up to the terminator. */
+static void staging_extent(const uint8_t *b, uint32_t *used, uint32_t *nrec)
+{
+	const uint64_t *p = (const uint64_t *)(b + ATR_BLOCK_HEADER_SIZE);
+	const uint64_t *end = (const uint64_t *)(b + g.block_size);
+	uint32_t n = 0;
+	while (p < end && p[0] != 0) {
+		unsigned type = (unsigned)(p[0] & ATR_TYPE_MASK);
+		uint64_t w = type <= ATR_T_CALL_LAST
+				     ? atr_record_words(type, (unsigned)(p[0] & ATR_FLAG_MASK))
+				     : (p + 1 < end ? 2 + ((p[1] & 0xffffffffu) + 7) / 8 : 1);
+		if (w == 0 || w > (uint64_t)(end - p))
+			break;
+		p += w;
+		n++;
+	}
+	*used = (uint32_t)((const uint8_t *)p - (b + ATR_BLOCK_HEADER_SIZE));
+	*nrec = n;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof v); /* the writer's own little-endian words */
+	return v;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
 }
 
 static uint32_t claim_slot(void)
@@ -206,9 +250,94 @@ static uint32_t claim_slot(void)
 	return ATP_MAX_SLOTS;
 }
 
+static void spare_lock(void)
+{
+	while (atomic_flag_test_and_set_explicit(&g.spare_lock, memory_order_acquire))
+		;
+}
+
+static void spare_unlock(void)
+{
+	atomic_flag_clear_explicit(&g.spare_lock, memory_order_release);
+}
+
+/* The staging block of a thread that has exited for good, or NULL.  The
+ * kernel answers ESRCH for a tid once that thread is gone, so no late call
+ * of it can still be writing the block. */
+static uint8_t *spare_take(void)
+{
+	uint8_t *b = NULL;
+	pid_t pid = getpid();
+	spare_lock();
+	for (uint32_t i = 0; i < g.nspare; i++) {
+		if (syscall(SYS_tgkill, pid, (pid_t)g.spare[i].tid, 0) == 0 || errno != ESRCH)
+			continue;
+		b = g.spare[i].block;
+		g.spare[i] = g.spare[--g.nspare];
+		break;
+	}
+	spare_unlock();
+	return b;
+}
+
+/* Park an exiting thread's staging block.  1 if kept. */
+static int spare_put(uint8_t *b, uint32_t tid)
+{
+	int kept = 0;
+	spare_lock();
+	if (g.nspare < ATP_MAX_SPARE) {
+		g.spare[g.nspare].block = b;
+		g.spare[g.nspare].tid = tid;
+		g.nspare++;
+		kept = 1;
+	}
+	spare_unlock();
+	return kept;
+}
+
+/* In a fork child the spare blocks are the parent's file: drop them. */
+void atp_spares_forget(void)
+{
+	for (uint32_t i = 0; i < g.nspare; i++)
+		munmap(g.spare[i].block, g.block_size);
+	g.nspare = 0;
+	atomic_flag_clear(&g.spare_lock);
+}
+
+static void adopt_block(struct atp_thread *t, uint8_t *b)
+{
+	t->block = b;
+	if (t->serial == 0)
+		t->serial = atomic_fetch_add(&g.next_serial, 1) + 1;
+	t->tid = (uint32_t)gettid();
+	if (!t->counter) {
+		t->slot = claim_slot();
+		t->counter = t->slot < ATP_MAX_SLOTS ? &g.slots[t->slot].count : &t->own_count;
+	}
+	write_block_header(t->block, ATR_BLOCK_STAGING, t, t->seq, 0, 0);
+	reset_cursor(t);
+	t->state = ATP_T_ACTIVE;
+}
+
 /* First record of a thread: a staging block of its own. */
 static int start_thread(struct atp_thread *t)
 {
+	uint8_t *spare = spare_take();
+	if (spare) {
+		/* keep what the old thread wrote after its exit hook */
+		uint32_t used, nrec;
+		staging_extent(spare, &used, &nrec);
+		int rc = used ? flush_block(spare, get_u32(spare + ATR_B_THREAD),
+					    get_u32(spare + ATR_B_TID), get_u64(spare + ATR_B_SEQ),
+					    used, nrec)
+			      : 0;
+		if (rc) {
+			spare_put(spare, 0); /* tid 0 never answers ESRCH... */
+			return rc;
+		}
+		adopt_block(t, spare);
+		return 0;
+	}
 	int fd = open_trace_fd();
 	if (fd < 0)
 		return fd;
@@ -224,17 +353,7 @@ static int start_thread(struct atp_thread *t)
 	close(fd);
 	if (rc)
 		return rc;
-	t->block = m;
-	if (t->serial == 0)
-		t->serial = atomic_fetch_add(&g.next_serial, 1) + 1;
-	t->tid = (uint32_t)gettid();
-	if (!t->counter) {
-		t->slot = claim_slot();
-		t->counter = t->slot < ATP_MAX_SLOTS ? &g.slots[t->slot].count : &t->own_count;
-	}
-	write_block_header(t->block, ATR_BLOCK_STAGING, t, t->seq, 0, 0);
-	reset_cursor(t);
-	t->state = ATP_T_ACTIVE;
+	adopt_block(t, m);
 	return 0;
 }
 
@@ -252,6 +371,12 @@ static int write_meta_at(struct atp_thread *t, uint64_t ts, unsigned type, uint3
 	}
 	atp_commit(t, p, n, atp_w0(ts, type));
 	return 0;
+}
+
+int atp_write_meta_at(struct atp_thread *t, uint64_t ts, unsigned type, uint32_t arg,
+		      const void *payload, uint32_t len)
+{
+	return write_meta_at(t, ts, type, arg, payload, len);
 }
 
 int atp_write_meta(struct atp_thread *t, unsigned type, uint32_t arg, const void *payload,
@@ -295,8 +420,10 @@ uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts)
 	return p;
 }
 
-/* Thread exit (last pthread key destructor round): move the records into
- * a DATA block, mark the staging block retired and drop the mapping. */
+/* Thread exit (last pthread key destructor round).  glibc still calls
+ * free() after this (twice per thread in 2.36), so the staging block stays
+ * the thread's: it is parked, and a later thread adopts it (flushing the
+ * late records first) once this one is gone. */
 void atp_thread_finish(struct atp_thread *t)
 {
 	if (t->block == NULL)
@@ -304,14 +431,9 @@ void atp_thread_finish(struct atp_thread *t)
 	int saved = errno;
 	if (g.recording)
 		atp_write_meta(t, ATR_T_THREAD_EXIT, t->tid, NULL, 0);
-	int rc = flush_staging(t);
-	if (rc == 0) {
-		atp_put_u32(t->block + ATR_B_KIND, ATR_BLOCK_RETIRED);
-		munmap(t->block, g.block_size);
-		t->block = NULL;
-		t->cur = t->end = NULL;
-	}
-	/* on failure the staging block stays mapped and readable */
+	spare_put(t->block, t->tid); /* if the list is full the block stays
+					 mapped and is never reused */
+	atp_stacks_thread_done(t);
 	atomic_fetch_add(&g.exited_records, *t->counter);
 	if (t->slot < ATP_MAX_SLOTS) {
 		g.slots[t->slot].count = 0;

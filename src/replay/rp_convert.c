@@ -29,20 +29,24 @@ struct deque {
 	size_t head, n, cap; /* cap power of two */
 };
 
-static int dq_push(struct deque *d, uint64_t x)
+static int dq_grow(struct deque *d)
 {
-	if (d->n == d->cap) {
-		size_t nc = d->cap ? d->cap * 2 : 16;
-		uint64_t *nv = malloc(nc * sizeof(*nv));
-		if (!nv)
-			return -1;
-		for (size_t i = 0; i < d->n; i++)
-			nv[i] = d->v[(d->head + i) & (d->cap - 1)];
-		free(d->v);
-		d->v = nv;
-		d->head = 0;
-		d->cap = nc;
-	}
+	size_t nc = d->cap ? d->cap * 2 : 16;
+	uint64_t *nv = malloc(nc * sizeof(*nv));
+	if (!nv)
+		return -1;
+	for (size_t i = 0; i < d->n; i++)
+		nv[i] = d->v[(d->head + i) & (d->cap - 1)];
+	free(d->v);
+	d->v = nv;
+	d->head = 0;
+	d->cap = nc;
+	return 0;
+}
+static inline int dq_push(struct deque *d, uint64_t x)
+{
+	if (__builtin_expect(d->n == d->cap, 0) && dq_grow(d) < 0)
+		return -1;
 	d->v[(d->head + d->n++) & (d->cap - 1)] = x;
 	return 0;
 }
@@ -170,13 +174,8 @@ static int grow_slots(struct conv *c)
 	return 0;
 }
 
-static uint64_t slot_new(struct conv *c, uint32_t ti)
+static uint64_t slot_new_slow(struct conv *c, uint32_t ti)
 {
-	struct cthread *t = &c->th[ti];
-	if (t->freeq.n) {
-		c->total_free--;
-		return dq_pop_back(&t->freeq);
-	}
 	if (c->total_free >= RP_STEAL_MIN) {
 		for (uint32_t k = 0; k < c->nth; k++) {
 			uint32_t v = (c->steal_cursor + k) % c->nth;
@@ -197,7 +196,17 @@ static uint64_t slot_new(struct conv *c, uint32_t ti)
 	return c->nslots++;
 }
 
-static void slot_release(struct conv *c, uint32_t ti, uint64_t slot)
+static inline uint64_t slot_new(struct conv *c, uint32_t ti)
+{
+	struct cthread *t = &c->th[ti];
+	if (__builtin_expect(t->freeq.n != 0, 1)) {
+		c->total_free--;
+		return dq_pop_back(&t->freeq);
+	}
+	return slot_new_slow(c, ti);
+}
+
+static inline void slot_release(struct conv *c, uint32_t ti, uint64_t slot)
 {
 	if (dq_push(&c->th[ti].freeq, slot) < 0)
 		c->nomem = 1;
@@ -206,12 +215,9 @@ static void slot_release(struct conv *c, uint32_t ti, uint64_t slot)
 }
 
 /* ---------------------------------------------------------------- ops */
-static void emit_wait_for(struct conv *c, uint32_t ti, uint64_t slot)
+static void emit_wait_slow(struct conv *c, uint32_t ti, uint64_t slot, uint32_t owner)
 {
-	uint32_t owner = c->s_thread[slot];
 	uint32_t wi = c->th[ti].widx;
-	if (owner == RP_NONE || owner == wi)
-		return;
 	uint64_t need = c->s_idx[slot] + 1, have = 0;
 	struct cthread *t = &c->th[ti];
 	if (util_hmap_lookup(&t->waited, owner, &have) && have >= need)
@@ -226,6 +232,14 @@ static void emit_wait_for(struct conv *c, uint32_t ti, uint64_t slot)
 	p = awl_put_uv(p, need);
 	awl_writer_commit(c->w, wi, p);
 	c->st->waits++;
+}
+
+/* A WAIT before thread ti uses slot, if another thread used it last. */
+static inline void emit_wait_for(struct conv *c, uint32_t ti, uint64_t slot)
+{
+	uint32_t owner = c->s_thread[slot];
+	if (__builtin_expect(owner != RP_NONE && owner != c->th[ti].widx, 0))
+		emit_wait_slow(c, ti, slot, owner);
 }
 
 static void mark_use(struct conv *c, uint32_t ti, uint64_t slot, uint64_t idx)
@@ -646,35 +660,35 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		atr_close(f);
 		return 1;
 	}
-	struct atr_event ev;
+	const struct atr_event *ev = NULL;
 	uint64_t first_ts = 0, last_ts = 0, total_hint = in->records_hint;
 	double last_prog = t0;
-	while ((r = atr_iter_next(it, &ev)) > 0) {
-		if (ev.type != RP_EV_REALLOC_RELEASE) {
+	while ((r = atr_iter_next_ref(it, &ev)) > 0) {
+		if (ev->type != RP_EV_REALLOC_RELEASE) {
 			if (!st->records++)
-				first_ts = ev.ts;
-			last_ts = ev.ts;
+				first_ts = ev->ts;
+			last_ts = ev->ts;
 		}
-		while (c.hn && c.heap[0].at < ev.ts)
-			pend_apply(&c, 0, &ev);
-		uint32_t ti = thread_of(&c, &ev);
+		while (c.hn && c.heap[0].at < ev->ts)
+			pend_apply(&c, 0, ev);
+		uint32_t ti = thread_of(&c, ev);
 		if (c.nomem)
 			break;
 		struct cthread *t = &c.th[ti];
-		if (ev.type >= 1 && ev.type <= ATR_T_CALL_LAST) {
+		if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) {
 			st->calls++;
-			if (ev.type == ATR_T_FREE)
-				on_free(&c, ti, &ev);
-			else if (ev.type == ATR_T_REALLOC || ev.type == ATR_T_REALLOCARRAY) {
-				int rel = t->rel_valid && t->rel_ptr == ev.ptr && ev.ptr;
+			if (ev->type == ATR_T_FREE)
+				on_free(&c, ti, ev);
+			else if (ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY) {
+				int rel = t->rel_valid && t->rel_ptr == ev->ptr && ev->ptr;
 				t->rel_valid = 0;
-				on_realloc(&c, ti, &ev, rel, t->rel_slot, t->rel_size);
+				on_realloc(&c, ti, ev, rel, t->rel_slot, t->rel_size);
 			} else
-				on_alloc(&c, ti, &ev);
-		} else if (ev.type == RP_EV_REALLOC_RELEASE) {
-			on_release(&c, ti, &ev);
+				on_alloc(&c, ti, ev);
+		} else if (ev->type == RP_EV_REALLOC_RELEASE) {
+			on_release(&c, ti, ev);
 		} else {
-			on_meta(&c, ti, &ev);
+			on_meta(&c, ti, ev);
 		}
 		if (c.nomem)
 			break;
@@ -701,8 +715,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		snprintf(eb, el, "%s: out of memory", trace);
 		rc = 1;
 	} else {
-		while (c.hn)
-			pend_apply(&c, 0, &ev);
+		while (c.hn) /* ev: the last event, still valid at the end */
+			pend_apply(&c, 0, ev);
 	}
 	if (rc == 0 && c.nomem) {
 		snprintf(eb, el, "%s: out of memory", trace);

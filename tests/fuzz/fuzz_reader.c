@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "analysis/an_report.h"
 #include "analysis/an_summary.h"
 #include "atr_reader.h"
 
@@ -49,6 +50,22 @@ static void exercise(atr_file *f)
 	if (an_summary_compute(f, &s) == 0)
 		fuzz_sink += s.total_calls + s.peak_live_bytes;
 	an_summary_free(&s);
+	/* stacks and modules (no symbolization: it would open files) */
+	struct an_report rep;
+	if (an_report_compute(f, &rep) == 0) {
+		fuzz_sink += rep.peak_live_bytes + rep.temporary + rep.nst;
+		for (size_t i = 0; i < rep.nst; i++) {
+			const uint64_t *ips;
+			uint32_t nf;
+			if (atr_stack_get(f, rep.st[i].stack, &ips, &nf))
+				for (uint32_t k = 0; k < nf; k++)
+					fuzz_sink += (uint64_t)atr_module_find(f, ips[k], rep.st[i].stack);
+		}
+		for (size_t i = 0; i < atr_module_count(f); i++)
+			fuzz_sink += strlen(atr_module_get(f, i)->path) +
+				     atr_module_get(f, i)->build_id_len;
+	}
+	an_report_free(&rep);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

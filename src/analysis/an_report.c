@@ -1,0 +1,375 @@
+/* an_report.c - see an_report.h. */
+#include "an_report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util_hmap.h"
+
+struct blk {
+	uint64_t size, ts;
+	uint32_t st; /* index in r->st */
+	uint32_t next_free;
+};
+
+struct rstate {
+	atr_file *f;
+	struct an_report *r;
+	struct util_hmap live;	   /* ptr -> index in blks */
+	struct util_hmap by_stack; /* canonical id -> index in r->st */
+	struct blk *blks;
+	uint32_t nblks, capblks, free_head; /* free list, UINT32_MAX = empty */
+	size_t capst;
+	uint64_t epoch;
+	int nomem, fork_child;
+	uint32_t last_id, last_idx; /* one-entry cache */
+	int have_last;
+};
+
+static inline unsigned bucket(uint64_t v)
+{
+	return v ? 64u - (unsigned)__builtin_clzll(v) : 0u;
+}
+
+static int cmp_serial(const void *a, const void *b)
+{
+	const struct an_report_thread *x = a, *y = b;
+	return x->serial < y->serial ? -1 : x->serial > y->serial;
+}
+
+static struct an_report_thread *thread_of(struct an_report *r, uint32_t serial)
+{
+	struct an_report_thread key = {.serial = serial};
+	return bsearch(&key, r->threads, r->nthreads, sizeof(key), cmp_serial);
+}
+
+static uint32_t stat_of(struct rstate *s, uint32_t stack_id)
+{
+	if (s->have_last && s->last_id == stack_id)
+		return s->last_idx;
+	uint32_t canon = stack_id ? atr_stack_canonical(s->f, stack_id) : 0;
+	uint64_t idx;
+	if (!util_hmap_lookup(&s->by_stack, canon, &idx)) {
+		struct an_report *r = s->r;
+		if (r->nst == s->capst) {
+			size_t nc = s->capst ? s->capst * 2 : 256;
+			struct an_stack_stat *n = realloc(r->st, nc * sizeof(*n));
+			if (!n) {
+				s->nomem = 1;
+				return UINT32_MAX;
+			}
+			r->st = n;
+			s->capst = nc;
+		}
+		idx = r->nst;
+		if (util_hmap_insert(&s->by_stack, canon, idx, NULL) < 0) {
+			s->nomem = 1;
+			return UINT32_MAX;
+		}
+		memset(&r->st[idx], 0, sizeof(r->st[idx]));
+		r->st[idx].stack = canon;
+		r->nst++;
+	}
+	s->have_last = 1;
+	s->last_id = stack_id;
+	s->last_idx = (uint32_t)idx;
+	return (uint32_t)idx;
+}
+
+/* The lazy peak snapshot: a stack's value at the last peak is saved the
+ * first time it changes after that peak. */
+static inline void touch(struct rstate *s, struct an_stack_stat *st)
+{
+	if (st->mod_epoch != s->epoch) {
+		st->at_peak = st->live_bytes;
+		st->mod_epoch = s->epoch;
+	}
+}
+
+static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t ts, uint32_t sti)
+{
+	struct an_report *r = s->r;
+	uint64_t old;
+	if (util_hmap_lookup(&s->live, ptr, &old)) {
+		/* the trace missed its release: replace it */
+		struct blk *b = &s->blks[old];
+		struct an_stack_stat *os = &r->st[b->st];
+		touch(s, os);
+		os->live_bytes -= b->size;
+		os->live_blocks--;
+		r->live_bytes -= b->size;
+		r->live_blocks--;
+		b->size = size;
+		b->ts = ts;
+		b->st = sti;
+	} else {
+		uint32_t bi;
+		if (s->free_head != UINT32_MAX) {
+			bi = s->free_head;
+			s->free_head = s->blks[bi].next_free;
+		} else {
+			if (s->nblks == s->capblks) {
+				uint32_t nc = s->capblks ? s->capblks * 2 : 4096;
+				struct blk *nb = nc > s->capblks ? realloc(s->blks, (size_t)nc * sizeof(*nb))
+								 : NULL;
+				if (!nb) {
+					s->nomem = 1;
+					return;
+				}
+				s->blks = nb;
+				s->capblks = nc;
+			}
+			bi = s->nblks++;
+		}
+		s->blks[bi] = (struct blk){.size = size, .ts = ts, .st = sti};
+		if (util_hmap_insert(&s->live, ptr, bi, NULL) < 0) {
+			s->nomem = 1;
+			return;
+		}
+	}
+	struct an_stack_stat *st = &r->st[sti];
+	touch(s, st);
+	st->live_bytes += size;
+	st->live_blocks++;
+	r->live_bytes += size;
+	r->live_blocks++;
+	if (r->live_bytes > r->peak_live_bytes) {
+		r->peak_live_bytes = r->live_bytes;
+		r->peak_ts = ts;
+		s->epoch++; /* every stack's current value is the snapshot now */
+	}
+}
+
+/* Returns the dead block's stack index, or UINT32_MAX if ptr was not live. */
+static uint32_t kill_ptr(struct rstate *s, uint64_t ptr, uint64_t ts)
+{
+	struct an_report *r = s->r;
+	uint64_t bi;
+	if (!util_hmap_remove(&s->live, ptr, &bi)) {
+		if (s->fork_child)
+			r->inherited_frees++;
+		else
+			r->unknown_frees++;
+		return UINT32_MAX;
+	}
+	struct blk *b = &s->blks[bi];
+	struct an_stack_stat *st = &r->st[b->st];
+	touch(s, st);
+	st->live_bytes -= b->size;
+	st->live_blocks--;
+	r->live_bytes -= b->size;
+	r->live_blocks--;
+	r->freed_blocks++;
+	uint64_t life = ts >= b->ts ? atr_ticks_to_ns_u64(s->f, ts - b->ts) : 0;
+	r->life_hist[bucket(life)]++;
+	uint32_t sti = b->st;
+	b->next_free = s->free_head;
+	s->free_head = (uint32_t)bi;
+	return sti;
+}
+
+static void on_call(struct rstate *s, const struct atr_event *ev)
+{
+	struct an_report *r = s->r;
+	struct an_report_thread *th = thread_of(r, ev->thread);
+	r->calls[ev->type]++;
+	r->total_calls++;
+	if (th) {
+		th->calls++;
+		if (!th->tid)
+			th->tid = ev->tid;
+		if (ev->flags & ATR_FLAG_TIMED)
+			th->alloc_ticks += ev->duration;
+	}
+	if (ev->type == ATR_T_FREE) {
+		if (!ev->ptr) {
+			r->free_null++;
+			return;
+		}
+		int temp = th && th->has_last && th->last_alloc == ev->ptr;
+		uint32_t sti = kill_ptr(s, ev->ptr, ev->ts);
+		if (temp && sti != UINT32_MAX) {
+			r->temporary++;
+			r->st[sti].temporary++;
+		}
+		if (th && temp)
+			th->has_last = 0;
+		return;
+	}
+	uint32_t sti = stat_of(s, ev->stack_id);
+	if (sti == UINT32_MAX)
+		return;
+	struct an_stack_stat *st = &r->st[sti];
+	st->calls++;
+	st->bytes += ev->size;
+	r->bytes_requested += ev->size;
+	r->size_hist[bucket(ev->size)]++;
+	if (th) {
+		th->bytes += ev->size;
+		th->last_alloc = ev->ret;
+		th->has_last = ev->ret != 0;
+	}
+	if (ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY) {
+		if (!ev->ret) {
+			if (ev->size != 0 || !ev->ptr)
+				r->failed++;
+			if (ev->ptr && ev->size != 0 && !util_hmap_lookup(&s->live, ev->ptr, NULL)) {
+				if (s->fork_child)
+					r->inherited_frees++;
+				else
+					r->unknown_frees++;
+			}
+			return;
+		}
+		if (ev->ptr && ev->ret == ev->ptr)
+			kill_ptr(s, ev->ptr, ev->ts); /* in place: a new size */
+		make_live(s, ev->ret, ev->size, ev->ts, sti);
+		return;
+	}
+	if (ev->ret)
+		make_live(s, ev->ret, ev->size, ev->ts, sti);
+	else
+		r->failed++;
+}
+
+int an_report_compute(atr_file *f, struct an_report *r)
+{
+	memset(r, 0, sizeof(*r));
+	int rc = atr_stacks_load(f);
+	if (rc < 0)
+		return rc;
+	const struct atr_info *in = atr_get_info(f);
+	r->timing = (in->features & ATR_FEAT_TIMING) != 0;
+	r->stacks = (in->features & ATR_FEAT_STACKS) != 0;
+	uint32_t nt = atr_thread_count(f);
+	r->threads = calloc(nt ? nt : 1, sizeof(*r->threads));
+	if (!r->threads)
+		return ATR_E_NOMEM;
+	for (uint32_t i = 0; i < nt; i++) {
+		r->threads[i].serial = atr_thread(f, i)->serial;
+		r->threads[i].tid = atr_thread(f, i)->tid;
+	}
+	r->nthreads = nt;
+	qsort(r->threads, nt, sizeof(*r->threads), cmp_serial);
+
+	struct rstate s;
+	memset(&s, 0, sizeof(s));
+	s.f = f;
+	s.r = r;
+	s.free_head = UINT32_MAX;
+	s.epoch = 1;
+	s.fork_child = (in->status & ATR_STATUS_FORK_CHILD) != 0;
+	if (stat_of(&s, 0) == UINT32_MAX) { /* stack 0 always exists */
+		rc = ATR_E_NOMEM;
+		goto out;
+	}
+	atr_iter *it;
+	rc = atr_iter_new(f, &it);
+	if (rc < 0)
+		goto out;
+	struct atr_event ev;
+	while ((rc = atr_iter_next(it, &ev)) > 0) {
+		if (ev.type == ATR_EV_REALLOC_RELEASE) {
+			kill_ptr(&s, ev.ptr, ev.ts);
+		} else {
+			if (!r->records++)
+				r->first_ts = ev.ts;
+			r->last_ts = ev.ts;
+			struct an_report_thread *th = thread_of(r, ev.thread);
+			if (th) {
+				if (!th->seen)
+					th->first_ts = ev.ts;
+				th->seen = 1;
+				th->last_ts = ev.ts;
+			}
+			if (ev.type >= 1 && ev.type <= ATR_T_CALL_LAST)
+				on_call(&s, &ev);
+		}
+		if (s.nomem)
+			break;
+	}
+	atr_iter_free(it);
+	if (s.nomem)
+		rc = ATR_E_NOMEM;
+	if (rc == 0)
+		for (size_t i = 0; i < r->nst; i++) {
+			struct an_stack_stat *st = &r->st[i];
+			st->peak_bytes = st->mod_epoch == s.epoch ? st->at_peak : st->live_bytes;
+		}
+out:
+	util_hmap_destroy(&s.live);
+	util_hmap_destroy(&s.by_stack);
+	free(s.blks);
+	return rc < 0 ? rc : 0;
+}
+
+void an_report_free(struct an_report *r)
+{
+	free(r->st);
+	free(r->threads);
+	r->st = NULL;
+	r->threads = NULL;
+	r->nst = 0;
+	r->nthreads = 0;
+}
+
+uint64_t an_stack_value(const struct an_stack_stat *s, enum an_by by)
+{
+	switch (by) {
+	case AN_BY_CALLS:
+		return s->calls;
+	case AN_BY_BYTES:
+		return s->bytes;
+	case AN_BY_PEAK:
+		return s->peak_bytes;
+	case AN_BY_LEAKED:
+		return s->live_bytes;
+	case AN_BY_TEMPORARY:
+		return s->temporary;
+	}
+	return 0;
+}
+
+static const struct an_report *rank_r;
+static enum an_by rank_by;
+
+static int rank_cmp(const void *pa, const void *pb)
+{
+	const struct an_stack_stat *a = &rank_r->st[*(const size_t *)pa];
+	const struct an_stack_stat *b = &rank_r->st[*(const size_t *)pb];
+	uint64_t va = an_stack_value(a, rank_by), vb = an_stack_value(b, rank_by);
+	if (va != vb)
+		return va > vb ? -1 : 1;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+long an_report_rank(const struct an_report *r, enum an_by by, size_t **out)
+{
+	size_t *v = malloc((r->nst ? r->nst : 1) * sizeof(*v));
+	*out = v;
+	if (!v)
+		return -1;
+	size_t n = 0;
+	for (size_t i = 0; i < r->nst; i++)
+		if (an_stack_value(&r->st[i], by) > 0)
+			v[n++] = i;
+	rank_r = r;
+	rank_by = by;
+	qsort(v, n, sizeof(*v), rank_cmp);
+	return (long)n;
+}
+
+static const char *const by_names[] = {"calls", "bytes", "peak", "leaked", "temporary"};
+
+int an_by_parse(const char *s)
+{
+	for (int i = 0; i < 5; i++)
+		if (!strcmp(s, by_names[i]))
+			return i;
+	return -1;
+}
+
+const char *an_by_name(enum an_by by)
+{
+	return (unsigned)by < 5 ? by_names[by] : "?";
+}

@@ -1,0 +1,83 @@
+/* an_report.h - one streaming pass for `alloctrace report` / `flamegraph`.
+ *
+ * The live set is replayed in global order with the rules of an_summary.h
+ * (ATR_EV_REALLOC_RELEASE kills a moved realloc's old block at its start
+ * stamp).  Everything is accumulated per call stack (grouped by
+ * atr_stack_canonical(); stack 0 = no stack recorded):
+ *   calls, bytes    allocation calls (every type but free) and bytes
+ *                   requested, failed calls included;
+ *   live            blocks/bytes live now; at the end: leaked (live at exit);
+ *   peak            live bytes of the stack when the process's live bytes
+ *                   were at their peak: a lazy snapshot (each stack saves
+ *                   its value the first time it changes after a new peak),
+ *                   O(1) per event;
+ *   temporary       blocks freed by the thread that allocated them with no
+ *                   other allocation by that thread in between.
+ * Plus histograms of requested sizes and of lifetimes (power-of-two
+ * buckets) and per-thread calls, bytes and time inside the allocator
+ * (TIMED records).  Memory: the live set plus one entry per stack.
+ */
+#ifndef AN_REPORT_H
+#define AN_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atr_reader.h"
+
+enum an_by { AN_BY_CALLS, AN_BY_BYTES, AN_BY_PEAK, AN_BY_LEAKED, AN_BY_TEMPORARY };
+
+struct an_stack_stat {
+	uint32_t stack; /* canonical stack id, 0 = none */
+	uint64_t calls, bytes;
+	uint64_t live_bytes, live_blocks; /* after the pass: leaked */
+	uint64_t peak_bytes;		  /* after the pass: at the peak */
+	uint64_t temporary;
+	uint64_t at_peak, mod_epoch; /* internal: the lazy snapshot */
+};
+
+/* bucket 0: value 0; bucket b >= 1: [2^(b-1), 2^b - 1] */
+#define AN_HIST_BUCKETS 65
+
+struct an_report_thread {
+	uint32_t serial, tid;
+	uint64_t calls, bytes;
+	uint64_t alloc_ticks; /* durations of TIMED records */
+	uint64_t first_ts, last_ts;
+	int seen;
+	uint64_t last_alloc; /* for "temporary" */
+	int has_last;
+};
+
+struct an_report {
+	uint64_t calls[ATR_T_CALL_LAST + 1];
+	uint64_t total_calls, bytes_requested, failed, unknown_frees, inherited_frees, free_null;
+	uint64_t live_bytes, live_blocks; /* at the end */
+	uint64_t peak_live_bytes, peak_ts;
+	uint64_t first_ts, last_ts, records;
+	uint64_t temporary;
+	uint64_t size_hist[AN_HIST_BUCKETS];
+	uint64_t life_hist[AN_HIST_BUCKETS]; /* nanoseconds */
+	uint64_t freed_blocks;
+	int timing; /* ATR_FEAT_TIMING */
+	int stacks; /* ATR_FEAT_STACKS */
+	struct an_stack_stat *st;
+	size_t nst;
+	struct an_report_thread *threads;
+	uint32_t nthreads;
+};
+
+/* Calls atr_stacks_load(f) first.  r is freed with an_report_free() in any
+ * case.  0, or a negative atr_err (message via atr_last_error(f)). */
+int an_report_compute(atr_file *f, struct an_report *r);
+void an_report_free(struct an_report *r);
+
+uint64_t an_stack_value(const struct an_stack_stat *s, enum an_by by);
+/* Indices into r->st of the stacks whose value is > 0, largest first (ties:
+ * smaller stack id first).  *out is malloc'ed; returns the count or -1. */
+long an_report_rank(const struct an_report *r, enum an_by by, size_t **out);
+/* "calls" -> AN_BY_CALLS ...; -1 if unknown. */
+int an_by_parse(const char *s);
+const char *an_by_name(enum an_by by);
+
+#endif

@@ -1,0 +1,589 @@
+/* report.c - `alloctrace report` and `alloctrace flamegraph`.
+ *
+ * report: summary, hottest call paths, leaks, what held the peak,
+ * temporary allocations, size and lifetime histograms, threads; text or
+ * JSON (docs/REPORT.md).  flamegraph: folded stacks ("root;...;leaf N"),
+ * the input of FlameGraph's flamegraph.pl and of speedscope.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/an_report.h"
+#include "analysis/an_symbols.h"
+#include "atr_reader.h"
+#include "cmds/cmds.h"
+#include "util_fmt.h"
+#include "util_json.h"
+#include "util_msg.h"
+
+#define TEXT_FRAMES 12
+
+static void report_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: alloctrace report [--json] [--top N] [--by KEY] FILE_OR_DIR...\n"
+		"Where a traced process allocates: summary, the hottest call paths,\n"
+		"leaks (blocks live at exit) by call stack, the stacks holding memory at\n"
+		"the peak, temporary allocations, size and lifetime histograms, threads.\n"
+		"Stacks need `record --stacks`; without them everything is one stack.\n"
+		"  --json     one JSON object {\"processes\": [...]} (docs/REPORT.md)\n"
+		"  --top N    stacks per list (default 10, 0 = all)\n"
+		"  --by KEY   order of the \"top\" list: calls (default), bytes, peak,\n"
+		"             leaked, temporary\n");
+}
+
+static void flame_usage(FILE *out)
+{
+	fprintf(out, "usage: alloctrace flamegraph [--by calls|bytes|leaked|peak|temporary] "
+		     "FILE_OR_DIR...\n"
+		     "Print folded stacks (\"outer;...;inner VALUE\" per line) for\n"
+		     "flamegraph.pl or speedscope.  Default --by bytes.\n");
+}
+
+/* ---- frames ------------------------------------------------------------- */
+
+struct ctx {
+	atr_file *f;
+	struct an_symbols *sym;
+	struct an_report r;
+};
+
+static void json_frame(struct json_writer *w, const struct an_frame *fr)
+{
+	char b[32];
+	json_begin_object(w);
+	json_key(w, "function");
+	if (fr->function)
+		json_string(w, fr->function);
+	else
+		json_null(w);
+	json_key(w, "file");
+	if (fr->file)
+		json_string(w, fr->file);
+	else
+		json_null(w);
+	json_key(w, "line");
+	if (fr->line)
+		json_u64(w, fr->line);
+	else
+		json_null(w);
+	json_key(w, "module");
+	if (fr->module)
+		json_string(w, fr->module);
+	else
+		json_null(w);
+	json_key(w, "address");
+	snprintf(b, sizeof(b), "0x%" PRIx64, fr->ip);
+	json_string(w, b);
+	json_key(w, "offset");
+	snprintf(b, sizeof(b), "0x%" PRIx64, fr->offset);
+	json_string(w, b);
+	json_key(w, "inlined");
+	json_bool(w, fr->inlined);
+	json_end_object(w);
+}
+
+static void json_frames(struct json_writer *w, struct ctx *c, uint32_t stack)
+{
+	const uint64_t *ips;
+	uint32_t n;
+	json_key(w, "stack_id");
+	json_u64(w, stack);
+	json_key(w, "frames");
+	json_begin_array(w);
+	if (atr_stack_get(c->f, stack, &ips, &n))
+		for (uint32_t i = 0; i < n; i++) {
+			const struct an_frame *fr;
+			unsigned k = an_symbols_resolve(c->sym, ips[i], stack, &fr);
+			for (unsigned j = 0; j < k; j++)
+				json_frame(w, &fr[j]);
+		}
+	json_end_array(w);
+}
+
+static void text_frames(struct ctx *c, uint32_t stack)
+{
+	const uint64_t *ips;
+	uint32_t n;
+	if (!atr_stack_get(c->f, stack, &ips, &n)) {
+		printf("      (no stack recorded)\n");
+		return;
+	}
+	unsigned shown = 0, total = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct an_frame *fr;
+		unsigned k = an_symbols_resolve(c->sym, ips[i], stack, &fr);
+		for (unsigned j = 0; j < k; j++, total++) {
+			if (shown >= TEXT_FRAMES)
+				continue;
+			char b[256];
+			printf("      %s", an_frame_name(&fr[j], b, sizeof(b)));
+			if (fr[j].file)
+				printf("  %s:%u", an_basename(fr[j].file), fr[j].line);
+			if (fr[j].function && fr[j].module)
+				printf("  [%s]", an_basename(fr[j].module));
+			if (fr[j].inlined)
+				printf("  (inlined)");
+			printf("\n");
+			shown++;
+		}
+	}
+	if (total > shown)
+		printf("      ... %u more frames\n", total - shown);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static void json_stack_list(struct json_writer *w, struct ctx *c, enum an_by by, size_t top)
+{
+	size_t *idx;
+	long n = an_report_rank(&c->r, by, &idx);
+	json_begin_array(w);
+	for (long i = 0; i < n && (top == 0 || (size_t)i < top); i++) {
+		const struct an_stack_stat *st = &c->r.st[idx[i]];
+		json_begin_object(w);
+		json_key(w, "calls");
+		json_u64(w, st->calls);
+		json_key(w, "bytes");
+		json_u64(w, st->bytes);
+		json_key(w, "peak_bytes");
+		json_u64(w, st->peak_bytes);
+		json_key(w, "leaked_bytes");
+		json_u64(w, st->live_bytes);
+		json_key(w, "leaked_blocks");
+		json_u64(w, st->live_blocks);
+		json_key(w, "temporary");
+		json_u64(w, st->temporary);
+		if (by == AN_BY_LEAKED) {
+			json_key(w, "blocks");
+			json_u64(w, st->live_blocks);
+		} else if (by == AN_BY_TEMPORARY) {
+			json_key(w, "count");
+			json_u64(w, st->temporary);
+		}
+		json_frames(w, c, st->stack);
+		json_end_object(w);
+	}
+	json_end_array(w);
+	free(idx);
+}
+
+static void json_hist(struct json_writer *w, const uint64_t *h, const char *lo, const char *hi)
+{
+	json_begin_array(w);
+	for (unsigned b = 0; b < AN_HIST_BUCKETS; b++) {
+		if (!h[b])
+			continue;
+		json_begin_object(w);
+		json_key(w, lo);
+		json_u64(w, b ? UINT64_C(1) << (b - 1) : 0);
+		json_key(w, hi);
+		json_u64(w, b == 0 ? 0 : b == 64 ? UINT64_MAX : (UINT64_C(1) << b) - 1);
+		json_key(w, "count");
+		json_u64(w, h[b]);
+		json_end_object(w);
+	}
+	json_end_array(w);
+}
+
+static uint64_t ns(const atr_file *f, uint64_t t)
+{
+	return atr_ticks_to_ns_u64(f, t);
+}
+
+static void print_json(struct json_writer *w, struct ctx *c, enum an_by by, size_t top)
+{
+	const struct atr_info *in = atr_get_info(c->f);
+	const struct an_report *r = &c->r;
+	json_begin_object(w);
+	json_key(w, "path");
+	json_string(w, in->path);
+	json_key(w, "pid");
+	json_u64(w, in->pid);
+	json_key(w, "exe");
+	json_string(w, in->exe);
+	json_key(w, "cmdline");
+	json_string(w, in->cmdline);
+	json_key(w, "stacks_recorded");
+	json_bool(w, r->stacks);
+	json_key(w, "timing_recorded");
+	json_bool(w, r->timing);
+	json_key(w, "distinct_stacks");
+	json_u64(w, atr_stack_count(c->f));
+	json_key(w, "modules");
+	json_u64(w, atr_module_count(c->f));
+	json_key(w, "duration_ns");
+	json_u64(w, r->records ? ns(c->f, r->last_ts - r->first_ts) : 0);
+	json_key(w, "threads");
+	json_u64(w, in->threads);
+	json_key(w, "calls");
+	json_begin_object(w);
+	for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++) {
+		json_key(w, atr_type_name(t));
+		json_u64(w, r->calls[t]);
+	}
+	json_end_object(w);
+	json_key(w, "total_calls");
+	json_u64(w, r->total_calls);
+	json_key(w, "bytes_requested");
+	json_u64(w, r->bytes_requested);
+	json_key(w, "failed_allocations");
+	json_u64(w, r->failed);
+	json_key(w, "unknown_frees");
+	json_u64(w, r->unknown_frees);
+	json_key(w, "peak_live_bytes");
+	json_u64(w, r->peak_live_bytes);
+	json_key(w, "peak_live_ns");
+	json_u64(w, ns(c->f, r->peak_ts));
+	json_key(w, "top_by");
+	json_string(w, an_by_name(by));
+	json_key(w, "top");
+	json_stack_list(w, c, by, top);
+	json_key(w, "top_by_calls");
+	json_stack_list(w, c, AN_BY_CALLS, top);
+	json_key(w, "top_by_bytes");
+	json_stack_list(w, c, AN_BY_BYTES, top);
+	json_key(w, "leaks");
+	json_begin_object(w);
+	json_key(w, "blocks");
+	json_u64(w, r->live_blocks);
+	json_key(w, "bytes");
+	json_u64(w, r->live_bytes);
+	json_key(w, "stacks");
+	json_stack_list(w, c, AN_BY_LEAKED, top);
+	json_end_object(w);
+	json_key(w, "peak");
+	json_begin_object(w);
+	json_key(w, "bytes");
+	json_u64(w, r->peak_live_bytes);
+	json_key(w, "ns");
+	json_u64(w, ns(c->f, r->peak_ts));
+	json_key(w, "stacks");
+	json_stack_list(w, c, AN_BY_PEAK, top);
+	json_end_object(w);
+	json_key(w, "temporary");
+	json_begin_object(w);
+	json_key(w, "count");
+	json_u64(w, r->temporary);
+	json_key(w, "stacks");
+	json_stack_list(w, c, AN_BY_TEMPORARY, top);
+	json_end_object(w);
+	json_key(w, "size_histogram");
+	json_hist(w, r->size_hist, "min", "max");
+	json_key(w, "lifetime_histogram");
+	json_hist(w, r->life_hist, "min_ns", "max_ns");
+	json_key(w, "freed_blocks");
+	json_u64(w, r->freed_blocks);
+	json_key(w, "thread_stats");
+	json_begin_array(w);
+	for (uint32_t i = 0; i < r->nthreads; i++) {
+		const struct an_report_thread *t = &r->threads[i];
+		uint64_t run = t->seen ? ns(c->f, t->last_ts - t->first_ts) : 0;
+		json_begin_object(w);
+		json_key(w, "serial");
+		json_u64(w, t->serial);
+		json_key(w, "tid");
+		json_u64(w, t->tid);
+		json_key(w, "calls");
+		json_u64(w, t->calls);
+		json_key(w, "bytes");
+		json_u64(w, t->bytes);
+		json_key(w, "run_ns");
+		json_u64(w, run);
+		json_key(w, "alloc_ns");
+		if (r->timing)
+			json_u64(w, ns(c->f, t->alloc_ticks));
+		else
+			json_null(w);
+		json_key(w, "alloc_share");
+		if (r->timing && run)
+			json_double(w, (double)ns(c->f, t->alloc_ticks) / (double)run);
+		else
+			json_null(w);
+		json_end_object(w);
+	}
+	json_end_array(w);
+	json_end_object(w);
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+static void text_list(struct ctx *c, enum an_by by, size_t top, const char *title)
+{
+	size_t *idx;
+	long n = an_report_rank(&c->r, by, &idx);
+	char a[UTIL_FMT_BUF], b[UTIL_FMT_BUF];
+	printf("\n%s (%ld stacks)\n", title, n < 0 ? 0 : n);
+	for (long i = 0; i < n && (top == 0 || (size_t)i < top); i++) {
+		const struct an_stack_stat *st = &c->r.st[idx[i]];
+		switch (by) {
+		case AN_BY_CALLS:
+		case AN_BY_BYTES:
+			printf("  #%ld  %s calls, %s bytes\n", i + 1,
+			       util_fmt_u64(a, sizeof(a), st->calls),
+			       util_fmt_u64(b, sizeof(b), st->bytes));
+			break;
+		case AN_BY_LEAKED:
+			printf("  #%ld  %s bytes in %s blocks\n", i + 1,
+			       util_fmt_u64(a, sizeof(a), st->live_bytes),
+			       util_fmt_u64(b, sizeof(b), st->live_blocks));
+			break;
+		case AN_BY_PEAK:
+			printf("  #%ld  %s bytes at the peak\n", i + 1,
+			       util_fmt_u64(a, sizeof(a), st->peak_bytes));
+			break;
+		case AN_BY_TEMPORARY:
+			printf("  #%ld  %s temporary of %s calls\n", i + 1,
+			       util_fmt_u64(a, sizeof(a), st->temporary),
+			       util_fmt_u64(b, sizeof(b), st->calls));
+			break;
+		}
+		text_frames(c, st->stack);
+	}
+	free(idx);
+}
+
+static void text_hist(const uint64_t *h, const char *unit)
+{
+	uint64_t max = 0;
+	for (unsigned b = 0; b < AN_HIST_BUCKETS; b++)
+		if (h[b] > max)
+			max = h[b];
+	for (unsigned b = 0; b < AN_HIST_BUCKETS; b++) {
+		if (!h[b])
+			continue;
+		char lo[32], cnt[UTIL_FMT_BUF];
+		if (b == 0)
+			snprintf(lo, sizeof(lo), "0");
+		else
+			snprintf(lo, sizeof(lo), "%" PRIu64 "..", UINT64_C(1) << (b - 1));
+		int bar = (int)(40.0 * (double)h[b] / (double)max + 0.5);
+		printf("  %22s %-3s %14s  %.*s\n", lo, unit, util_fmt_u64(cnt, sizeof(cnt), h[b]), bar,
+		       "########################################");
+	}
+}
+
+static void print_text(struct ctx *c, enum an_by by, size_t top, int first)
+{
+	const struct atr_info *in = atr_get_info(c->f);
+	const struct an_report *r = &c->r;
+	char a[UTIL_FMT_BUF], b[UTIL_FMT_BUF];
+	if (!first)
+		printf("\n");
+	printf("process %" PRIu32 "  (%s)  %s\n", in->pid, in->path, in->cmdline);
+	printf("  %-18s %s\n", "duration",
+	       util_fmt_ns(a, sizeof(a), r->records ? ns(c->f, r->last_ts - r->first_ts) : 0));
+	printf("  %-18s %" PRIu32 "\n", "threads", in->threads);
+	printf("  %-18s %s", "calls", util_fmt_u64(a, sizeof(a), r->total_calls));
+	for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++)
+		if (r->calls[t])
+			printf("  %s %s", atr_type_name(t), util_fmt_u64(b, sizeof(b), r->calls[t]));
+	printf("\n");
+	printf("  %-18s %s (%s)\n", "bytes requested", util_fmt_u64(a, sizeof(a), r->bytes_requested),
+	       util_fmt_bytes(b, sizeof(b), r->bytes_requested));
+	uint64_t pns = ns(c->f, r->peak_ts);
+	printf("  %-18s %s (%s) at %" PRIu64 ".%09" PRIu64 " s\n", "peak live bytes",
+	       util_fmt_u64(a, sizeof(a), r->peak_live_bytes),
+	       util_fmt_bytes(b, sizeof(b), r->peak_live_bytes), pns / 1000000000u,
+	       pns % 1000000000u);
+	printf("  %-18s %s bytes in %s blocks\n", "leaked (at exit)",
+	       util_fmt_u64(a, sizeof(a), r->live_bytes), util_fmt_u64(b, sizeof(b), r->live_blocks));
+	printf("  %-18s %s\n", "temporary", util_fmt_u64(a, sizeof(a), r->temporary));
+	printf("  %-18s %s\n", "failed allocs", util_fmt_u64(a, sizeof(a), r->failed));
+	printf("  %-18s %zu%s\n", "distinct stacks", atr_stack_count(c->f),
+	       r->stacks ? "" : " (recorded without --stacks)");
+	text_list(c, by, top, by == AN_BY_CALLS ? "hottest call paths by calls"
+			      : by == AN_BY_BYTES ? "hottest call paths by bytes"
+			      : by == AN_BY_PEAK ? "live at the peak"
+			      : by == AN_BY_LEAKED ? "leaks (live at exit)"
+						   : "temporary allocations");
+	if (by != AN_BY_BYTES)
+		text_list(c, AN_BY_BYTES, top, "hottest call paths by bytes");
+	if (by != AN_BY_LEAKED)
+		text_list(c, AN_BY_LEAKED, top, "leaks (live at exit)");
+	if (by != AN_BY_PEAK)
+		text_list(c, AN_BY_PEAK, top, "live at the peak");
+	if (by != AN_BY_TEMPORARY)
+		text_list(c, AN_BY_TEMPORARY, top, "temporary allocations");
+	printf("\nrequested sizes\n");
+	text_hist(r->size_hist, "B");
+	printf("\nlifetimes of freed blocks\n");
+	text_hist(r->life_hist, "ns");
+	printf("\n  %-8s %10s %14s %18s %12s %8s\n", "thread", "tid", "calls", "bytes", "run",
+	       "in alloc");
+	for (uint32_t i = 0; i < r->nthreads; i++) {
+		const struct an_report_thread *t = &r->threads[i];
+		uint64_t run = t->seen ? ns(c->f, t->last_ts - t->first_ts) : 0;
+		char rb[32], share[16] = "-";
+		if (r->timing && run)
+			snprintf(share, sizeof(share), "%.1f%%",
+				 100.0 * (double)ns(c->f, t->alloc_ticks) / (double)run);
+		printf("  T%-7" PRIu32 " %10" PRIu32 " %14s %18s %12s %8s\n", t->serial, t->tid,
+		       util_fmt_u64(a, sizeof(a), t->calls), util_fmt_u64(b, sizeof(b), t->bytes),
+		       util_fmt_ns(rb, sizeof(rb), run), share);
+	}
+}
+
+/* ---- folded stacks -------------------------------------------------------- */
+
+static void print_folded(struct ctx *c, enum an_by by)
+{
+	size_t *idx;
+	long n = an_report_rank(&c->r, by, &idx);
+	const char *exe = an_basename(atr_get_info(c->f)->exe);
+	for (long i = 0; i < n; i++) {
+		const struct an_stack_stat *st = &c->r.st[idx[i]];
+		const uint64_t *ips;
+		uint32_t nf;
+		fputs(exe && *exe ? exe : "?", stdout);
+		if (!atr_stack_get(c->f, st->stack, &ips, &nf)) {
+			fputs(";[no stack]", stdout);
+			nf = 0;
+		}
+		/* outermost first */
+		for (uint32_t k = nf; k-- > 0;) {
+			const struct an_frame *fr;
+			unsigned m = an_symbols_resolve(c->sym, ips[k], st->stack, &fr);
+			for (unsigned j = m; j-- > 0;) {
+				char b[256];
+				const char *name = an_frame_name(&fr[j], b, sizeof(b));
+				putchar(';');
+				for (const char *p = name; *p; p++)
+					putchar(*p == ';' || *p == ' ' || *p == '\n' ? '_' : *p);
+			}
+		}
+		printf(" %" PRIu64 "\n", an_stack_value(st, by));
+	}
+	free(idx);
+}
+
+/* ---- commands --------------------------------------------------------------- */
+
+static int run(int argc, char **argv, int flame)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"top", required_argument, NULL, 't'},
+	    {"by", required_argument, NULL, 'b'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int json = 0, c;
+	enum an_by by = flame ? AN_BY_BYTES : AN_BY_CALLS;
+	size_t top = 10;
+	void (*usage)(FILE *) = flame ? flame_usage : report_usage;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "jt:b:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			if (flame) {
+				usage(stderr);
+				return 2;
+			}
+			json = 1;
+			break;
+		case 't': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || end == optarg || flame) {
+				util_err("%s: bad --top '%s'", flame ? "flamegraph" : "report", optarg);
+				return 2;
+			}
+			top = v;
+			break;
+		}
+		case 'b': {
+			int b = an_by_parse(optarg);
+			if (b < 0) {
+				util_err("%s: unknown --by '%s' (calls, bytes, peak, leaked, temporary)",
+					 flame ? "flamegraph" : "report", optarg);
+				return 2;
+			}
+			by = (enum an_by)b;
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		util_err("%s: no trace file or directory given", flame ? "flamegraph" : "report");
+		usage(stderr);
+		return 2;
+	}
+	int rc = 0, shown = 0;
+	struct json_writer w;
+	if (json) {
+		json_init(&w, stdout, 1);
+		json_begin_object(&w);
+		json_key(&w, "processes");
+		json_begin_array(&w);
+	}
+	for (int a = optind; a < argc; a++) {
+		char **paths;
+		size_t n;
+		if (cmdu_list(argv[a], &paths, &n)) {
+			rc = 1;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++) {
+			char eb[512];
+			struct ctx cx;
+			memset(&cx, 0, sizeof(cx));
+			if (atr_open(paths[i], &cx.f, eb, sizeof(eb)) < 0) {
+				util_err("%s", eb);
+				rc = 1;
+				continue;
+			}
+			int r = an_report_compute(cx.f, &cx.r);
+			if (r >= 0 && !(cx.sym = an_symbols_new(cx.f)))
+				r = ATR_E_NOMEM;
+			if (r < 0) {
+				if (r == ATR_E_NOMEM)
+					util_err("%s: out of memory", paths[i]);
+				else
+					util_err("%s", atr_last_error(cx.f));
+				rc = 1;
+			} else if (flame) {
+				print_folded(&cx, by);
+			} else if (json) {
+				print_json(&w, &cx, by, top);
+			} else {
+				print_text(&cx, by, top, !shown);
+			}
+			if (r >= 0)
+				shown++;
+			an_symbols_free(cx.sym);
+			an_report_free(&cx.r);
+			atr_close(cx.f);
+		}
+		atr_list_free(paths, n);
+	}
+	if (json) {
+		json_end_array(&w);
+		json_end_object(&w);
+		json_finish(&w);
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		util_err("%s: write error on standard output", flame ? "flamegraph" : "report");
+		rc = 1;
+	}
+	return rc;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	return run(argc, argv, 0);
+}
+
+int cmd_flamegraph(int argc, char **argv)
+{
+	return run(argc, argv, 1);
+}
