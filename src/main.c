@@ -17,6 +17,7 @@ static const struct command commands[] = {
     {"dump", cmd_dump, "print every record in time order (text or JSON Lines)"},
     {"report", cmd_report, "where memory goes: hot call paths, leaks, peak (--stacks)"},
     {"flamegraph", cmd_flamegraph, "folded call stacks for flamegraph.pl / speedscope"},
+    {"diff", cmd_diff, "what grew and shrank between two traces, by stack"},
     {"convert", cmd_convert, "turn a trace into a workload for replay"},
     {"replay", cmd_replay, "run a workload against an allocator, timing every call"},
     {"compare", cmd_compare, "replay a workload under several allocators: one table"},

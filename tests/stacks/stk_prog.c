@@ -6,7 +6,8 @@
  *   main -> shlib_alloc -> malloc(3000)  (libstkshared.so) leaked
  *   main -> mod_alloc -> malloc(4000)    (stk_module.so, dlopen'ed) leaked
  *
- * usage: stk_prog MODULE_PATH.  No stdio: nothing but the calls above and
+ * usage: stk_prog MODULE_PATH [C_CALLS]  (C_CALLS defaults to STK_C_CALLS;
+ * the diff test varies it).  No stdio: nothing but the calls above and
  * what dlopen itself allocates.  Built -O0 -fno-inline -fno-omit-frame-pointer -g.
  */
 #include <dlfcn.h>
@@ -56,7 +57,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < 5; i++)
 		free(a(100));
-	c(STK_C_CALLS);
+	c(argc > 2 ? atoi(argv[2]) : STK_C_CALLS);
 	leaky();
 	void *s = shlib_alloc(3000);
 	void *h = dlopen(argv[1], RTLD_NOW);

@@ -30,13 +30,13 @@ def fail(msg):
     sys.exit(1)
 
 
-def record(build, out, stacks=True):
+def record(build, out, stacks=True, extra=()):
     prog = os.path.join(build, "tests", "stacks", "stk_prog")
     mod = os.path.join(build, "tests", "stacks", "stk_module.so")
     cmd = [os.path.join(build, "alloctrace"), "record", "-o", out]
     if stacks:
         cmd.append("--stacks")
-    cmd += ["--", prog, mod]
+    cmd += ["--", prog, mod] + list(extra)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         fail("record exited %d: %s" % (r.returncode, r.stderr))
@@ -149,6 +149,36 @@ def case_nostacks(args, tmp):
         fail("leaks.bytes %d" % p["leaks"]["bytes"])
 
 
+def case_diff(args, tmp):
+    """Two runs, main -> c -> malloc(64) 1000 vs 1500 times: diff matches
+    stacks by function names and shows exactly that change."""
+    old = record(args.build, tmp + "-old")
+    new = record(args.build, tmp + "-new", extra=["1500"])
+    a = os.path.join(args.build, "alloctrace")
+    out = {}
+    for by in ("calls", "bytes"):
+        r = subprocess.run([a, "diff", "--json", "--by", by, old, new],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            fail("diff exited %d: %s" % (r.returncode, r.stderr))
+        out[by] = json.loads(r.stdout)
+    for by, want in (("calls", 500), ("bytes", 500 * 64)):
+        st = out[by]["stacks"]
+        if len(st) != 1:
+            fail("diff --by %s: expected exactly one changed stack, got %r" % (by, st))
+        names = st[0]["stack"].split(";")
+        if "c" not in names or "main" not in names or names.index("main") > names.index("c"):
+            fail("diff --by %s: changed stack is not main -> c: %s" % (by, st[0]["stack"]))
+        if st[0]["delta"] != want or st[0]["new"] - st[0]["old"] != want:
+            fail("diff --by %s: delta %d, want %d" % (by, st[0]["delta"], want))
+    t = out["calls"]["totals"]["calls"]
+    if t["delta"] != 1000:  # 500 mallocs + 500 frees
+        fail("total calls delta %d, want 1000" % t["delta"])
+    r = subprocess.run([a, "diff", old, new], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0 or "+32,000" not in r.stdout.replace("+32000", "+32,000"):
+        fail("text diff: %s %s" % (r.stdout, r.stderr))
+
+
 def case_valgrind(args, tmp):
     p = report(args.build, record(args.build, tmp))
     prog = os.path.join(args.build, "tests", "stacks", "stk_prog")
@@ -170,7 +200,7 @@ def case_valgrind(args, tmp):
              % (vb, vn, ab, an))
 
 
-CASES = {"report": case_report, "flamegraph": case_flamegraph, "nostacks": case_nostacks,
+CASES = {"report": case_report, "diff": case_diff, "flamegraph": case_flamegraph, "nostacks": case_nostacks,
          "valgrind": case_valgrind}
 
 
