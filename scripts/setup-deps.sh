@@ -6,7 +6,7 @@ set -euo pipefail
 
 pkgs=(cmake make gcc g++ pkg-config libcmocka-dev python3 git sqlite3 file procps
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-      libunwind-dev libdw-dev libelf-dev valgrind)
+      libunwind-dev libdw-dev libelf-dev valgrind zlib1g-dev chromium)
 if [[ "${1:-}" == "--bench" ]]; then
   pkgs+=(heaptrack valgrind hyperfine libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0)
 fi

@@ -17,6 +17,7 @@ static const struct command commands[] = {
     {"dump", cmd_dump, "print every record in time order (text or JSON Lines)"},
     {"report", cmd_report, "where memory goes: hot call paths, leaks, peak (--stacks)"},
     {"flamegraph", cmd_flamegraph, "folded call stacks for flamegraph.pl / speedscope"},
+    {"export", cmd_export, "write a trace for pprof, Perfetto, massif (ms_print), flamegraph.pl"},
     {"diff", cmd_diff, "what grew and shrank between two traces, by stack"},
     {"convert", cmd_convert, "turn a trace into a workload for replay"},
     {"replay", cmd_replay, "run a workload against an allocator, timing every call"},

@@ -17,6 +17,12 @@ warn=(-std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
   -Wl,--version-script="$src/src/preload/exports.map" \
   -o "$out/liballoctrace.so" "$src"/src/preload/*.c -ldl -lpthread
 tools=("$src"/src/util/*.c "$src"/src/format/*.c "$src"/src/cmds/*.c "$src"/src/main.c)
+for a in report.js report.css; do # the HTML report's assets (src/CMakeLists.txt)
+  id=rep_asset_${a//./_}
+  cmake -DIN="$src/src/cmds/assets/$a" -DOUT="$out/$id.c" -DNAME="$id" \
+    -P "$src/cmake/embed_asset.cmake"
+  tools+=("$out/$id.c")
+done
 for d in analysis replay; do
   compgen -G "$src/src/$d/*.c" >/dev/null && tools+=("$src"/src/$d/*.c)
 done

@@ -234,6 +234,11 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 
 int an_report_compute(atr_file *f, struct an_report *r)
 {
+	return an_report_compute_tl(f, r, NULL);
+}
+
+int an_report_compute_tl(atr_file *f, struct an_report *r, struct an_timeline *tl)
+{
 	memset(r, 0, sizeof(*r));
 	int rc = atr_stacks_load(f);
 	if (rc < 0)
@@ -285,10 +290,14 @@ int an_report_compute(atr_file *f, struct an_report *r)
 			if (ev.type >= 1 && ev.type <= ATR_T_CALL_LAST)
 				on_call(&s, &ev);
 		}
-		if (s.nomem)
+		if (tl)
+			an_timeline_event(tl, &ev, r->live_bytes);
+		if (s.nomem || (tl && tl->nomem))
 			break;
 	}
 	atr_iter_free(it);
+	if (tl && tl->nomem)
+		s.nomem = 1;
 	if (s.nomem)
 		rc = ATR_E_NOMEM;
 	if (rc == 0)

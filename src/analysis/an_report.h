@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "an_timeline.h"
 #include "atr_reader.h"
 
 enum an_by { AN_BY_CALLS, AN_BY_BYTES, AN_BY_PEAK, AN_BY_LEAKED, AN_BY_TEMPORARY };
@@ -70,6 +71,9 @@ struct an_report {
 /* Calls atr_stacks_load(f) first.  r is freed with an_report_free() in any
  * case.  0, or a negative atr_err (message via atr_last_error(f)). */
 int an_report_compute(atr_file *f, struct an_report *r);
+/* The same, also filling tl (an_timeline_init()ed by the caller; may be
+ * NULL) during the pass: live heap bytes, calls per thread, markers. */
+int an_report_compute_tl(atr_file *f, struct an_report *r, struct an_timeline *tl);
 void an_report_free(struct an_report *r);
 
 uint64_t an_stack_value(const struct an_stack_stat *s, enum an_by by);

@@ -20,6 +20,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_replay(int argc, char **argv);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <dirent.h>
@@ -26,6 +27,7 @@
 #endif
 
 #include "atr_reader.h"
+#include "atr_rss.h"
 #include "cmds/cmds.h"
 #include "util_buf.h"
 #include "util_msg.h"
@@ -52,6 +54,8 @@ static void record_usage(FILE *out)
 		"      --no-start     start paused; the program calls alloctrace_start()\n"
 		"      --buffer-kb N  per-thread block size in KiB (power of two, 4..65536;\n"
 		"                     default 256)\n"
+		"      --no-rss       do not sample PROG's RSS/VmSize every 10 ms into\n"
+		"                     DIR/<pid>.rss (docs/RSS_FORMAT.md)\n"
 		"The exit status is PROG's (128+N if it was killed by signal N).\n"
 		"Environment: ALLOCTRACE_LIB overrides the library path.\n");
 }
@@ -136,8 +140,13 @@ static int atr_files(const char *dir, int del)
 	int n = 0;
 	struct dirent *de;
 	while ((de = readdir(d)) != NULL) {
-		if (!is_atr_name(de->d_name))
+		if (!is_atr_name(de->d_name)) {
+			size_t l = strlen(de->d_name);
+			/* memory samples of an older recording go with its traces */
+			if (del && l >= 5 && !strcmp(de->d_name + l - 4, ".rss"))
+				(void)unlinkat(dirfd(d), de->d_name, 0);
 			continue;
+		}
 		n++;
 		if (del && unlinkat(dirfd(d), de->d_name, 0) < 0) {
 			util_err("record: cannot remove %s/%s: %s", dir, de->d_name,
@@ -230,7 +239,7 @@ static int set_env(const char *k, const char *v)
 
 struct rec_opts {
 	const char *dir;
-	int explicit_dir, force, no_children, stacks, timing, no_start;
+	int explicit_dir, force, no_children, stacks, timing, no_start, no_rss;
 	const char *buffer_kb;
 	const char *stack_depth;
 };
@@ -270,6 +279,76 @@ static void child_exec(const struct rec_opts *o, const char *lib, const char *ab
 	if (write(errfd, &e, sizeof(e)) < 0)
 		_exit(127);
 	_exit(127);
+}
+
+/* ---- RSS sampling: /proc/<child>/statm every 10 ms into DIR/<pid>.rss ---- */
+
+#define REC_RSS_INTERVAL_NS 10000000u
+
+struct rss_sampler {
+	struct atr_rss_writer w;
+	pthread_t th;
+	volatile int stop;
+	int running, err;
+};
+
+static void *rss_thread(void *arg)
+{
+	struct rss_sampler *s = arg;
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (!s->stop) {
+		int rc = atr_rss_writer_sample(&s->w);
+		if (rc < 0) {
+			if (rc != -ESRCH && rc != -ENOENT)
+				s->err = -rc;
+			break;
+		}
+		next.tv_nsec += REC_RSS_INTERVAL_NS;
+		if (next.tv_nsec >= 1000000000L) {
+			next.tv_nsec -= 1000000000L;
+			next.tv_sec++;
+		}
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+			;
+	}
+	return NULL;
+}
+
+static void rss_start(struct rss_sampler *s, const char *dir, pid_t pid)
+{
+	char path[PATH_MAX + 32];
+	memset(s, 0, sizeof(*s));
+	snprintf(path, sizeof(path), "%s/%d.rss", dir, (int)pid);
+	int rc = atr_rss_writer_open(&s->w, path, (uint32_t)pid, REC_RSS_INTERVAL_NS);
+	if (rc < 0) {
+		util_err("record: %s: %s (no RSS samples)", path, strerror(-rc));
+		return;
+	}
+	/* signals stay with the main thread (it forwards them) */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&s->th, NULL, rss_thread, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		util_err("record: RSS sampling thread: %s", strerror(rc));
+		atr_rss_writer_close(&s->w);
+		return;
+	}
+	s->running = 1;
+}
+
+static void rss_stop(struct rss_sampler *s)
+{
+	if (!s->running)
+		return;
+	s->stop = 1;
+	pthread_join(s->th, NULL);
+	int rc = atr_rss_writer_close(&s->w);
+	if (s->err || rc < 0)
+		util_err("record: writing RSS samples: %s", strerror(s->err ? s->err : -rc));
+	s->running = 0;
 }
 
 /* The one summary line. */
@@ -319,7 +398,7 @@ static int report(const char *dir)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_FORCE = 256, O_NOCHILD, O_STACKS, O_TIMING, O_NOSTART, O_BUFKB, O_DEPTH };
+	enum { O_FORCE = 256, O_NOCHILD, O_STACKS, O_TIMING, O_NOSTART, O_BUFKB, O_DEPTH, O_NORSS };
 	static const struct option opts[] = {
 	    {"output", required_argument, NULL, 'o'},
 	    {"force", no_argument, NULL, O_FORCE},
@@ -329,6 +408,7 @@ int cmd_record(int argc, char **argv)
 	    {"no-start", no_argument, NULL, O_NOSTART},
 	    {"buffer-kb", required_argument, NULL, O_BUFKB},
 	    {"stack-depth", required_argument, NULL, O_DEPTH},
+	    {"no-rss", no_argument, NULL, O_NORSS},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -355,6 +435,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case O_NOSTART:
 			o.no_start = 1;
+			break;
+		case O_NORSS:
+			o.no_rss = 1;
 			break;
 		case O_BUFKB: {
 			char *end;
@@ -443,6 +526,9 @@ int cmd_record(int argc, char **argv)
 		got = read(pfd[0], &exec_err, sizeof(exec_err));
 	while (got < 0 && errno == EINTR);
 	close(pfd[0]);
+	struct rss_sampler rss = {0};
+	if (got == 0 && !o.no_rss)
+		rss_start(&rss, absdir, pid);
 
 	int status = 0;
 	pid_t w;
@@ -450,6 +536,7 @@ int cmd_record(int argc, char **argv)
 		w = waitpid(pid, &status, 0);
 	while (w < 0 && errno == EINTR);
 	rec_child = 0;
+	rss_stop(&rss);
 	for (int i = 0; i < 4; i++)
 		sigaction(sigs[i], &old[i], NULL);
 	if (w < 0) {

@@ -5,6 +5,7 @@
  * JSON (docs/REPORT.md).  flamegraph: folded stacks ("root;...;leaf N"),
  * the input of FlameGraph's flamegraph.pl and of speedscope.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "analysis/an_symbols.h"
 #include "atr_reader.h"
 #include "cmds/cmds.h"
+#include "cmds/rep_common.h"
 #include "util_fmt.h"
 #include "util_json.h"
 #include "util_msg.h"
@@ -24,12 +26,15 @@
 static void report_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: alloctrace report [--json] [--top N] [--by KEY] FILE_OR_DIR...\n"
+		"usage: alloctrace report [--json | --html OUT.html] [--top N] [--by KEY]\n"
+		"                         FILE_OR_DIR...\n"
 		"Where a traced process allocates: summary, the hottest call paths,\n"
 		"leaks (blocks live at exit) by call stack, the stacks holding memory at\n"
 		"the peak, temporary allocations, size and lifetime histograms, threads.\n"
 		"Stacks need `record --stacks`; without them everything is one stack.\n"
 		"  --json     one JSON object {\"processes\": [...]} (docs/REPORT.md)\n"
+		"  --html OUT one self-contained HTML page: heap (and RSS) over time,\n"
+		"             calls/s per thread, histograms, flame graph, top tables\n"
 		"  --top N    stacks per list (default 10, 0 = all)\n"
 		"  --by KEY   order of the \"top\" list: calls (default), bytes, peak,\n"
 		"             leaked, temporary\n");
@@ -44,12 +49,6 @@ static void flame_usage(FILE *out)
 }
 
 /* ---- frames ------------------------------------------------------------- */
-
-struct ctx {
-	atr_file *f;
-	struct an_symbols *sym;
-	struct an_report r;
-};
 
 static void json_frame(struct json_writer *w, const struct an_frame *fr)
 {
@@ -86,7 +85,7 @@ static void json_frame(struct json_writer *w, const struct an_frame *fr)
 	json_end_object(w);
 }
 
-static void json_frames(struct json_writer *w, struct ctx *c, uint32_t stack)
+static void json_frames(struct json_writer *w, struct rep_ctx *c, uint32_t stack)
 {
 	const uint64_t *ips;
 	uint32_t n;
@@ -104,7 +103,7 @@ static void json_frames(struct json_writer *w, struct ctx *c, uint32_t stack)
 	json_end_array(w);
 }
 
-static void text_frames(struct ctx *c, uint32_t stack)
+static void text_frames(struct rep_ctx *c, uint32_t stack)
 {
 	const uint64_t *ips;
 	uint32_t n;
@@ -137,7 +136,7 @@ static void text_frames(struct ctx *c, uint32_t stack)
 
 /* ---- JSON ---------------------------------------------------------------- */
 
-static void json_stack_list(struct json_writer *w, struct ctx *c, enum an_by by, size_t top)
+static void json_stack_list(struct json_writer *w, struct rep_ctx *c, enum an_by by, size_t top)
 {
 	size_t *idx;
 	long n = an_report_rank(&c->r, by, &idx);
@@ -194,7 +193,7 @@ static uint64_t ns(const atr_file *f, uint64_t t)
 	return atr_ticks_to_ns_u64(f, t);
 }
 
-static void print_json(struct json_writer *w, struct ctx *c, enum an_by by, size_t top)
+static void print_json(struct json_writer *w, struct rep_ctx *c, enum an_by by, size_t top)
 {
 	const struct atr_info *in = atr_get_info(c->f);
 	const struct an_report *r = &c->r;
@@ -311,7 +310,7 @@ static void print_json(struct json_writer *w, struct ctx *c, enum an_by by, size
 
 /* ---- text ---------------------------------------------------------------- */
 
-static void text_list(struct ctx *c, enum an_by by, size_t top, const char *title)
+static void text_list(struct rep_ctx *c, enum an_by by, size_t top, const char *title)
 {
 	size_t *idx;
 	long n = an_report_rank(&c->r, by, &idx);
@@ -366,7 +365,7 @@ static void text_hist(const uint64_t *h, const char *unit)
 	}
 }
 
-static void print_text(struct ctx *c, enum an_by by, size_t top, int first)
+static void print_text(struct rep_ctx *c, enum an_by by, size_t top, int first)
 {
 	const struct atr_info *in = atr_get_info(c->f);
 	const struct an_report *r = &c->r;
@@ -427,40 +426,62 @@ static void print_text(struct ctx *c, enum an_by by, size_t top, int first)
 	}
 }
 
-/* ---- folded stacks -------------------------------------------------------- */
+/* ---- commands --------------------------------------------------------------- */
 
-static void print_folded(struct ctx *c, enum an_by by)
+/* --html: every process of every argument into one page. */
+static int run_html(int argc, char **argv, const char *out, size_t top)
 {
-	size_t *idx;
-	long n = an_report_rank(&c->r, by, &idx);
-	const char *exe = an_basename(atr_get_info(c->f)->exe);
-	for (long i = 0; i < n; i++) {
-		const struct an_stack_stat *st = &c->r.st[idx[i]];
-		const uint64_t *ips;
-		uint32_t nf;
-		fputs(exe && *exe ? exe : "?", stdout);
-		if (!atr_stack_get(c->f, st->stack, &ips, &nf)) {
-			fputs(";[no stack]", stdout);
-			nf = 0;
+	struct rep_ctx *cs = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	for (int a = 0; a < argc; a++) {
+		char **paths;
+		size_t np;
+		if (cmdu_list(argv[a], &paths, &np)) {
+			rc = 1;
+			continue;
 		}
-		/* outermost first */
-		for (uint32_t k = nf; k-- > 0;) {
-			const struct an_frame *fr;
-			unsigned m = an_symbols_resolve(c->sym, ips[k], st->stack, &fr);
-			for (unsigned j = m; j-- > 0;) {
-				char b[256];
-				const char *name = an_frame_name(&fr[j], b, sizeof(b));
-				putchar(';');
-				for (const char *p = name; *p; p++)
-					putchar(*p == ';' || *p == ' ' || *p == '\n' ? '_' : *p);
+		for (size_t i = 0; i < np; i++) {
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 8;
+				struct rep_ctx *ncs = realloc(cs, nc * sizeof(*ncs));
+				if (!ncs) {
+					util_err("report: out of memory");
+					rc = 1;
+					break;
+				}
+				cs = ncs;
+				cap = nc;
+			}
+			if (rep_open(paths[i], &cs[n], AN_TL_DEFAULT_BUCKETS))
+				rc = 1;
+			else
+				n++;
+		}
+		atr_list_free(paths, np);
+	}
+	if (n) {
+		FILE *f = fopen(out, "w");
+		if (!f) {
+			util_err("report: %s: %s", out, strerror(errno));
+			rc = 1;
+		} else {
+			if (rep_write_html(f, cs, n, top) < 0)
+				rc = 1;
+			if (fclose(f) != 0) {
+				util_err("report: %s: write error: %s", out, strerror(errno));
+				rc = 1;
 			}
 		}
-		printf(" %" PRIu64 "\n", an_stack_value(st, by));
+	} else if (!rc) {
+		util_err("report: no trace found");
+		rc = 1;
 	}
-	free(idx);
+	for (size_t i = 0; i < n; i++)
+		rep_close(&cs[i]);
+	free(cs);
+	return rc;
 }
-
-/* ---- commands --------------------------------------------------------------- */
 
 static int run(int argc, char **argv, int flame)
 {
@@ -468,16 +489,25 @@ static int run(int argc, char **argv, int flame)
 	    {"json", no_argument, NULL, 'j'},
 	    {"top", required_argument, NULL, 't'},
 	    {"by", required_argument, NULL, 'b'},
+	    {"html", required_argument, NULL, 'H'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	int json = 0, c;
+	const char *html = NULL;
 	enum an_by by = flame ? AN_BY_BYTES : AN_BY_CALLS;
 	size_t top = 10;
 	void (*usage)(FILE *) = flame ? flame_usage : report_usage;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "jt:b:h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'H':
+			if (flame) {
+				usage(stderr);
+				return 2;
+			}
+			html = optarg;
+			break;
 		case 'j':
 			if (flame) {
 				usage(stderr);
@@ -518,6 +548,12 @@ static int run(int argc, char **argv, int flame)
 		usage(stderr);
 		return 2;
 	}
+	if (html && json) {
+		util_err("report: --html and --json cannot be combined");
+		return 2;
+	}
+	if (html)
+		return run_html(argc - optind, argv + optind, html, top);
 	int rc = 0, shown = 0;
 	struct json_writer w;
 	if (json) {
@@ -534,35 +570,19 @@ static int run(int argc, char **argv, int flame)
 			continue;
 		}
 		for (size_t i = 0; i < n; i++) {
-			char eb[512];
-			struct ctx cx;
-			memset(&cx, 0, sizeof(cx));
-			if (atr_open(paths[i], &cx.f, eb, sizeof(eb)) < 0) {
-				util_err("%s", eb);
+			struct rep_ctx cx;
+			if (rep_open(paths[i], &cx, 0)) {
 				rc = 1;
 				continue;
-			}
-			int r = an_report_compute(cx.f, &cx.r);
-			if (r >= 0 && !(cx.sym = an_symbols_new(cx.f)))
-				r = ATR_E_NOMEM;
-			if (r < 0) {
-				if (r == ATR_E_NOMEM)
-					util_err("%s: out of memory", paths[i]);
-				else
-					util_err("%s", atr_last_error(cx.f));
-				rc = 1;
 			} else if (flame) {
-				print_folded(&cx, by);
+				rep_print_folded(stdout, &cx, by);
 			} else if (json) {
 				print_json(&w, &cx, by, top);
 			} else {
 				print_text(&cx, by, top, !shown);
 			}
-			if (r >= 0)
-				shown++;
-			an_symbols_free(cx.sym);
-			an_report_free(&cx.r);
-			atr_close(cx.f);
+			shown++;
+			rep_close(&cx);
 		}
 		atr_list_free(paths, n);
 	}

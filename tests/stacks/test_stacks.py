@@ -109,7 +109,8 @@ def case_report(args, tmp):
     if p["calls"]["malloc"] < C_CALLS + 5 + 3:
         fail("malloc calls %d" % p["calls"]["malloc"])
     # --by orders the "top" list
-    p2 = report(args.build, os.path.join(tmp, os.listdir(tmp)[0]), "--by", "leaked")
+    atr = [f for f in os.listdir(tmp) if f.endswith(".atr")][0]  # not DIR/<pid>.rss
+    p2 = report(args.build, os.path.join(tmp, atr), "--by", "leaked")
     vals = [s["leaked_bytes"] for s in p2["top"]]
     if p2["top_by"] != "leaked" or vals != sorted(vals, reverse=True):
         fail("--by leaked: %r" % vals)

@@ -1,0 +1,13 @@
+/* rep_assets.h - files compiled into the binary (cmake/embed_asset.cmake):
+ * the HTML report's stylesheet and script, from src/cmds/assets/. */
+#ifndef REP_ASSETS_H
+#define REP_ASSETS_H
+
+#include <stddef.h>
+
+extern const char rep_asset_report_css[];
+extern const size_t rep_asset_report_css_len;
+extern const char rep_asset_report_js[];
+extern const size_t rep_asset_report_js_len;
+
+#endif

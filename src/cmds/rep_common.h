@@ -1,0 +1,66 @@
+/* rep_common.h - what report, flamegraph and export share: one process's
+ * analysis (an_report pass, optionally with its timeline), symbolized
+ * frames, folded stacks, and the writers of the other formats. */
+#ifndef REP_COMMON_H
+#define REP_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analysis/an_report.h"
+#include "analysis/an_symbols.h"
+#include "analysis/an_timeline.h"
+#include "atr_reader.h"
+#include "atr_rss.h"
+
+struct rep_ctx {
+	atr_file *f;
+	struct an_symbols *sym;
+	struct an_report r;
+	struct an_timeline tl;
+	int have_tl;
+	struct atr_rss rss; /* DIR/<pid>.rss when present (have_rss) */
+	int have_rss;
+};
+
+/* Open path and run the pass (with a timeline of at most tl_buckets
+ * buckets when tl_buckets > 0, and the RSS samples next to the trace).
+ * 0, or 1 with the error shown (c is then closed). */
+int rep_open(const char *path, struct rep_ctx *c, uint32_t tl_buckets);
+void rep_close(struct rep_ctx *c);
+
+/* Folded stacks "exe;outer;...;inner VALUE" of every stack with value > 0. */
+void rep_print_folded(FILE *out, struct rep_ctx *c, enum an_by by);
+
+/* Call fn for every frame of stack, outermost first (inlined frames as
+ * frames of their own, outside before inside); returns the frame count. */
+typedef void (*rep_frame_fn)(void *arg, const struct an_frame *fr);
+unsigned rep_frames_outer_first(struct rep_ctx *c, uint32_t stack, rep_frame_fn fn, void *arg);
+
+/* Interned strings: index of s (added if new), -1 on out of memory. */
+struct rep_strtab {
+	char **s;
+	size_t n, cap;
+	uint32_t *slots; /* open addressing: index + 1, 0 = empty */
+	size_t nslots;
+};
+long rep_str_intern(struct rep_strtab *t, const char *s);
+void rep_str_free(struct rep_strtab *t);
+
+/* Trace-relative nanoseconds of an RSS sample (may be negative: before the
+ * trace began). */
+static inline int64_t rep_rss_ns(const struct rep_ctx *c, size_t i)
+{
+	return (int64_t)(c->rss.s[i].mono_ns - atr_get_info(c->f)->start_mono_ns);
+}
+
+/* report --html: one self-contained page for n processes. 0 or -1. */
+int rep_write_html(FILE *out, struct rep_ctx *cs, size_t n, size_t top);
+
+/* export writers; 0 or -1 (message shown). */
+int rep_write_perfetto(FILE *out, struct rep_ctx *cs, size_t n);
+int rep_write_pprof(FILE *out, struct rep_ctx *c);
+int rep_write_massif(FILE *out, struct rep_ctx *c);
+
+#endif

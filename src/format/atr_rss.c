@@ -1,0 +1,215 @@
+/* atr_rss.c - see atr_rss.h and docs/RSS_FORMAT.md. */
+#define _GNU_SOURCE
+#include "atr_rss.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int atr_rss_writer_open(struct atr_rss_writer *w, const char *path, uint32_t pid,
+			uint64_t interval_ns)
+{
+	memset(w, 0, sizeof(*w));
+	w->fd = w->statm = -1;
+	char sp[64];
+	snprintf(sp, sizeof(sp), "/proc/%u/statm", pid);
+	w->statm = open(sp, O_RDONLY | O_CLOEXEC);
+	if (w->statm < 0)
+		return -errno;
+	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (w->fd < 0) {
+		int e = errno;
+		close(w->statm);
+		w->statm = -1;
+		return -e;
+	}
+	w->page = sysconf(_SC_PAGESIZE);
+	if (w->page <= 0)
+		w->page = 4096;
+	unsigned char h[ATR_RSS_HEADER_SIZE];
+	memset(h, 0, sizeof(h));
+	memcpy(h, ATR_RSS_MAGIC, 8);
+	put32(h + 8, ATR_RSS_VERSION);
+	put32(h + 12, ATR_RSS_HEADER_SIZE);
+	put32(h + 16, ATR_RSS_SAMPLE_SIZE);
+	put32(h + 20, pid);
+	put32(h + 24, (uint32_t)w->page);
+	put64(h + 32, interval_ns);
+	put64(h + 40, mono_ns());
+	int rc = write_all(w->fd, h, sizeof(h));
+	if (rc < 0) {
+		close(w->fd);
+		close(w->statm);
+		w->fd = w->statm = -1;
+	}
+	return rc;
+}
+
+static int flush(struct atr_rss_writer *w)
+{
+	int rc = w->used ? write_all(w->fd, w->buf, w->used) : 0;
+	w->used = 0;
+	return rc;
+}
+
+int atr_rss_writer_sample(struct atr_rss_writer *w)
+{
+	char b[256];
+	ssize_t n = pread(w->statm, b, sizeof(b) - 1, 0);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -ESRCH;
+	b[n] = 0;
+	unsigned long long size = 0, res = 0;
+	if (sscanf(b, "%llu %llu", &size, &res) != 2)
+		return -EINVAL;
+	if (size == 0 && res == 0)
+		return -ESRCH; /* a zombie: the program has exited */
+	unsigned char *p = w->buf + w->used;
+	put64(p, mono_ns());
+	put64(p + 8, (uint64_t)size * (uint64_t)w->page);
+	put64(p + 16, (uint64_t)res * (uint64_t)w->page);
+	w->used += ATR_RSS_SAMPLE_SIZE;
+	w->count++;
+	if (w->used + ATR_RSS_SAMPLE_SIZE > sizeof(w->buf))
+		return flush(w);
+	return 0;
+}
+
+int atr_rss_writer_close(struct atr_rss_writer *w)
+{
+	int rc = 0;
+	if (w->fd >= 0) {
+		rc = flush(w);
+		if (close(w->fd) < 0 && !rc)
+			rc = -errno;
+	}
+	if (w->statm >= 0)
+		close(w->statm);
+	w->fd = w->statm = -1;
+	return rc;
+}
+
+int atr_rss_read(const char *path, struct atr_rss *out, char *errbuf, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	unsigned char h[ATR_RSS_HEADER_SIZE];
+	if (fread(h, 1, sizeof(h), f) != sizeof(h) || memcmp(h, ATR_RSS_MAGIC, 8) != 0) {
+		snprintf(errbuf, errlen, "%s: not an alloctrace RSS file", path);
+		fclose(f);
+		return -1;
+	}
+	uint32_t ver = get32(h + 8), hsize = get32(h + 12), ssize = get32(h + 16);
+	if (ver != ATR_RSS_VERSION || hsize < ATR_RSS_HEADER_SIZE || hsize > 65536 ||
+	    ssize < ATR_RSS_SAMPLE_SIZE || ssize > 4096) {
+		snprintf(errbuf, errlen, "%s: unsupported RSS file (version %u)", path, ver);
+		fclose(f);
+		return -1;
+	}
+	out->pid = get32(h + 20);
+	out->page_size = get32(h + 24);
+	out->interval_ns = get64(h + 32);
+	out->start_mono_ns = get64(h + 40);
+	if (fseek(f, hsize, SEEK_SET) != 0) {
+		snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
+		fclose(f);
+		return -1;
+	}
+	size_t cap = 0;
+	unsigned char rec[4096];
+	while (fread(rec, 1, ssize, f) == ssize) {
+		if (out->n == cap) {
+			size_t nc = cap ? cap * 2 : 1024;
+			struct atr_rss_sample *s = realloc(out->s, nc * sizeof(*s));
+			if (!s) {
+				snprintf(errbuf, errlen, "%s: out of memory", path);
+				fclose(f);
+				atr_rss_free(out);
+				return -1;
+			}
+			out->s = s;
+			cap = nc;
+		}
+		out->s[out->n].mono_ns = get64(rec);
+		out->s[out->n].vmsize = get64(rec + 8);
+		out->s[out->n].rss = get64(rec + 16);
+		out->n++;
+	}
+	fclose(f);
+	return 0;
+}
+
+void atr_rss_free(struct atr_rss *r)
+{
+	free(r->s);
+	r->s = NULL;
+	r->n = 0;
+}
+
+int atr_rss_path_for_trace(const char *trace_path, uint32_t pid, char *out, size_t len)
+{
+	const char *slash = strrchr(trace_path, '/');
+	int dl = slash ? (int)(slash - trace_path) : 0;
+	int n = slash ? snprintf(out, len, "%.*s/%u.rss", dl, trace_path, pid)
+		      : snprintf(out, len, "%u.rss", pid);
+	return n > 0 && (size_t)n < len ? 0 : -1;
+}

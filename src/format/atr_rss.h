@@ -1,0 +1,57 @@
+/* atr_rss.h - memory samples of a recorded process (docs/RSS_FORMAT.md).
+ *
+ * `alloctrace record` samples /proc/<pid>/statm of its direct child every
+ * 10 ms (one fd kept open, pread) into DIR/<pid>.rss.  The file is a
+ * 64-byte header followed by 24-byte samples, all little-endian; a file cut
+ * short (the recorder killed) just ends after its last whole sample.
+ */
+#ifndef ATR_RSS_H
+#define ATR_RSS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ATR_RSS_MAGIC	    "ALCTRSS\0" /* 8 bytes */
+#define ATR_RSS_VERSION	    1u
+#define ATR_RSS_HEADER_SIZE 64u
+#define ATR_RSS_SAMPLE_SIZE 24u
+
+struct atr_rss_sample {
+	uint64_t mono_ns; /* CLOCK_MONOTONIC when read */
+	uint64_t vmsize;  /* bytes (statm size * page size) */
+	uint64_t rss;	  /* bytes (statm resident * page size) */
+};
+
+struct atr_rss {
+	uint32_t pid, page_size;
+	uint64_t interval_ns, start_mono_ns;
+	struct atr_rss_sample *s;
+	size_t n;
+};
+
+/* ---- writer (the recorder) ---- */
+struct atr_rss_writer {
+	int fd;	   /* the output file */
+	int statm; /* /proc/<pid>/statm */
+	long page;
+	uint64_t count;
+	unsigned char buf[ATR_RSS_SAMPLE_SIZE * 128];
+	size_t used;
+};
+/* Create path (O_EXCL) and open /proc/<pid>/statm; 0 or -errno. */
+int atr_rss_writer_open(struct atr_rss_writer *w, const char *path, uint32_t pid,
+			uint64_t interval_ns);
+/* One sample now; 0, or -errno (the process is gone: ESRCH/ENOENT, or a
+ * read of 0 bytes gives -ESRCH). */
+int atr_rss_writer_sample(struct atr_rss_writer *w);
+/* Flush and close; 0 or -errno. */
+int atr_rss_writer_close(struct atr_rss_writer *w);
+
+/* ---- reader ---- */
+/* Read a whole file; 0, or -1 with errbuf set.  Free with atr_rss_free. */
+int atr_rss_read(const char *path, struct atr_rss *out, char *errbuf, size_t errlen);
+void atr_rss_free(struct atr_rss *r);
+/* DIR/<pid>.rss next to a trace file path (whatever its exec number). */
+int atr_rss_path_for_trace(const char *trace_path, uint32_t pid, char *out, size_t len);
+
+#endif
