@@ -15,6 +15,7 @@
 #include "analysis/an_report.h"
 #include "analysis/an_symbols.h"
 #include "atr_reader.h"
+#include "analysis/an_flamesvg.h"
 #include "cmds/cmds.h"
 #include "cmds/rep_common.h"
 #include "util_fmt.h"
@@ -43,9 +44,10 @@ static void report_usage(FILE *out)
 static void flame_usage(FILE *out)
 {
 	fprintf(out, "usage: alloctrace flamegraph [--by calls|bytes|leaked|peak|temporary] "
-		     "FILE_OR_DIR...\n"
+		     "[--svg FILE] FILE_OR_DIR...\n"
 		     "Print folded stacks (\"outer;...;inner VALUE\" per line) for\n"
-		     "flamegraph.pl or speedscope.  Default --by bytes.\n");
+		     "flamegraph.pl or speedscope.  Default --by bytes.\n"
+		     "  --svg FILE  write a standalone SVG flame graph to FILE instead\n");
 }
 
 /* ---- frames ------------------------------------------------------------- */
@@ -483,6 +485,58 @@ static int run_html(int argc, char **argv, const char *out, size_t top)
 	return rc;
 }
 
+/* flamegraph --svg: the folded lines of a process, merged into fl. */
+static int fold_into(struct an_flame *fl, struct rep_ctx *c, enum an_by by)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	if (!m) {
+		util_err("flamegraph: out of memory");
+		return 1;
+	}
+	rep_print_folded(m, c, by);
+	if (fclose(m) != 0) {
+		free(buf);
+		util_err("flamegraph: out of memory");
+		return 1;
+	}
+	int rc = 0;
+	for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		char *sp = strrchr(line, ' '); /* "key VALUE"; frames hold no spaces */
+		if (!sp)
+			continue;
+		*sp = 0;
+		if (an_flame_add(fl, line, strtoull(sp + 1, NULL, 10)) < 0) {
+			util_err("flamegraph: out of memory");
+			rc = 1;
+			break;
+		}
+	}
+	free(buf);
+	return rc;
+}
+
+static int write_svg(struct an_flame *fl, const char *path, enum an_by by)
+{
+	FILE *out = fopen(path, "w");
+	if (!out) {
+		util_err("flamegraph: %s: %s", path, strerror(errno));
+		return 1;
+	}
+	char title[64];
+	snprintf(title, sizeof(title), "alloctrace flame graph by %s", an_by_name(by));
+	int r = an_flame_svg(fl, out, title, an_by_name(by));
+	if (fclose(out) != 0 || r < 0) {
+		util_err("flamegraph: %s: write error", path);
+		return 1;
+	}
+	return 0;
+}
+
 static int run(int argc, char **argv, int flame)
 {
 	static const struct option opts[] = {
@@ -490,11 +544,13 @@ static int run(int argc, char **argv, int flame)
 	    {"top", required_argument, NULL, 't'},
 	    {"by", required_argument, NULL, 'b'},
 	    {"html", required_argument, NULL, 'H'},
+	    {"svg", required_argument, NULL, 'S'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	int json = 0, c;
-	const char *html = NULL;
+	const char *html = NULL, *svg = NULL;
+	struct an_flame *fl = NULL;
 	enum an_by by = flame ? AN_BY_BYTES : AN_BY_CALLS;
 	size_t top = 10;
 	void (*usage)(FILE *) = flame ? flame_usage : report_usage;
@@ -507,6 +563,13 @@ static int run(int argc, char **argv, int flame)
 				return 2;
 			}
 			html = optarg;
+			break;
+		case 'S':
+			if (!flame) {
+				usage(stderr);
+				return 2;
+			}
+			svg = optarg;
 			break;
 		case 'j':
 			if (flame) {
@@ -554,6 +617,10 @@ static int run(int argc, char **argv, int flame)
 	}
 	if (html)
 		return run_html(argc - optind, argv + optind, html, top);
+	if (svg && !(fl = an_flame_new())) {
+		util_err("flamegraph: out of memory");
+		return 1;
+	}
 	int rc = 0, shown = 0;
 	struct json_writer w;
 	if (json) {
@@ -574,6 +641,8 @@ static int run(int argc, char **argv, int flame)
 			if (rep_open(paths[i], &cx, 0)) {
 				rc = 1;
 				continue;
+			} else if (fl) {
+				rc |= fold_into(fl, &cx, by);
 			} else if (flame) {
 				rep_print_folded(stdout, &cx, by);
 			} else if (json) {
@@ -590,6 +659,10 @@ static int run(int argc, char **argv, int flame)
 		json_end_array(&w);
 		json_end_object(&w);
 		json_finish(&w);
+	}
+	if (fl) {
+		rc |= write_svg(fl, svg, by);
+		an_flame_free(fl);
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		util_err("%s: write error on standard output", flame ? "flamegraph" : "report");

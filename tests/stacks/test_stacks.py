@@ -137,6 +137,21 @@ def case_flamegraph(args, tmp):
         fail("main;a;b: %r" % {k: got[k] for k in b})
     if not c[0].startswith("stk_prog;"):
         fail("root frame is not the program: %r" % c[0])
+    # the standalone SVG: well-formed, the same numbers in its tooltips
+    import xml.etree.ElementTree as ET
+    svg = tmp + ".svg"
+    r = subprocess.run([os.path.join(args.build, "alloctrace"), "flamegraph", "--by", "calls",
+                        "--svg", svg, trace], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail("flamegraph --svg exited %d: %s" % (r.returncode, r.stderr))
+    ns = "{http://www.w3.org/2000/svg}"
+    titles = [t.text for t in ET.parse(svg).getroot().iter(ns + "title")]
+    want_c = "c (%d calls," % C_CALLS
+    if not any(t.startswith(want_c) for t in titles):
+        fail("no frame %r in the SVG: %r" % (want_c, titles[:20]))
+    total = sum(got.values())
+    if not any(t.startswith("stk_prog (%d calls, 100.00%%)" % total) for t in titles):
+        fail("root frame of the SVG does not hold all %d calls" % total)
 
 
 def case_nostacks(args, tmp):
