@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util_hmap.h"
+#include "util_progress.h"
 
 struct blk {
 	uint64_t size, ts;
@@ -273,7 +274,10 @@ int an_report_compute_tl(atr_file *f, struct an_report *r, struct an_timeline *t
 	if (rc < 0)
 		goto out;
 	struct atr_event ev;
+	struct util_progress prog;
+	util_progress_start(&prog, "report", in->records_hint);
 	while ((rc = atr_iter_next(it, &ev)) > 0) {
+		util_progress_update(&prog, ev.seq);
 		if (ev.type == ATR_EV_REALLOC_RELEASE) {
 			kill_ptr(&s, ev.ptr, ev.ts);
 		} else {
@@ -295,6 +299,7 @@ int an_report_compute_tl(atr_file *f, struct an_report *r, struct an_timeline *t
 		if (s.nomem || (tl && tl->nomem))
 			break;
 	}
+	util_progress_done(&prog);
 	atr_iter_free(it);
 	if (tl && tl->nomem)
 		s.nomem = 1;
