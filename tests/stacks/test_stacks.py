@@ -30,13 +30,13 @@ def fail(msg):
     sys.exit(1)
 
 
-def record(build, out, stacks=True, extra=()):
+def record(build, out, stacks=True, extra=(), argv=None):
     prog = os.path.join(build, "tests", "stacks", "stk_prog")
     mod = os.path.join(build, "tests", "stacks", "stk_module.so")
     cmd = [os.path.join(build, "alloctrace"), "record", "-o", out]
     if stacks:
         cmd.append("--stacks")
-    cmd += ["--", prog, mod] + list(extra)
+    cmd += ["--"] + (argv if argv else [prog, mod] + list(extra))
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         fail("record exited %d: %s" % (r.returncode, r.stderr))
@@ -195,14 +195,15 @@ def case_diff(args, tmp):
         fail("text diff: %s %s" % (r.stdout, r.stderr))
 
 
-def case_valgrind(args, tmp):
-    p = report(args.build, record(args.build, tmp))
+def case_valgrind(args, tmp, argv=None):
     prog = os.path.join(args.build, "tests", "stacks", "stk_prog")
     mod = os.path.join(args.build, "tests", "stacks", "stk_module.so")
+    argv = argv or [prog, mod]
+    p = report(args.build, record(args.build, tmp, argv=argv))
     # --run-libc-freeres=no: glibc's exit-time cleanup is a valgrind-only
     # step; the recorded program never runs it (docs/REPORT.md)
-    r = subprocess.run([args.valgrind, "--run-libc-freeres=no", "--leak-check=no",
-                        prog, mod], capture_output=True, text=True, timeout=100)
+    r = subprocess.run([args.valgrind, "--run-libc-freeres=no", "--leak-check=no"] + argv,
+                       capture_output=True, text=True, timeout=100)
     if r.returncode != 0:
         fail("valgrind exited %d: %s" % (r.returncode, r.stderr[-2000:]))
     m = re.search(r"in use at exit: ([\d,]+) bytes in ([\d,]+) blocks", r.stderr)
@@ -216,7 +217,13 @@ def case_valgrind(args, tmp):
              % (vb, vn, ab, an))
 
 
-CASES = {"report": case_report, "diff": case_diff, "flamegraph": case_flamegraph, "nostacks": case_nostacks,
+def case_valgrind2(args, tmp):
+    """The second program: every malloc-family function, realloc chains,
+    a list freed in part, mmapped blocks (tests/stacks/stk_leaks.c)."""
+    case_valgrind(args, tmp, [os.path.join(args.build, "tests", "stacks", "stk_leaks")])
+
+
+CASES = {"report": case_report, "valgrind2": case_valgrind2, "diff": case_diff, "flamegraph": case_flamegraph, "nostacks": case_nostacks,
          "valgrind": case_valgrind}
 
 
