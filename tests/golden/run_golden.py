@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""run_golden.py - golden-output tests of the CLI: fixed trace files (the
+fuzz corpus's valid seeds: a synthetic one, a real 3-thread recording with
+--timing, a real recording with --stacks) through info, dump, report,
+flamegraph and diff, text and JSON, compared byte for byte with
+tests/golden/expected/CASE.out.
+
+usage: run_golden.py --build DIR CASE      (or --list, or --update [CASE...])
+Traces are copied to a temporary directory as t.atr (and u.atr) and the
+commands run there with TZ=UTC, so no path or time zone leaks in.  After an
+intended change of output: run with --update and review the diff.
+"""
+import argparse
+import difflib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "..", "fuzz", "corpus")
+
+# case: (trace for t.atr, trace for u.atr or None, alloctrace arguments)
+CASES = {
+    "info_synthetic": ("seed1", None, ["info", "t.atr"]),
+    "info_synthetic_json": ("seed1", None, ["info", "--json", "t.atr"]),
+    "dump_synthetic": ("seed1", None, ["dump", "t.atr"]),
+    "info_threads_timing": ("real-mt-timing", None, ["info", "t.atr"]),
+    "dump_threads_timing_json": ("real-mt-timing", None, ["dump", "--json", "t.atr"]),
+    "report_threads_timing": ("real-mt-timing", None, ["report", "t.atr"]),
+    "report_stacks": ("seed-stacks", None, ["report", "--top", "3", "t.atr"]),
+    "report_stacks_json": ("seed-stacks", None, ["report", "--json", "--top", "3", "t.atr"]),
+    "flamegraph_stacks": ("seed-stacks", None, ["flamegraph", "--by", "calls", "t.atr"]),
+    "diff_traces": ("real-mt-timing", "seed1", ["diff", "--by", "calls", "t.atr", "u.atr"]),
+}
+
+
+def run(build, case):
+    t, u, args = CASES[case]
+    with tempfile.TemporaryDirectory(prefix="atr-golden.") as d:
+        shutil.copy(os.path.join(CORPUS, t), os.path.join(d, "t.atr"))
+        if u:
+            shutil.copy(os.path.join(CORPUS, u), os.path.join(d, "u.atr"))
+        env = dict(os.environ, TZ="UTC", ALLOCTRACE_NO_PROGRESS="1")
+        r = subprocess.run([os.path.join(build, "alloctrace")] + args, cwd=d, env=env,
+                           capture_output=True, text=True, timeout=60)
+    return "exit %d\n--- stdout\n%s--- stderr\n%s" % (r.returncode, r.stdout, r.stderr)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--update", action="store_true")
+    ap.add_argument("cases", nargs="*")
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(sorted(CASES)))
+        return 0
+    build = os.path.abspath(a.build)
+    cases = a.cases or sorted(CASES)
+    bad = 0
+    for c in cases:
+        got = run(build, c)
+        path = os.path.join(HERE, "expected", c + ".out")
+        if a.update:
+            with open(path, "w") as f:
+                f.write(got)
+            print("updated", path)
+            continue
+        with open(path) as f:
+            want = f.read()
+        if got != want:
+            bad += 1
+            print("FAIL %s: output differs from %s" % (c, path))
+            sys.stdout.writelines(difflib.unified_diff(
+                want.splitlines(True), got.splitlines(True), "expected", "got", n=2))
+        else:
+            print("ok %s" % c)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
