@@ -111,6 +111,8 @@ static void colour(const char *name, unsigned *r, unsigned *g, unsigned *b)
 static void draw(FILE *out, struct node *n, double x, unsigned depth, unsigned maxd,
 		 double scale, uint64_t total, const char *unit)
 {
+	if (n->nkid == 0)
+		return; /* a leaf: no array to sort (qsort(NULL, 0) is undefined) */
 	qsort(n->kid, n->nkid, sizeof(*n->kid), cmp_name);
 	for (size_t i = 0; i < n->nkid; i++) {
 		struct node *k = n->kid[i];
