@@ -17,11 +17,11 @@
 #include "util_json.h"
 #include "util_msg.h"
 
-enum { M_WALL, M_CALLS, M_RSS, M_RSS_END, M_MALLOC, M_CALLOC, M_REALLOC, M_FREE, M_OTHER, NMETRIC };
-static const char *const m_name[NMETRIC] = {"wall time (ms)",  "total call time (Mcycles)", "max RSS (MiB)",
+enum { M_WALL, M_CPU, M_CALLS, M_RSS, M_RSS_END, M_MALLOC, M_CALLOC, M_REALLOC, M_FREE, M_OTHER, NMETRIC };
+static const char *const m_name[NMETRIC] = {"wall time (ms)",  "thread CPU time (ms)", "total call time (Mcycles)", "max RSS (MiB)",
 					    "RSS at end (MiB)", "malloc (cycles/call)",	"calloc (cycles/call)",
 					    "realloc (cycles/call)", "free (cycles/call)", "others (cycles/call)"};
-static const char *const m_key[NMETRIC] = {"wall_ms",	   "call_mcycles",    "max_rss_mib",
+static const char *const m_key[NMETRIC] = {"wall_ms",	   "thread_cpu_ms", "call_mcycles",    "max_rss_mib",
 					   "rss_end_mib", "malloc_cycles", "calloc_cycles",
 					   "realloc_cycles", "free_cycles", "other_cycles"};
 
@@ -36,14 +36,15 @@ struct col {
 static void compare_usage(FILE *out)
 {
 	fprintf(out, "usage: alloctrace compare WORKLOAD --allocators A,B,... [--runs N] [--touch M]\n"
-		     "                          [--trim-interval N] [--json]\n"
+		     "                          [--trim-interval N] [--timing serial|fast|off] [--json]\n"
 		     "Replay WORKLOAD N times (default 3) under each allocator and print medians\n"
 		     "(min-max) and ratios against the first column.  An allocator is glibc,\n"
 		     "jemalloc, tcmalloc, mimalloc, PATH.so or none, optionally with glibc tunables:\n"
 		     "  glibc+glibc.malloc.arena_max=1+glibc.malloc.trim_threshold=0\n");
 }
 
-static int run_one(const char *wl, struct col *c, const char *touch, const char *trim, double *out)
+static int run_one(const char *wl, struct col *c, const char *touch, const char *trim, const char *timing,
+		   double *out)
 {
 	int pfd[2];
 	if (pipe(pfd) < 0)
@@ -74,6 +75,10 @@ static int run_one(const char *wl, struct col *c, const char *touch, const char 
 			av[n++] = (char *)"--trim-interval";
 			av[n++] = (char *)trim;
 		}
+		if (timing) {
+			av[n++] = (char *)"--timing";
+			av[n++] = (char *)timing;
+		}
 		av[n++] = (char *)"--kv";
 		av[n] = NULL;
 		unsetenv("ALLOCTRACE_REPLAY_CHILD");
@@ -90,6 +95,8 @@ static int run_one(const char *wl, struct col *c, const char *touch, const char 
 	while (f && fscanf(f, "%63s %llu", key, &v) == 2) {
 		if (!strcmp(key, "wall_us"))
 			out[M_WALL] = (double)v / 1000.0;
+		else if (!strcmp(key, "thread_cpu_us"))
+			out[M_CPU] = (double)v / 1000.0;
 		else if (!strcmp(key, "total_call_cycles"))
 			out[M_CALLS] = (double)v / 1e6;
 		else if (!strcmp(key, "max_rss_kb"))
@@ -147,10 +154,11 @@ int cmd_compare(int argc, char **argv)
 	static const struct option opts[] = {
 		{"allocators", required_argument, NULL, 'a'}, {"runs", required_argument, NULL, 'r'},
 		{"touch", required_argument, NULL, 't'},      {"trim-interval", required_argument, NULL, 'I'},
+		{"timing", required_argument, NULL, 'm'},
 		{"json", no_argument, NULL, 'j'},	      {"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *list = "glibc,jemalloc,tcmalloc,mimalloc", *touch = NULL, *trim = NULL;
+	const char *list = "glibc,jemalloc,tcmalloc,mimalloc", *touch = NULL, *trim = NULL, *timing = NULL;
 	int runs = 3, json = 0, c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "a:r:jh", opts, NULL)) != -1) {
@@ -170,6 +178,9 @@ int cmd_compare(int argc, char **argv)
 			break;
 		case 'I':
 			trim = optarg;
+			break;
+		case 'm':
+			timing = optarg;
 			break;
 		case 'j':
 			json = 1;
@@ -218,7 +229,7 @@ int cmd_compare(int argc, char **argv)
 			double out[NMETRIC];
 			if (isatty(2))
 				fprintf(stderr, "\rcompare: run %d/%d %-30s", r + 1, runs, cols[k].spec);
-			if (run_one(wl, &cols[k], touch, trim, out) < 0) {
+			if (run_one(wl, &cols[k], touch, trim, timing, out) < 0) {
 				util_err("compare: replay under %s failed", cols[k].spec);
 				rc = 1;
 				break;

@@ -28,6 +28,9 @@ static void replay_usage(FILE *out)
 		"                         passed through GLIBC_TUNABLES at exec time)\n"
 		"      --trim-interval N  call malloc_trim(0) every N ops of each thread\n"
 		"      --touch MODE       none | first (default: first byte of each page) | all\n"
+		"      --timing MODE      serial (default: fenced clock reads, their floor\n"
+		"                         subtracted) | fast (unfenced: cheap calls read as the\n"
+		"                         clock's latency) | off (no per-call times, least overhead)\n"
 		"      --timeline FILE    sample VmSize, VmRSS and ideal live bytes (ms vmsize_kb\n"
 		"                         rss_kb ideal_kb) every --interval ms (default 10)\n"
 		"      --json             one JSON object instead of text\n");
@@ -43,16 +46,42 @@ static uint64_t avg(const struct rp_callstat *s)
 	return s->count ? s->sum / s->count : 0;
 }
 
+/* Threads that waited for a CPU make the wall time (and per-call times
+ * that straddle a preemption) the machine's, not the allocator's: the
+ * first pass measured `--allocator none` slower than glibc that way. */
+static void warn_descheduled(const struct rp_result *r)
+{
+	if (!r->thread_ns_sum || r->thread_ns_sum < 20000000u)
+		return;
+	double ran = (double)r->thread_cpu_ns_sum / (double)r->thread_ns_sum;
+	if (ran < 0.9 && r->waits * 1000 < r->ops)
+		util_warn("replay: the replay threads ran only %.0f%% of their wall time (%" PRIu64
+			  " involuntary context switches): fewer free cores than threads; compare CPU "
+			  "time (thread_cpu_us), not wall time",
+			  100.0 * ran, r->invol_switches);
+}
+
 static void print_text(const char *wl, const char *alloc, const struct rp_opts *o, const struct rp_result *r)
 {
 	char a[32], b[32], c[32];
 	static const char *const tn[] = {"none", "first", "all"};
-	printf("replay %s: allocator %s, %" PRIu32 " thread%s, touch %s, clock %s (%.3f ticks/ns)\n", wl, alloc,
-	       r->threads, r->threads == 1 ? "" : "s", tn[o->touch], r->clock, r->ticks_per_ns);
+	static const char *const tmn[] = {"serial", "fast", "off"};
+	printf("replay %s: allocator %s, %" PRIu32 " thread%s, touch %s, clock %s (%.3f ticks/ns), timing %s",
+	       wl, alloc, r->threads, r->threads == 1 ? "" : "s", tn[o->touch], r->clock, r->ticks_per_ns,
+	       tmn[r->timing]);
+	if (r->timing == RP_TIMING_OFF)
+		printf(" (no per-call times)\n");
+	else
+		printf(" (clock floor of %" PRIu64 " ticks subtracted per call)\n", r->timer_floor);
 	printf("%s cycles\n", util_fmt_u64(a, sizeof(a), r->cycles));
 	printf("%s usec wall time\n", util_fmt_u64(a, sizeof(a), r->wall_ns / 1000));
 	printf("%s usec across %" PRIu32 " thread%s\n", util_fmt_u64(a, sizeof(a), r->thread_ns_sum / 1000),
 	       r->threads, r->threads == 1 ? "" : "s");
+	printf("%s usec CPU across %" PRIu32 " thread%s (%.0f%% of their wall time, %s involuntary context "
+	       "switches)\n",
+	       util_fmt_u64(a, sizeof(a), r->thread_cpu_ns_sum / 1000), r->threads, r->threads == 1 ? "" : "s",
+	       r->thread_ns_sum ? 100.0 * (double)r->thread_cpu_ns_sum / (double)r->thread_ns_sum : 100.0,
+	       util_fmt_u64(b, sizeof(b), r->invol_switches));
 	printf("%s Kb Max RSS (%s -> %s)\n",
 	       util_fmt_u64(a, sizeof(a), r->rss_after_kb - (r->rss_after_kb > r->rss_before_kb ? r->rss_before_kb : r->rss_after_kb)),
 	       util_fmt_u64(b, sizeof(b), r->rss_before_kb), util_fmt_u64(c, sizeof(c), r->rss_after_kb));
@@ -123,6 +152,14 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_u64(&w, r->cycles);
 	json_key(&w, "thread_us");
 	json_u64(&w, r->thread_ns_sum / 1000);
+	json_key(&w, "timing");
+	json_string(&w, r->timing == RP_TIMING_SERIAL ? "serial" : r->timing == RP_TIMING_FAST ? "fast" : "off");
+	json_key(&w, "timer_floor_cycles");
+	json_u64(&w, r->timer_floor);
+	json_key(&w, "thread_cpu_us");
+	json_u64(&w, r->thread_cpu_ns_sum / 1000);
+	json_key(&w, "involuntary_switches");
+	json_u64(&w, r->invol_switches);
 	json_key(&w, "clock");
 	json_string(&w, r->clock);
 	json_key(&w, "ticks_per_ns");
@@ -178,8 +215,9 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 static void print_kv(const struct rp_result *r)
 {
 	printf("wall_us %" PRIu64 "\ntotal_call_cycles %" PRIu64 "\nmax_rss_kb %" PRIu64 "\nrss_end_kb %" PRIu64
-	       "\nideal_rss_peak_bytes %" PRIu64 "\n",
-	       r->wall_ns / 1000, r->total_cycles, r->rss_after_kb, r->vmrss_end_kb, r->ideal_peak);
+	       "\nideal_rss_peak_bytes %" PRIu64 "\nthread_cpu_us %" PRIu64 "\n",
+	       r->wall_ns / 1000, r->total_cycles, r->rss_after_kb, r->vmrss_end_kb, r->ideal_peak,
+	       r->thread_cpu_ns_sum / 1000);
 	for (unsigned k = 1; k <= AWL_OP_CALL_LAST; k++)
 		printf("count_%s %" PRIu64 "\navg_%s %" PRIu64 "\n", type_names[k], r->st[k].count, type_names[k],
 		       avg(&r->st[k]));
@@ -192,6 +230,7 @@ int cmd_replay(int argc, char **argv)
 		{"tunable", required_argument, NULL, 'T'},
 		{"trim-interval", required_argument, NULL, 'I'},
 		{"touch", required_argument, NULL, 't'},
+		{"timing", required_argument, NULL, 'm'},
 		{"timeline", required_argument, NULL, 'L'},
 		{"interval", required_argument, NULL, 'i'},
 		{"json", no_argument, NULL, 'j'},
@@ -235,6 +274,18 @@ int cmd_replay(int argc, char **argv)
 				o.touch = RP_TOUCH_ALL;
 			else {
 				util_err("replay: bad --touch '%s' (none, first, all)", optarg);
+				goto out;
+			}
+			break;
+		case 'm':
+			if (!strcmp(optarg, "serial"))
+				o.timing = RP_TIMING_SERIAL;
+			else if (!strcmp(optarg, "fast"))
+				o.timing = RP_TIMING_FAST;
+			else if (!strcmp(optarg, "off"))
+				o.timing = RP_TIMING_OFF;
+			else {
+				util_err("replay: bad --timing '%s' (serial, fast, off)", optarg);
 				goto out;
 			}
 			break;
@@ -300,6 +351,7 @@ int cmd_replay(int argc, char **argv)
 		free(res);
 		goto out;
 	}
+	warn_descheduled(res);
 	if (kv)
 		print_kv(res);
 	else if (json)

@@ -525,10 +525,56 @@ static int serr(struct awl_stream *s, const char *what)
 	return -1;
 }
 
+/* Fields per op code; -1: unknown code. */
+static const signed char op_fields[32] = {
+	[0] = -1,
+	[AWL_OP_MALLOC] = 2,
+	[AWL_OP_FREE] = 1,
+	[AWL_OP_CALLOC] = 3,
+	[AWL_OP_REALLOC] = 3,
+	[AWL_OP_REALLOCARRAY] = 4,
+	[AWL_OP_MEMALIGN] = 3,
+	[AWL_OP_POSIX_MEMALIGN] = 3,
+	[AWL_OP_ALIGNED_ALLOC] = 3,
+	[AWL_OP_VALLOC] = 2,
+	[AWL_OP_PVALLOC] = 2,
+	[11] = -1, [12] = -1, [13] = -1, [14] = -1, [15] = -1,
+	[AWL_OP_WAIT] = 2,
+	[AWL_OP_DROP] = 1,
+	[AWL_OP_MARKER] = 1,
+	[AWL_OP_THREAD_START] = 1,
+	[AWL_OP_THREAD_EXIT] = 0,
+	[21] = -1, [22] = -1, [23] = -1, [24] = -1, [25] = -1, [26] = -1, [27] = -1,
+	[28] = -1, [29] = -1, [30] = -1, [31] = -1,
+};
+
+/* A varint from p with at least 10 bytes readable: the same rules as
+ * get_uv (at most 10 bytes, no bits past 64).  NULL if malformed. */
+static inline const uint8_t *get_uv_fast(const uint8_t *p, uint64_t *v)
+{
+	uint8_t b = *p++;
+	if (b < 0x80) {
+		*v = b;
+		return p;
+	}
+	uint64_t r = b & 0x7f;
+	for (unsigned sh = 7; sh < 64; sh += 7) {
+		b = *p++;
+		if (sh == 63 && b > 1)
+			return NULL;
+		r |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80)) {
+			*v = r;
+			return p;
+		}
+	}
+	return NULL;
+}
+
 int awl_stream_next(struct awl_stream *s, struct awl_op *op)
 {
-	const struct awl_thread *th = &s->f->th[s->t];
 	if (s->left_ops == 0) {
+		const struct awl_thread *th = &s->f->th[s->t];
 		if (s->pos != s->len)
 			return serr(s, "chunk has bytes after its last op");
 		if (s->chunk >= th->nchunks)
@@ -550,44 +596,26 @@ int awl_stream_next(struct awl_stream *s, struct awl_op *op)
 	}
 	if (s->pos >= s->len)
 		return serr(s, "chunk ends inside an op");
-	memset(op, 0, sizeof(*op));
+	op->a = op->b = op->c = op->d = 0;
+	op->data = NULL;
+	op->len = 0;
 	op->code = s->buf[s->pos++];
-	int nf;
-	switch (op->code) {
-	case AWL_OP_FREE:
-	case AWL_OP_DROP:
-	case AWL_OP_THREAD_START:
-		nf = 1;
-		break;
-	case AWL_OP_MALLOC:
-	case AWL_OP_VALLOC:
-	case AWL_OP_PVALLOC:
-	case AWL_OP_WAIT:
-		nf = 2;
-		break;
-	case AWL_OP_CALLOC:
-	case AWL_OP_REALLOC:
-	case AWL_OP_MEMALIGN:
-	case AWL_OP_POSIX_MEMALIGN:
-	case AWL_OP_ALIGNED_ALLOC:
-		nf = 3;
-		break;
-	case AWL_OP_REALLOCARRAY:
-		nf = 4;
-		break;
-	case AWL_OP_THREAD_EXIT:
-		nf = 0;
-		break;
-	case AWL_OP_MARKER:
-		nf = 1;
-		break;
-	default:
+	int nf = op->code < 32 ? op_fields[op->code] : -1;
+	if (nf < 0)
 		return serr(s, "unknown op code");
-	}
 	uint64_t *fl[4] = {&op->a, &op->b, &op->c, &op->d};
-	for (int i = 0; i < nf; i++)
-		if (get_uv(s, fl[i]) < 0)
-			return serr(s, "bad varint");
+	if (s->len - s->pos >= 40) {
+		/* room for 4 varints of 10 bytes: no bounds check per byte */
+		const uint8_t *p = s->buf + s->pos;
+		for (int i = 0; i < nf; i++)
+			if (!(p = get_uv_fast(p, fl[i])))
+				return serr(s, "bad varint");
+		s->pos = (size_t)(p - s->buf);
+	} else {
+		for (int i = 0; i < nf; i++)
+			if (get_uv(s, fl[i]) < 0)
+				return serr(s, "bad varint");
+	}
 	if (op->code == AWL_OP_MARKER) {
 		if (op->a > AWL_MARKER_MAX || op->a > s->len - s->pos)
 			return serr(s, "bad marker length");

@@ -81,6 +81,67 @@ static const char *clock_init(void)
 }
 #endif
 
+/* The clock around one call.  A plain rdtsc does not wait for the call:
+ * on this AMD EPYC, back-to-back reads cost ~24 ticks and every malloc and
+ * free of glibc, jemalloc, tcmalloc and mimalloc measured exactly that
+ * (the call runs in the shadow of the rdtsc latency), so per-call numbers
+ * told allocators apart only by noise, and `--allocator none` "cost" as
+ * much per call as glibc.  RP_TIMING_SERIAL fences the reads (lfence;
+ * rdtsc; lfence, isb on aarch64), so the call runs between them, and
+ * subtracts the fenced floor measured at start (timer_floor()). */
+static inline uint64_t tick_fenced(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (__builtin_expect(use_tsc > 0, 1)) {
+		_mm_lfence();
+		uint64_t t = __rdtsc();
+		_mm_lfence();
+		return t;
+	}
+	return mono_ns();
+#elif defined(__aarch64__)
+	uint64_t v;
+	__asm__ volatile("isb\n\tmrs %0, cntvct_el0\n\tisb" : "=r"(v)::"memory");
+	return v;
+#else
+	return mono_ns();
+#endif
+}
+
+static inline uint64_t tick(enum rp_timing mode)
+{
+	if (mode == RP_TIMING_SERIAL)
+		return tick_fenced();
+	if (mode == RP_TIMING_FAST)
+		return rp_ticks();
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Median of back-to-back reads in this mode: what an empty call measures. */
+static uint64_t timer_floor(enum rp_timing mode)
+{
+	enum { N = 4001 };
+	static uint64_t d[N];
+	if (mode == RP_TIMING_OFF)
+		return 0;
+	for (int i = 0; i < 1000; i++) {
+		uint64_t a = tick(mode);
+		d[0] = tick(mode) - a;
+	}
+	for (int i = 0; i < N; i++) {
+		uint64_t a = tick(mode);
+		d[i] = tick(mode) - a;
+	}
+	qsort(d, N, sizeof(d[0]), cmp_u64);
+	return d[N / 2];
+}
+
 /* ---------------------------------------------------------- histogram */
 static inline unsigned bucket_of(uint64_t v)
 {
@@ -246,7 +307,8 @@ struct rthread {
 	struct awl_stream s;
 	struct rp_callstat st[RP_NTYPES + 1];
 	uint64_t ops, waits, sleeps, unexpected_ok, unexpected_fail;
-	uint64_t ns;
+	uint64_t ns, cpu_ns;
+	long nivcsw;
 	int err;
 	char errmsg[200];
 };
@@ -261,6 +323,7 @@ struct replay {
 	_Atomic uint32_t go;
 	_Atomic int stop_sampler;
 	size_t page;
+	uint64_t timer_floor; /* ticks an empty timed region measures */
 };
 
 static long futex(_Atomic uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
@@ -296,6 +359,22 @@ static void wait_for(struct replay *rp, struct rthread *me, uint32_t t, uint64_t
 		futex(&p->fut, FUTEX_WAIT_PRIVATE, v, &ts);
 	}
 	atomic_fetch_sub(&p->waiters, 1);
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static long thread_nivcsw(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		return 0;
+	return ru.ru_nivcsw;
 }
 
 static inline void publish(struct replay *rp, uint32_t t, uint64_t done)
@@ -336,12 +415,15 @@ static void *run_thread(void *arg)
 	struct replay *rp = me->rp;
 	struct prog *mine = &rp->prog[me->t];
 	int dry = rp->o->dry_run;
+	const enum rp_timing tm = rp->o->timing;
+	const uint64_t floor_ticks = rp->timer_floor;
 	uint64_t trim_every = rp->o->trim_interval, next_trim = trim_every;
 	struct awl_op op;
 	int r;
 	while (!atomic_load_explicit(&rp->go, memory_order_acquire))
 		futex(&rp->go, FUTEX_WAIT_PRIVATE, 0, NULL);
-	uint64_t t_start = mono_ns();
+	uint64_t t_start = mono_ns(), c_start = thread_cpu_ns();
+	long sw_start = thread_nivcsw();
 	int64_t live = 0;
 	while ((r = awl_stream_next(&me->s, &op)) > 0) {
 		uint64_t t0 = 0, t1 = 0;
@@ -368,10 +450,10 @@ static void *run_thread(void *arg)
 			src = op.a ? &rp->slots[op.a - 1] : NULL;
 			{
 				void *p = src ? src->p : NULL;
-				t0 = rp_ticks();
+				t0 = tick(tm);
 				if (!dry)
 					A.free(p);
-				t1 = rp_ticks();
+				t1 = tick(tm);
 			}
 			if (src) {
 				live -= (int64_t)src->size;
@@ -381,58 +463,58 @@ static void *run_thread(void *arg)
 			break;
 		case AWL_OP_MALLOC:
 			size = op.b;
-			t0 = rp_ticks();
+			t0 = tick(tm);
 			if (!dry)
 				res = A.malloc(size);
-			t1 = rp_ticks();
+			t1 = tick(tm);
 			dst = op.a ? &rp->slots[op.a - 1] : NULL;
 			break;
 		case AWL_OP_VALLOC:
 			size = op.b;
-			t0 = rp_ticks();
+			t0 = tick(tm);
 			if (!dry)
 				res = A.valloc(size);
-			t1 = rp_ticks();
+			t1 = tick(tm);
 			dst = op.a ? &rp->slots[op.a - 1] : NULL;
 			break;
 		case AWL_OP_PVALLOC:
 			size = op.b;
-			t0 = rp_ticks();
+			t0 = tick(tm);
 			if (!dry)
 				res = A.pvalloc(size);
-			t1 = rp_ticks();
+			t1 = tick(tm);
 			dst = op.a ? &rp->slots[op.a - 1] : NULL;
 			break;
 		case AWL_OP_CALLOC:
 			size = mul_sat(op.b, op.c);
-			t0 = rp_ticks();
+			t0 = tick(tm);
 			if (!dry)
 				res = A.calloc(op.b, op.c);
-			t1 = rp_ticks();
+			t1 = tick(tm);
 			dst = op.a ? &rp->slots[op.a - 1] : NULL;
 			break;
 		case AWL_OP_MEMALIGN:
 			size = op.c;
-			t0 = rp_ticks();
+			t0 = tick(tm);
 			if (!dry)
 				res = A.memalign(op.b, size);
-			t1 = rp_ticks();
+			t1 = tick(tm);
 			dst = op.a ? &rp->slots[op.a - 1] : NULL;
 			break;
 		case AWL_OP_ALIGNED_ALLOC:
 			size = op.c;
-			t0 = rp_ticks();
+			t0 = tick(tm);
 			if (!dry)
 				res = A.aligned_alloc(op.b, size);
-			t1 = rp_ticks();
+			t1 = tick(tm);
 			dst = op.a ? &rp->slots[op.a - 1] : NULL;
 			break;
 		case AWL_OP_POSIX_MEMALIGN:
 			size = op.c;
-			t0 = rp_ticks();
+			t0 = tick(tm);
 			if (!dry && A.posix_memalign(&res, op.b, size) != 0)
 				res = NULL;
-			t1 = rp_ticks();
+			t1 = tick(tm);
 			dst = op.a ? &rp->slots[op.a - 1] : NULL;
 			break;
 		case AWL_OP_REALLOC:
@@ -441,10 +523,10 @@ static void *run_thread(void *arg)
 			dst = op.b ? &rp->slots[op.b - 1] : NULL;
 			size = op.code == AWL_OP_REALLOC ? op.c : mul_sat(op.c, op.d);
 			void *old = src ? src->p : NULL;
-			t0 = rp_ticks();
+			t0 = tick(tm);
 			if (!dry)
 				res = op.code == AWL_OP_REALLOC ? A.realloc(old, op.c) : A.reallocarray(old, op.c, op.d);
-			t1 = rp_ticks();
+			t1 = tick(tm);
 			if (dry)
 				res = dst ? (void *)1 : NULL;
 			if (src && (res || size == 0)) {
@@ -468,7 +550,7 @@ static void *run_thread(void *arg)
 		default:
 			goto next;
 		}
-		stat_add(&me->st[op.code], t1 - t0);
+		stat_add(&me->st[op.code], t1 - t0 > floor_ticks ? t1 - t0 - floor_ticks : 0);
 		if (op.code >= AWL_OP_MALLOC && op.code != AWL_OP_FREE) {
 			if (dry) {
 				if (dst) {
@@ -496,10 +578,11 @@ static void *run_thread(void *arg)
 		atomic_store_explicit(&mine->live, live, memory_order_relaxed);
 		if (trim_every && me->ops >= next_trim) {
 			next_trim += trim_every;
-			uint64_t a = rp_ticks();
+			uint64_t a = tick(tm);
 			if (!dry)
 				A.trim(0);
-			stat_add(&me->st[RP_TRIM], rp_ticks() - a);
+			uint64_t d = tick(tm) - a;
+			stat_add(&me->st[RP_TRIM], d > floor_ticks ? d - floor_ticks : 0);
 		}
 	}
 	if (r < 0) {
@@ -509,6 +592,8 @@ static void *run_thread(void *arg)
 		publish(rp, me->t, UINT64_MAX);
 	}
 	me->ns = mono_ns() - t_start;
+	me->cpu_ns = thread_cpu_ns() - c_start;
+	me->nivcsw = thread_nivcsw() - sw_start;
 	return NULL;
 }
 
@@ -619,6 +704,9 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	rp.o = o;
 	rp.n = in->nthreads;
 	rp.page = (size_t)sysconf(_SC_PAGESIZE);
+	rp.timer_floor = timer_floor(o->timing);
+	res->timer_floor = rp.timer_floor;
+	res->timing = o->timing;
 	rp.slots = calloc(in->slots ? in->slots : 1, sizeof(*rp.slots));
 	rp.prog = aligned_alloc(64, sizeof(struct prog) * (rp.n ? rp.n : 1));
 	rp.th = calloc(rp.n ? rp.n : 1, sizeof(*rp.th));
@@ -711,6 +799,8 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 		res->waits += t->waits;
 		res->sleeps += t->sleeps;
 		res->thread_ns_sum += t->ns;
+		res->thread_cpu_ns_sum += t->cpu_ns;
+		res->invol_switches += (uint64_t)(t->nivcsw > 0 ? t->nivcsw : 0);
 		res->unexpected_ok += t->unexpected_ok;
 		res->unexpected_fail += t->unexpected_fail;
 		for (unsigned k = 0; k <= RP_NTYPES; k++) {

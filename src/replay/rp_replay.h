@@ -3,8 +3,9 @@
  * One thread per workload thread runs its op stream against the malloc of
  * this process (whatever LD_PRELOAD put there).  WAIT ops spin briefly,
  * then sleep on a futex.  Each call is timed with the cheapest stable clock
- * (rp_ticks()); decoding, slot bookkeeping and touching memory are outside
- * the timed region.
+ * (rp_ticks(), fenced: enum rp_timing) minus the clock's own floor;
+ * decoding, slot bookkeeping and touching memory are outside the timed
+ * region.
  */
 #ifndef RP_REPLAY_H
 #define RP_REPLAY_H
@@ -15,6 +16,12 @@
 #include "awl_workload.h"
 
 enum rp_touch { RP_TOUCH_NONE, RP_TOUCH_FIRST, RP_TOUCH_ALL };
+/* How a call is timed: SERIAL (default) fences the clock reads so the call
+ * runs between them and subtracts the empty-region floor; FAST reads the
+ * clock without fences (cheaper, but a call that takes less than the clock
+ * read's latency measures as that latency); OFF times nothing (lowest
+ * overhead: wall time only). */
+enum rp_timing { RP_TIMING_SERIAL, RP_TIMING_FAST, RP_TIMING_OFF };
 
 #define RP_HIST_BUCKETS 496
 #define RP_NTYPES (AWL_OP_CALL_LAST + 1) /* [0] unused */
@@ -26,6 +33,7 @@ struct rp_opts {
 	int dry_run;		/* bookkeeping only: no allocator calls */
 	const char *timeline;	/* file for "ms vmsize_kb rss_kb ideal_kb" */
 	unsigned timeline_ms;	/* sampling period (default 10) */
+	enum rp_timing timing;
 };
 
 struct rp_callstat {
@@ -37,6 +45,8 @@ struct rp_result {
 	uint32_t threads;
 	uint64_t ops, waits, sleeps;
 	uint64_t wall_ns, cycles, thread_ns_sum;
+	uint64_t thread_cpu_ns_sum;	/* CPU time of the replay threads */
+	uint64_t invol_switches;	/* their involuntary context switches */
 	uint64_t rss_before_kb, rss_after_kb;	    /* ru_maxrss */
 	uint64_t vmrss_end_kb, vmsize_end_kb;	    /* /proc/self/statm at the end */
 	uint64_t ideal_peak;			    /* from the workload */
@@ -44,6 +54,8 @@ struct rp_result {
 	uint64_t emulated;			    /* calls the allocator lacks, emulated */
 	struct rp_callstat st[RP_NTYPES + 1];
 	uint64_t total_cycles;
+	uint64_t timer_floor; /* ticks subtracted from every timed call */
+	enum rp_timing timing;
 	double ticks_per_ns;
 	const char *clock; /* "tsc", "cntvct", "clock_gettime" */
 };
