@@ -22,6 +22,7 @@ static const struct command commands[] = {
     {"convert", cmd_convert, "turn a trace into a workload for replay"},
     {"replay", cmd_replay, "run a workload against an allocator, timing every call"},
     {"compare", cmd_compare, "replay a workload under several allocators: one table"},
+    {"arenas", cmd_arenas, "glibc arenas, heaps, sbrk, mmap thresholds (systemtap-style)"},
 };
 
 static void usage(FILE *out)

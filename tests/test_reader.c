@@ -551,7 +551,7 @@ static void test_unknown_meta_skipped(void **state)
 	struct atw *w = atw_new(4096);
 	uint32_t s = atw_thread(w, 1, 0);
 	atw_malloc(w, s, 1, 0x10, 1, 0);
-	assert_int_equal(atw_meta(w, s, 2, 25, 7, "abcdefghijk", 11), 0);
+	assert_int_equal(atw_meta(w, s, 2, 30, 7, "abcdefghijk", 11), 0);
 	atw_malloc(w, s, 3, 0x20, 1, 0);
 	struct trace t;
 	assert_int_equal(load(&t, w, 1), 0);
@@ -559,6 +559,37 @@ static void test_unknown_meta_skipped(void **state)
 	assert_int_equal(t.n, 3);
 	assert_int_equal(t.ev[2].ret, 0x20);
 	unload(&t);
+}
+
+/* ATR_FEAT_CHUNK_FLAGS: bits 1-2 of ret are glibc's chunk flags; the
+ * reader masks them off ret and reports them; without the feature ret is
+ * taken as it is. */
+static void test_chunk_flags(void **state)
+{
+	(void)state;
+	for (int feat = 0; feat < 2; feat++) {
+		struct atw *w = atw_new(4096);
+		if (feat)
+			atw_hdr_u64(w, ATR_H_FEATURES,
+				    ATR_FEAT_CLOCK_MONO_NS | ATR_FEAT_CHUNK_FLAGS);
+		uint32_t s = atw_thread(w, 1, 0);
+		atw_malloc(w, s, 1, 0x1000 | ATR_CHUNK_MMAPPED, 1, 0);
+		atw_malloc(w, s, 2, 0x2000 | ATR_CHUNK_NON_MAIN, 1, 0);
+		struct trace t;
+		assert_int_equal(load(&t, w, 1), 0);
+		assert_int_equal(t.rc, 0);
+		assert_int_equal(t.n, 3);
+		if (feat) {
+			assert_int_equal(t.ev[1].ret, 0x1000);
+			assert_int_equal(t.ev[1].chunk_flags, ATR_CHUNK_MMAPPED);
+			assert_int_equal(t.ev[2].ret, 0x2000);
+			assert_int_equal(t.ev[2].chunk_flags, ATR_CHUNK_NON_MAIN);
+		} else {
+			assert_int_equal(t.ev[1].ret, 0x1002);
+			assert_int_equal(t.ev[1].chunk_flags, 0);
+		}
+		unload(&t);
+	}
 }
 
 static void test_overrun_record(void **state)
@@ -786,6 +817,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_headers),
 	    cmocka_unit_test(test_unknown_call_type),
 	    cmocka_unit_test(test_unknown_meta_skipped),
+	    cmocka_unit_test(test_chunk_flags),
 	    cmocka_unit_test(test_overrun_record),
 	    cmocka_unit_test(test_clock_inversion),
 	    cmocka_unit_test(test_lost_records),

@@ -197,6 +197,23 @@ static void text_event(FILE *o, const atr_file *f, const struct atr_event *ev)
 		}
 		fprintf(o, "%s arg=%" PRIu32 "\n", name, ev->arg);
 		break;
+	case ATR_T_BRK:
+	case ATR_T_HEAP:
+		/* glibc (docs/ARENAS.md): brk: initial, current break; heap:
+		 * start, heap_info.ar_ptr, heap_info.size */
+		if (ev->payload_len >= (ev->type == ATR_T_BRK ? 16u : 24u)) {
+			uint64_t w[3] = {0, 0, 0};
+			memcpy(w, ev->payload, ev->type == ATR_T_BRK ? 16 : 24);
+			if (ev->type == ATR_T_BRK)
+				fprintf(o, "brk 0x%" PRIx64 " (+%" PRId64 " since start)\n", w[1],
+					(int64_t)(w[1] - w[0]));
+			else
+				fprintf(o, "heap 0x%" PRIx64 " arena 0x%" PRIx64 " size %" PRIu64 "\n",
+					w[0], w[1], w[2]);
+			break;
+		}
+		fprintf(o, "%s arg=%" PRIu32 "\n", name, ev->arg);
+		break;
 	default:
 		fprintf(o, "%s arg=%" PRIu32 "\n", name, ev->arg);
 		break;

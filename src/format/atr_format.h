@@ -29,8 +29,23 @@ enum {
 	ATR_FEAT_CLOCK_MONO_NS = 1u << 2, /* CLOCK_MONOTONIC nanoseconds */
 	ATR_FEAT_TIMING = 1u << 3,	  /* call records may carry a duration */
 	ATR_FEAT_STACKS = 1u << 4,	  /* stack ids are meaningful */
+	ATR_FEAT_CHUNK_FLAGS = 1u << 5,	  /* glibc: bits 1-2 of an allocation's
+					     ret word carry its chunk flags
+					     (ATR_CHUNK_*); see below */
 };
-#define ATR_FEATURES_KNOWN 0x1fULL
+#define ATR_FEATURES_KNOWN 0x3fULL
+
+/* ATR_FEAT_CHUNK_FLAGS (glibc only, docs/ARENAS.md): the returned-pointer
+ * word of every allocation record holds ret | (chunk size word & 6), the
+ * IS_MMAPPED and NON_MAIN_ARENA bits of glibc's chunk header.  glibc's
+ * results are 16-byte aligned, so the bits are free; readers mask them off
+ * (atr_event.ret is always the true pointer, atr_event.chunk_flags the
+ * bits).  ARENAS_HEAP_MAX: non-main heaps are aligned to this (glibc's
+ * HEAP_MAX_SIZE on 64-bit). */
+#define ATR_CHUNK_MMAPPED 0x2u
+#define ATR_CHUNK_NON_MAIN 0x4u
+#define ATR_CHUNK_MASK 0x6u
+#define ATR_ARENA_HEAP_MAX (64ULL << 20)
 
 /* header.status bits, set while the process runs. */
 enum {
@@ -136,6 +151,13 @@ enum atr_type {
 	ATR_T_STACK = 23,	 /* arg = stack id; payload: u64 return addresses,
 				    innermost (the allocator's caller) first */
 	ATR_T_MODULE = 24,	 /* arg = ATR_MOD_*; payload: struct below */
+	ATR_T_BRK = 25,		 /* glibc: payload u64 initial program break,
+				    u64 current break (sbrk(0)); at thread
+				    start, each block flush and exit */
+	ATR_T_HEAP = 26,	 /* glibc: the thread allocated from a non-main
+				    heap other than (or beyond the size of) the
+				    one it used last; payload u64 heap start,
+				    u64 heap_info.ar_ptr, u64 heap_info.size */
 	ATR_T_META_LAST = 31,
 };
 

@@ -52,6 +52,7 @@ struct atr_file {
 	uint32_t nthr;
 	struct atr_sblk *stream;
 	uint64_t records, ncalls;
+	int chunk_flags; /* ATR_FEAT_CHUNK_FLAGS: mask ret's low bits */
 	char err[ATR_ERRLEN];
 	/* stack and module tables (atr_stacks_load) */
 	int stacks_loaded;
@@ -133,6 +134,8 @@ static const char *const atr_names[32] = {
     [ATR_T_LOST] = "lost",
     [ATR_T_STACK] = "stack",
     [ATR_T_MODULE] = "module",
+    [ATR_T_BRK] = "brk",
+    [ATR_T_HEAP] = "heap",
 };
 
 const char *atr_type_name(unsigned type)
@@ -253,6 +256,7 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 			p, (uint64_t)(in->features & ~(uint64_t)ATR_FEATURES_KNOWN));
 		return ATR_E_FEATURES;
 	}
+	f->chunk_flags = (in->features & ATR_FEAT_CHUNK_FLAGS) != 0;
 	f->bs = rd32(h + ATR_H_BLOCK_SIZE);
 	if (f->bs < ATR_BLOCK_SIZE_MIN || f->bs > ATR_BLOCK_SIZE_MAX || (f->bs & (f->bs - 1))) {
 		fmt_err(eb, el,
@@ -827,6 +831,10 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 				ev->ptr = rd64(r + 8);
 			} else {
 				ev->ret = rd64(r + 8);
+				if (f->chunk_flags) {
+					ev->chunk_flags = (uint8_t)(ev->ret & ATR_CHUNK_MASK);
+					ev->ret &= ~(uint64_t)ATR_CHUNK_MASK;
+				}
 				uint64_t sw = rd64(r + 16), slack;
 				if (flags & ATR_FLAG_WIDE) {
 					ev->size = sw;

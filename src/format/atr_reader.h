@@ -113,6 +113,10 @@ struct atr_event {
 	uint32_t arg;
 	uint32_t payload_len;
 	const uint8_t *payload; /* points into the mapped file */
+	/* allocations in a file with ATR_FEAT_CHUNK_FLAGS: glibc's chunk
+	 * flag bits (ATR_CHUNK_MMAPPED, ATR_CHUNK_NON_MAIN) of ret; 0
+	 * otherwise */
+	uint8_t chunk_flags;
 };
 
 /* Open one trace file. On failure *out is NULL and errbuf explains

@@ -42,6 +42,21 @@ static inline void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags
 			     uint64_t dur, void *r, size_t size, uint64_t slack, unsigned nextra,
 			     uint64_t e1, uint64_t e2)
 {
+	/* glibc: the chunk's IS_MMAPPED and NON_MAIN_ARENA bits ride in ret's
+	 * low bits (ATR_FEAT_CHUNK_FLAGS); a chunk of a non-main heap other
+	 * than (or beyond) the one this thread used last gets a HEAP record
+	 * first.  The size word is the one slack_of() loaded. */
+	uint64_t rv = (uint64_t)(uintptr_t)r;
+	if (ATP_LIKELY(g.glibc) && r) {
+		size_t h = ((size_t *)r)[-1];
+		rv |= h & ATR_CHUNK_MASK;
+		if ((h & ATR_CHUNK_MASK) == ATR_CHUNK_NON_MAIN) {
+			uint64_t cend = (uint64_t)(uintptr_t)r - 2 * sizeof(size_t) + (h & ~(size_t)7);
+			if (ATP_UNLIKELY((rv & ~(ATR_ARENA_HEAP_MAX - 1)) != t->heap_lo ||
+					 cend > t->heap_hi))
+				atp_heap_note(t, ts, r, cend);
+		}
+	}
 	/* unknown slack (UINT64_MAX) shifts into 0xffff, the narrow unknown */
 	int narrow = size <= ATR_SIZE_MASK && (slack < ATR_SLACK_NARROW_UNKNOWN || slack == UINT64_MAX);
 	if (!narrow)
@@ -55,7 +70,7 @@ static inline void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags
 	if (ATP_UNLIKELY(!p))
 		return;
 	unsigned i = 3;
-	p[1] = (uint64_t)(uintptr_t)r;
+	p[1] = rv;
 	p[2] = ATP_LIKELY(narrow) ? (uint64_t)size | slack << ATR_SIZE_BITS : (uint64_t)size;
 	if (nextra > 0)
 		p[i++] = e1;

@@ -334,6 +334,8 @@ int atp_open_trace(void)
 		feat |= ATR_FEAT_TIMING;
 	if (g.stacks)
 		feat |= ATR_FEAT_STACKS;
+	if (g.glibc)
+		feat |= ATR_FEAT_CHUNK_FLAGS;
 	atp_put_u64(h + ATR_H_FEATURES, feat);
 	atp_put_u32(h + ATR_H_BLOCK_SIZE, g.block_size);
 	atp_put_u32(h + ATR_H_STATUS, g.no_children ? ATR_STATUS_NO_CHILDREN : 0);
@@ -483,6 +485,16 @@ static void resolve(void)
 			dst[i] = src[i];
 	void *libc_malloc = dlsym(RTLD_NEXT, "__libc_malloc");
 	g.glibc = libc_malloc && libc_malloc == (void *)g.real.malloc;
+	if (g.glibc) {
+		/* docs/ARENAS.md: the break before glibc's first sbrk, and
+		 * whether heap_info can be read at ret & ~(64 MiB - 1) (not
+		 * with glibc.malloc.hugetlb >= 2: heaps are then smaller) */
+		g.brk0 = (uint64_t)(uintptr_t)sbrk(0);
+		const char *tun = getenv("GLIBC_TUNABLES");
+		const char *hp = tun ? strstr(tun, "glibc.malloc.hugetlb=") : NULL;
+		g.arena_heaps = sizeof(size_t) == 8 &&
+				(!hp || hp[21] == '0' || (hp[21] == '1' && (hp[22] == ':' || !hp[22])));
+	}
 }
 
 void atp_init(void)
@@ -585,8 +597,10 @@ __attribute__((destructor(101))) static void atp_fini(void)
 		return;
 	struct atp_thread *t = &atp_tls;
 	t->guard++;
-	if (g.recording)
+	if (g.recording) {
 		atp_write_meta(t, ATR_T_CONTROL, ATR_CTL_EXIT, NULL, 0);
+		atp_write_brk(t, atp_now());
+	}
 	atp_put_u64(g.hdr + ATR_H_END_MONO, atp_mono_ns());
 	atp_put_u64(g.hdr + ATR_H_END_TICKS, atp_now());
 	atp_hdr_set_status(ATR_STATUS_CLEAN_EXIT);

@@ -68,6 +68,9 @@ struct atp_thread {
 	/* --stacks: this thread's stacks (hash -> id), see atp_stacks.c */
 	struct atp_stack_ent *stab; /* mmap'd open-addressing table or NULL */
 	uint32_t stab_mask, stab_used;
+	/* glibc: the non-main heap this thread allocated from last, and the
+	 * end of it that the last HEAP record showed (atp_hooks.c) */
+	uint64_t heap_lo, heap_hi;
 };
 
 enum atp_thread_state { ATP_T_NEW = 0, ATP_T_ACTIVE = 1, ATP_T_EXITED = 2, ATP_T_DEAD = 3 };
@@ -85,7 +88,9 @@ struct atp_global {
 	int timing;		/* ALLOCTRACE_TIMING */
 	int no_children;
 	int glibc;		/* real allocator is glibc: usable size from
-				   the chunk header */
+				   the chunk header, chunk flags, BRK records */
+	int arena_heaps;	/* glibc heap_info readable: HEAP records */
+	uint64_t brk0;		/* glibc: program break at init */
 	int quiet;
 	int start_on;		/* record from the start */
 	int stacks;		/* ALLOCTRACE_STACKS: a stack id per allocation */
@@ -158,6 +163,11 @@ int atp_write_meta(struct atp_thread *t, unsigned type, uint32_t arg, const void
 int atp_write_meta_at(struct atp_thread *t, uint64_t ts, unsigned type, uint32_t arg,
 		      const void *payload, uint32_t len) ATP_HIDDEN;
 uint64_t atp_record_count(void) ATP_HIDDEN;
+/* glibc: a BRK record (initial and current program break), stamped ts. */
+void atp_write_brk(struct atp_thread *t, uint64_t ts) ATP_HIDDEN;
+/* glibc: a HEAP record for the non-main heap holding chunk r (live), if it
+ * is not the one this thread's last HEAP record showed. */
+void atp_heap_note(struct atp_thread *t, uint64_t ts, const void *r, uint64_t chunk_end) ATP_HIDDEN;
 void atp_hdr_set_status(uint32_t bits) ATP_HIDDEN;
 void atp_hdr_clear_status(uint32_t bits) ATP_HIDDEN;
 

@@ -385,6 +385,35 @@ int atp_write_meta(struct atp_thread *t, unsigned type, uint32_t arg, const void
 	return write_meta_at(t, atp_now(), type, arg, payload, len);
 }
 
+/* glibc's sbrk(0) reads its cached break (__curbrk), no syscall once
+ * malloc has used the break. */
+void atp_write_brk(struct atp_thread *t, uint64_t ts)
+{
+	if (!g.glibc)
+		return;
+	uint64_t v[2] = {g.brk0, (uint64_t)(uintptr_t)sbrk(0)};
+	write_meta_at(t, ts, ATR_T_BRK, 0, v, sizeof v);
+}
+
+/* heap_info (glibc arena.c) starts the 64 MiB-aligned heap: ar_ptr, prev,
+ * size, ...  Mapped while chunk r is live.  docs/ARENAS.md. */
+void atp_heap_note(struct atp_thread *t, uint64_t ts, const void *r, uint64_t chunk_end)
+{
+	uint64_t lo = (uint64_t)(uintptr_t)r & ~(ATR_ARENA_HEAP_MAX - 1);
+	if (!g.arena_heaps) {
+		t->heap_lo = lo; /* no heap_info reads: keep the hot path quiet */
+		t->heap_hi = UINT64_MAX;
+		return;
+	}
+	const volatile uint64_t *hi = (const volatile uint64_t *)(uintptr_t)lo;
+	uint64_t v[3] = {lo, hi[0], hi[2]};
+	t->heap_lo = lo;
+	t->heap_hi = lo + (v[2] < ATR_ARENA_HEAP_MAX ? v[2] : ATR_ARENA_HEAP_MAX);
+	if (t->heap_hi < chunk_end)
+		t->heap_hi = chunk_end; /* never again for this chunk */
+	write_meta_at(t, ts, ATR_T_HEAP, 0, v, sizeof v);
+}
+
 uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts)
 {
 	if (!g.recording || atomic_load_explicit(&g.failed, memory_order_relaxed)) {
@@ -405,8 +434,12 @@ uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts)
 			uint64_t self = (uint64_t)pthread_self();
 			write_meta_at(t, ts, ATR_T_THREAD_START, t->tid, &self, sizeof self);
 		}
+		if (rc == 0)
+			atp_write_brk(t, ts);
 	} else {
 		rc = flush_staging(t);
+		if (rc == 0)
+			atp_write_brk(t, ts);
 	}
 	errno = saved;
 	if (rc) {
