@@ -12,6 +12,9 @@ if [[ $# -eq 0 ]]; then
   [[ -x /usr/bin/python3 ]] && py=/usr/bin/python3
   set -- "$py" -c 'import json; d = [json.dumps({"k": i, "v": list(range(i % 50))}) for i in range(20000)]; print(len(d), "documents")'
 fi
-./build/alloctrace record -o "$out/trace" -- "$@"
+./build/alloctrace record -o "$out/trace" --stacks -- "$@"
 ./build/alloctrace info "$out/trace"
-echo "trace kept in $out/trace (alloctrace dump $out/trace | less)"
+./build/alloctrace report --top 5 "$out/trace"
+./build/alloctrace report --html "$out/report.html" "$out/trace"
+echo "trace kept in $out/trace; open $out/report.html in a browser"
+echo "(more: alloctrace dump|flamegraph|arenas|convert ... $out/trace)"
