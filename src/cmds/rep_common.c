@@ -1,5 +1,6 @@
 /* rep_common.c - see rep_common.h. */
 #include "cmds/rep_common.h"
+#include "util_json.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -177,4 +178,47 @@ void rep_str_free(struct rep_strtab *t)
 	free(t->s);
 	free(t->slots);
 	memset(t, 0, sizeof(*t));
+}
+
+void rep_json_ident(struct json_writer *w, struct rep_ctx *c)
+{
+	const struct atr_info *in = atr_get_info(c->f);
+	const struct an_report *r = &c->r;
+	json_key(w, "path");
+	json_string(w, in->path);
+	json_key(w, "pid");
+	json_u64(w, in->pid);
+	json_key(w, "exe");
+	json_string(w, in->exe);
+	json_key(w, "cmdline");
+	json_string(w, in->cmdline);
+	json_key(w, "stacks_recorded");
+	json_bool(w, r->stacks);
+	json_key(w, "timing_recorded");
+	json_bool(w, r->timing);
+}
+
+void rep_json_counts(struct json_writer *w, struct rep_ctx *c)
+{
+	const struct atr_info *in = atr_get_info(c->f);
+	const struct an_report *r = &c->r;
+	json_key(w, "threads");
+	json_u64(w, in->threads);
+	json_key(w, "calls");
+	json_begin_object(w);
+	for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++) {
+		json_key(w, atr_type_name(t));
+		json_u64(w, r->calls[t]);
+	}
+	json_end_object(w);
+	json_key(w, "total_calls");
+	json_u64(w, r->total_calls);
+	json_key(w, "bytes_requested");
+	json_u64(w, r->bytes_requested);
+	json_key(w, "failed_allocations");
+	json_u64(w, r->failed);
+	json_key(w, "unknown_frees");
+	json_u64(w, r->unknown_frees);
+	json_key(w, "peak_live_bytes");
+	json_u64(w, r->peak_live_bytes);
 }

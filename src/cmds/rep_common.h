@@ -55,6 +55,14 @@ static inline int64_t rep_rss_ns(const struct rep_ctx *c, size_t i)
 	return (int64_t)(c->rss.s[i].mono_ns - atr_get_info(c->f)->start_mono_ns);
 }
 
+/* The JSON keys report --json and the HTML page share, in this order:
+ * path, pid, exe, cmdline, stacks_recorded, timing_recorded ... */
+struct json_writer;
+void rep_json_ident(struct json_writer *w, struct rep_ctx *c);
+/* ... and threads, calls{ten}, total_calls, bytes_requested,
+ * failed_allocations, unknown_frees, peak_live_bytes. */
+void rep_json_counts(struct json_writer *w, struct rep_ctx *c);
+
 /* report --html: one self-contained page for n processes. 0 or -1. */
 int rep_write_html(FILE *out, struct rep_ctx *cs, size_t n, size_t top);
 

@@ -197,46 +197,16 @@ static uint64_t ns(const atr_file *f, uint64_t t)
 
 static void print_json(struct json_writer *w, struct rep_ctx *c, enum an_by by, size_t top)
 {
-	const struct atr_info *in = atr_get_info(c->f);
 	const struct an_report *r = &c->r;
 	json_begin_object(w);
-	json_key(w, "path");
-	json_string(w, in->path);
-	json_key(w, "pid");
-	json_u64(w, in->pid);
-	json_key(w, "exe");
-	json_string(w, in->exe);
-	json_key(w, "cmdline");
-	json_string(w, in->cmdline);
-	json_key(w, "stacks_recorded");
-	json_bool(w, r->stacks);
-	json_key(w, "timing_recorded");
-	json_bool(w, r->timing);
+	rep_json_ident(w, c);
 	json_key(w, "distinct_stacks");
 	json_u64(w, atr_stack_count(c->f));
 	json_key(w, "modules");
 	json_u64(w, atr_module_count(c->f));
 	json_key(w, "duration_ns");
 	json_u64(w, r->records ? ns(c->f, r->last_ts - r->first_ts) : 0);
-	json_key(w, "threads");
-	json_u64(w, in->threads);
-	json_key(w, "calls");
-	json_begin_object(w);
-	for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++) {
-		json_key(w, atr_type_name(t));
-		json_u64(w, r->calls[t]);
-	}
-	json_end_object(w);
-	json_key(w, "total_calls");
-	json_u64(w, r->total_calls);
-	json_key(w, "bytes_requested");
-	json_u64(w, r->bytes_requested);
-	json_key(w, "failed_allocations");
-	json_u64(w, r->failed);
-	json_key(w, "unknown_frees");
-	json_u64(w, r->unknown_frees);
-	json_key(w, "peak_live_bytes");
-	json_u64(w, r->peak_live_bytes);
+	rep_json_counts(w, c);
 	json_key(w, "peak_live_ns");
 	json_u64(w, ns(c->f, r->peak_ts));
 	json_key(w, "top_by");
