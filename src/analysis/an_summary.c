@@ -11,6 +11,7 @@ struct an_state {
 	struct util_hmap live;
 	int nomem;
 	int fork_child;
+	int attached; /* ATR_STATUS_ATTACHED */
 };
 
 static void make_live(struct an_state *st, uint64_t ptr, uint64_t size, uint64_t ts)
@@ -35,6 +36,17 @@ static void make_live(struct an_state *st, uint64_t ptr, uint64_t size, uint64_t
 	}
 }
 
+/* A release of a block that is not live. */
+static void count_unknown(struct an_state *st)
+{
+	if (st->attached)
+		st->s->pre_attach_frees++;
+	else if (st->fork_child)
+		st->s->inherited_frees++;
+	else
+		st->s->unknown_frees++;
+}
+
 /* p (non-NULL) is released. */
 static void kill_ptr(struct an_state *st, uint64_t ptr)
 {
@@ -43,10 +55,8 @@ static void kill_ptr(struct an_state *st, uint64_t ptr)
 	if (util_hmap_remove(&st->live, ptr, &size)) {
 		s->live_bytes -= size;
 		s->live_blocks--;
-	} else if (st->fork_child) {
-		s->inherited_frees++;
 	} else {
-		s->unknown_frees++;
+		count_unknown(st);
 	}
 }
 
@@ -90,10 +100,7 @@ static void on_call(struct an_state *st, const struct atr_event *ev)
 			if (ev->size != 0 || !ev->ptr)
 				s->failed++;
 			if (ev->ptr && ev->size != 0 && !util_hmap_lookup(&st->live, ev->ptr, NULL)) {
-				if (st->fork_child)
-					s->inherited_frees++;
-				else
-					s->unknown_frees++;
+				count_unknown(st);
 			}
 			return;
 		}
@@ -102,10 +109,8 @@ static void on_call(struct an_state *st, const struct atr_event *ev)
 			uint64_t old;
 			if (util_hmap_lookup(&st->live, ev->ptr, &old)) {
 				kill_ptr(st, ev->ptr);
-			} else if (st->fork_child) {
-				s->inherited_frees++;
 			} else {
-				s->unknown_frees++;
+				count_unknown(st);
 			}
 		}
 		make_live(st, ev->ret, ev->size, ev->ts);
@@ -136,6 +141,7 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 	memset(&st, 0, sizeof(st));
 	st.s = s;
 	st.fork_child = (atr_get_info(f)->status & ATR_STATUS_FORK_CHILD) != 0;
+	st.attached = (atr_get_info(f)->status & ATR_STATUS_ATTACHED) != 0;
 	atr_iter *it;
 	int r = atr_iter_new(f, &it);
 	if (r < 0)

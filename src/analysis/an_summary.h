@@ -13,6 +13,8 @@
  *   - in a fork child (ATR_STATUS_FORK_CHILD) a release of a block that is
  *     not live is counted as an inherited free instead: the child starts
  *     with a copy of its parent's heap.
+ *   - likewise in an attached trace (ATR_STATUS_ATTACHED, `record -p`) it
+ *     is a pre-attach free: the block was allocated before the attach.
  * Sizes are requested sizes; "bytes requested" sums every allocation call's
  * size, failed ones included.
  */
@@ -36,6 +38,8 @@ struct an_summary {
 	uint64_t failed; /* allocation calls that returned NULL */
 	uint64_t unknown_frees;
 	uint64_t inherited_frees; /* fork child: releases of inherited blocks */
+	uint64_t pre_attach_frees; /* attached trace: releases of blocks
+				      allocated before the attach */
 	uint64_t free_null;
 	uint64_t dup_allocs;
 	uint64_t live_bytes, live_blocks;  /* at the end of the trace */

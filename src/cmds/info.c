@@ -82,6 +82,9 @@ static void print_text(const atr_file *f, const struct an_summary *s, int first)
 	if (in->status & ATR_STATUS_FORK_CHILD)
 		printf("  %-16s %s (fork child: blocks from the parent's heap)\n",
 		       "inherited frees", util_fmt_u64(a, sizeof(a), s->inherited_frees));
+	if (in->status & ATR_STATUS_ATTACHED)
+		printf("  %-16s %s (attached: blocks allocated before the attach)\n",
+		       "pre-attach frees", util_fmt_u64(a, sizeof(a), s->pre_attach_frees));
 	printf("  %-16s %s\n", "lost records", util_fmt_u64(a, sizeof(a), in->lost_records));
 	if (in->lost_blocks)
 		printf("  %-16s %s\n", "lost blocks", util_fmt_u64(a, sizeof(a), in->lost_blocks));
@@ -172,6 +175,12 @@ static void print_json(struct json_writer *w, const atr_file *f, const struct an
 	json_u64(w, s->inherited_frees);
 	json_key(w, "fork_child");
 	json_bool(w, (in->status & ATR_STATUS_FORK_CHILD) != 0);
+	if (in->status & ATR_STATUS_ATTACHED) { /* `record -p` traces only */
+		json_key(w, "attached");
+		json_bool(w, 1);
+		json_key(w, "pre_attach_frees");
+		json_u64(w, s->pre_attach_frees);
+	}
 	json_key(w, "free_null");
 	json_u64(w, s->free_null);
 	json_key(w, "lost_records");

@@ -29,6 +29,7 @@
 #include "atr_reader.h"
 #include "atr_rss.h"
 #include "cmds/cmds.h"
+#include "cmds/rec_attach.h"
 #include "util_buf.h"
 #include "util_msg.h"
 
@@ -41,6 +42,7 @@ static void record_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: alloctrace record [options] [--] PROG [ARGS...]\n"
+		"       alloctrace record -p PID [-o DIR] [--duration SECONDS]\n"
 		"Run PROG with the tracer preloaded; each process image writes\n"
 		"DIR/<pid>.atr (DIR/<pid>.<n>.atr for the n-th exec of the same pid).\n"
 		"  -o, --output DIR   trace directory (default " REC_DEFAULT_DIR "; an existing\n"
@@ -56,6 +58,9 @@ static void record_usage(FILE *out)
 		"                     default 256)\n"
 		"      --no-rss       do not sample PROG's RSS/VmSize every 10 ms into\n"
 		"                     DIR/<pid>.rss (docs/RSS_FORMAT.md)\n"
+		"  -p, --pid PID      attach to running process PID (ptrace, x86-64) and trace\n"
+		"                     it until Ctrl-C or --duration; see docs/ATTACH.md\n"
+		"      --duration S   with -p: detach after S seconds\n"
 		"The exit status is PROG's (128+N if it was killed by signal N).\n"
 		"Environment: ALLOCTRACE_LIB overrides the library path.\n");
 }
@@ -398,7 +403,8 @@ static int report(const char *dir)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_FORCE = 256, O_NOCHILD, O_STACKS, O_TIMING, O_NOSTART, O_BUFKB, O_DEPTH, O_NORSS };
+	enum { O_FORCE = 256, O_NOCHILD, O_STACKS, O_TIMING, O_NOSTART, O_BUFKB, O_DEPTH, O_NORSS,
+	       O_DURATION };
 	static const struct option opts[] = {
 	    {"output", required_argument, NULL, 'o'},
 	    {"force", no_argument, NULL, O_FORCE},
@@ -409,14 +415,39 @@ int cmd_record(int argc, char **argv)
 	    {"buffer-kb", required_argument, NULL, O_BUFKB},
 	    {"stack-depth", required_argument, NULL, O_DEPTH},
 	    {"no-rss", no_argument, NULL, O_NORSS},
+	    {"pid", required_argument, NULL, 'p'},
+	    {"duration", required_argument, NULL, O_DURATION},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct rec_opts o = {.dir = REC_DEFAULT_DIR};
+	long attach_pid = 0;
+	double duration = 0;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:hp:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'p': {
+			char *end;
+			errno = 0;
+			attach_pid = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || attach_pid <= 0 || attach_pid > INT_MAX) {
+				util_err("record: -p %s: not a process id", optarg);
+				return 2;
+			}
+			break;
+		}
+		case O_DURATION: {
+			char *end;
+			errno = 0;
+			duration = strtod(optarg, &end);
+			if (errno || *end || end == optarg || !(duration > 0) || duration > 1e7) {
+				util_err("record: --duration %s: must be a positive number of seconds",
+					 optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'o':
 			o.dir = optarg;
 			o.explicit_dir = 1;
@@ -470,6 +501,32 @@ int cmd_record(int argc, char **argv)
 			record_usage(stderr);
 			return 2;
 		}
+	}
+	if (attach_pid || duration > 0) {
+		if (!attach_pid || optind < argc) {
+			util_err("record: %s", attach_pid ? "-p PID takes no program"
+							  : "--duration needs -p PID");
+			return 2;
+		}
+		if (!*o.dir) {
+			util_err("record: empty -o DIR");
+			return 2;
+		}
+		if (o.no_children || o.stacks || o.timing || o.no_start || o.buffer_kb ||
+		    o.stack_depth || o.no_rss)
+			util_warn("record: with -p only -o, --force and --duration apply; the other "
+				  "options are ignored (docs/ATTACH.md)");
+		char alib[PATH_MAX], adir[PATH_MAX];
+		if (find_lib(alib) < 0 || prepare_dir(o.dir, o.explicit_dir, o.force) < 0)
+			return 1;
+		if (!realpath(o.dir, adir)) {
+			util_err("record: %s: %s", o.dir, strerror(errno));
+			return 1;
+		}
+		if (rec_attach((pid_t)attach_pid, alib, adir, calibrate_ticks(), duration) != 0)
+			return 1;
+		report(adir);
+		return 0;
 	}
 	if (optind >= argc) {
 		util_err("record: no program given");

@@ -55,6 +55,9 @@ enum {
 	ATR_STATUS_NO_CHILDREN = 1u << 3, /* --no-children */
 	ATR_STATUS_FORK_CHILD = 1u << 4,  /* a fork child: it may free blocks
 					     inherited from its parent */
+	ATR_STATUS_ATTACHED = 1u << 5,	  /* `record -p`: attached to a running
+					     process, which frees blocks
+					     allocated before the attach */
 };
 
 /* File header field offsets (all little-endian). */

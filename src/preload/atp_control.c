@@ -9,7 +9,7 @@
 
 static int ready(void)
 {
-	if (atomic_load(&g.state) == ATP_UNINIT)
+	if (atomic_load(&g.state) == ATP_UNINIT && !g.deferred)
 		atp_init();
 	return atomic_load(&g.state) == ATP_READY && !atomic_load(&g.failed);
 }
@@ -17,6 +17,10 @@ static int ready(void)
 static void control(unsigned ctl)
 {
 	struct atp_thread *t = &atp_tls;
+	/* called from inside a hook of this thread (a signal handler, or
+	 * `record -p` detaching): its half-written record owns the block */
+	if (t->guard)
+		return;
 	t->guard++;
 	atp_write_meta(t, ATR_T_CONTROL, ctl, NULL, 0);
 	t->guard--;
@@ -87,6 +91,33 @@ EXPORT int alloctrace_marker_impl(const char *label)
 	t->guard++;
 	int rc = atp_write_meta(t, ATR_T_MARKER, 0, label, (uint32_t)len);
 	t->guard--;
+	errno = e;
+	return rc;
+}
+
+/* `alloctrace record -p`: called in the target (ptrace remote call) after
+ * the library was dlopen'ed.  Creates dir/<pid>.atr marked ATTACHED and
+ * starts recording; real[0..9] receives the allocator functions our hooks
+ * call (record patches only GOT entries bound to them).  The calls only
+ * reach us once record patched the GOTs.  0 or -errno. */
+EXPORT int alloctrace_attach_impl(const char *dir, uint64_t ticks_per_sec, void **real)
+{
+	if (!g.deferred || atomic_load(&g.state) != ATP_UNINIT)
+		return -EBUSY;
+	if (!dir || dir[0] != '/' || strlen(dir) >= sizeof g.dir)
+		return -EINVAL;
+	int e = errno;
+	g.attach = 1;
+	atp_strlcpy(g.dir, dir, sizeof g.dir);
+	g.ticks_hint = ticks_per_sec;
+	atp_init();
+	int rc = -EIO;
+	if (atomic_load(&g.state) == ATP_READY) {
+		atp_hdr_set_status(ATR_STATUS_ATTACHED);
+		if (real)
+			memcpy(real, &g.real, 10 * sizeof(void *));
+		rc = 0;
+	}
 	errno = e;
 	return rc;
 }

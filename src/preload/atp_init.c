@@ -460,7 +460,10 @@ static void thread_dtor(void *arg)
 
 static void resolve(void)
 {
-#define R(name) g.real.name = dlsym(RTLD_NEXT, #name)
+	/* attached (dlopen'ed by `record -p`): we are not in the symbol
+	 * search order, so the process's own allocator is the default one */
+	void *next = g.attach ? RTLD_DEFAULT : RTLD_NEXT;
+#define R(name) g.real.name = dlsym(next, #name)
 	static const struct atp_real boot = {
 		boot_malloc,	     boot_free,	   boot_calloc,	       boot_realloc,
 		boot_reallocarray,   boot_memalign, boot_posix_memalign, boot_aligned_alloc,
@@ -476,14 +479,14 @@ static void resolve(void)
 	R(aligned_alloc);
 	R(valloc);
 	R(pvalloc);
-	g.real.usable_size = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+	g.real.usable_size = (size_t(*)(void *))dlsym(next, "malloc_usable_size");
 #undef R
 	/* anything missing keeps its boot version, which forwards to malloc */
 	void **dst = (void **)&g.real, **src = (void **)&boot;
 	for (size_t i = 0; i < 10; i++)
 		if (!dst[i])
 			dst[i] = src[i];
-	void *libc_malloc = dlsym(RTLD_NEXT, "__libc_malloc");
+	void *libc_malloc = dlsym(next, "__libc_malloc");
 	g.glibc = libc_malloc && libc_malloc == (void *)g.real.malloc;
 	if (g.glibc) {
 		/* docs/ARENAS.md: the break before glibc's first sbrk, and
@@ -511,7 +514,7 @@ void atp_init(void)
 	g.quiet = env_flag("ALLOCTRACE_QUIET", 0);
 	g.timing = env_flag("ALLOCTRACE_TIMING", 0);
 	g.no_children = env_flag("ALLOCTRACE_NO_CHILDREN", 0);
-	g.start_on = env_flag("ALLOCTRACE_START", 1);
+	g.start_on = g.attach || env_flag("ALLOCTRACE_START", 1);
 	g.stacks = env_flag("ALLOCTRACE_STACKS", 0);
 	g.stack_depth = (uint32_t)env_u64("ALLOCTRACE_STACK_DEPTH", ATR_STACK_DEPTH_DEFAULT);
 	atp_stacks_init();
@@ -523,9 +526,12 @@ void atp_init(void)
 	if (!f)
 		f = env("MTRACE_CTL_FILE");
 	/* made absolute now: the program may chdir before the next block */
-	if (d)
+	if (g.attach) {
+		/* alloctrace_attach_impl set g.dir and g.ticks_hint */
+	} else if (d) {
 		absolute(g.dir, d, sizeof g.dir);
-	if (f)
+	}
+	if (f && !g.attach)
 		absolute(g.file, f, sizeof g.file);
 	g.clock = ATP_CLOCK_MONO;
 #if defined(__aarch64__)
@@ -535,7 +541,8 @@ void atp_init(void)
 		g.clock = ATP_CLOCK_TSC;
 #endif
 	if (g.clock != ATP_CLOCK_MONO) {
-		g.ticks_hint = env_u64("ALLOCTRACE_TICKS_PER_SEC", 0);
+		if (!g.attach)
+			g.ticks_hint = env_u64("ALLOCTRACE_TICKS_PER_SEC", 0);
 		if (!g.ticks_hint)
 			g.ticks_hint = calibrate_ticks();
 	} else {
@@ -582,8 +589,29 @@ void atp_thread_registered(struct atp_thread *t)
 	pthread_setspecific(thread_key, t);
 }
 
+/* Were we dlopen'ed into a running process (`record -p`) rather than
+ * preloaded?  Then the process's malloc is not ours and LD_PRELOAD does
+ * not name us; init waits for alloctrace_attach_impl. */
+static int loaded_late(void)
+{
+	Dl_info self, m;
+	if (!dladdr((void *)atp_init, &self) || !self.dli_fname)
+		return 0;
+	void *pm = dlsym(RTLD_DEFAULT, "malloc");
+	if (!pm || (dladdr(pm, &m) && m.dli_fbase == self.dli_fbase))
+		return 0;
+	const char *base = strrchr(self.dli_fname, '/');
+	base = base ? base + 1 : self.dli_fname;
+	const char *pre = getenv("LD_PRELOAD");
+	return !pre || !*base || !strstr(pre, base);
+}
+
 __attribute__((constructor(101))) static void atp_preinit(void)
 {
+	if (atomic_load(&g.state) == ATP_UNINIT && loaded_late()) {
+		g.deferred = 1;
+		return;
+	}
 	atp_init();
 	if (atomic_load(&g.state) == ATP_READY)
 		atp_stacks_load();

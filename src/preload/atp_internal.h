@@ -93,6 +93,9 @@ struct atp_global {
 	uint64_t brk0;		/* glibc: program break at init */
 	int quiet;
 	int start_on;		/* record from the start */
+	int deferred;		/* dlopen'ed, not preloaded: no init until
+				   alloctrace_attach_impl (`record -p`) */
+	int attach;		/* initialised by alloctrace_attach_impl */
 	int stacks;		/* ALLOCTRACE_STACKS: a stack id per allocation */
 	uint32_t stack_depth;	/* ALLOCTRACE_STACK_DEPTH */
 	uint32_t block_size;
@@ -133,6 +136,7 @@ int alloctrace_pause_impl(void);
 int alloctrace_resume_impl(void);
 uint64_t alloctrace_sync_impl(void);
 int alloctrace_marker_impl(const char *label);
+int alloctrace_attach_impl(const char *dir, uint64_t ticks_per_sec, void **real);
 
 /* atp_init.c */
 void atp_init(void) ATP_HIDDEN;

@@ -1,0 +1,16 @@
+/* rec_attach.h - `alloctrace record -p PID`: attach to a running process
+ * (docs/ATTACH.md).  x86-64 Linux only; elsewhere rec_attach() says so. */
+#ifndef REC_ATTACH_H
+#define REC_ATTACH_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Load lib (absolute path) into pid, redirect the malloc family of its
+ * modules to it and trace into absdir/<pid>.atr for duration seconds
+ * (<= 0: until SIGINT/SIGTERM), then restore and detach.  Returns 0, or 1
+ * after printing why. */
+int rec_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
+	       double duration);
+
+#endif

@@ -1,0 +1,56 @@
+/* attach_busy.c - a single-threaded program that does nothing but malloc
+ * and free (test_attach.py, case "single").  `record -p` mostly stops it
+ * inside malloc, which takes no lock in a single-threaded process: the
+ * remote dlopen must not run from there.  Each block carries its slot and
+ * size in its head; exit status 0 only if all are intact at the end.
+ * "ready" on stdout when the loop starts.  usage: attach_busy RUN_MS
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLOTS 1024
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	static uint64_t *slot[SLOTS];
+	static size_t size[SLOTS];
+	uint64_t run = (argc > 1 ? strtoull(argv[1], NULL, 10) : 1000) * 1000000ull;
+	uint32_t x = 1;
+	long bad = 0;
+	uint64_t t0 = now_ns();
+	if (write(1, "ready\n", 6) != 6)
+		return 3;
+	for (unsigned long i = 0;; i++) {
+		x = x * 1103515245u + 12345u;
+		unsigned k = x % SLOTS;
+		if (slot[k] && (slot[k][0] != k || slot[k][1] != size[k]))
+			bad++;
+		free(slot[k]);
+		size[k] = 16 + (x >> 10) % 70000;
+		slot[k] = malloc(size[k]);
+		if (!slot[k])
+			return 3;
+		slot[k][0] = k;
+		slot[k][1] = size[k];
+		if ((i & 1023) == 0 && now_ns() - t0 > run)
+			break;
+	}
+	for (unsigned k = 0; k < SLOTS; k++) {
+		if (slot[k] && (slot[k][0] != k || slot[k][1] != size[k]))
+			bad++;
+		free(slot[k]);
+	}
+	if (bad)
+		fprintf(stderr, "attach_busy: %ld damaged blocks\n", bad);
+	return bad ? 1 : 0;
+}
