@@ -22,7 +22,7 @@ struct rstate {
 	uint32_t nblks, capblks, free_head; /* free list, UINT32_MAX = empty */
 	size_t capst;
 	uint64_t epoch;
-	int nomem, fork_child;
+	int nomem, fork_child, attached;
 	uint32_t last_id, last_idx; /* one-entry cache */
 	int have_last;
 };
@@ -141,16 +141,25 @@ static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t ts
 	}
 }
 
+/* A release of a block that is not live: from before an attach, inherited
+ * at fork, or truly unknown (same rules as an_summary.c). */
+static void count_unknown(struct rstate *s)
+{
+	if (s->attached)
+		s->r->pre_attach_frees++;
+	else if (s->fork_child)
+		s->r->inherited_frees++;
+	else
+		s->r->unknown_frees++;
+}
+
 /* Returns the dead block's stack index, or UINT32_MAX if ptr was not live. */
 static uint32_t kill_ptr(struct rstate *s, uint64_t ptr, uint64_t ts)
 {
 	struct an_report *r = s->r;
 	uint64_t bi;
 	if (!util_hmap_remove(&s->live, ptr, &bi)) {
-		if (s->fork_child)
-			r->inherited_frees++;
-		else
-			r->unknown_frees++;
+		count_unknown(s);
 		return UINT32_MAX;
 	}
 	struct blk *b = &s->blks[bi];
@@ -214,12 +223,8 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 		if (!ev->ret) {
 			if (ev->size != 0 || !ev->ptr)
 				r->failed++;
-			if (ev->ptr && ev->size != 0 && !util_hmap_lookup(&s->live, ev->ptr, NULL)) {
-				if (s->fork_child)
-					r->inherited_frees++;
-				else
-					r->unknown_frees++;
-			}
+			if (ev->ptr && ev->size != 0 && !util_hmap_lookup(&s->live, ev->ptr, NULL))
+				count_unknown(s);
 			return;
 		}
 		if (ev->ptr && ev->ret == ev->ptr)
@@ -265,6 +270,7 @@ int an_report_compute_tl(atr_file *f, struct an_report *r, struct an_timeline *t
 	s.free_head = UINT32_MAX;
 	s.epoch = 1;
 	s.fork_child = (in->status & ATR_STATUS_FORK_CHILD) != 0;
+	s.attached = (in->status & ATR_STATUS_ATTACHED) != 0;
 	if (stat_of(&s, 0) == UINT32_MAX) { /* stack 0 always exists */
 		rc = ATR_E_NOMEM;
 		goto out;

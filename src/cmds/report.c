@@ -207,6 +207,10 @@ static void print_json(struct json_writer *w, struct rep_ctx *c, enum an_by by, 
 	json_key(w, "duration_ns");
 	json_u64(w, r->records ? ns(c->f, r->last_ts - r->first_ts) : 0);
 	rep_json_counts(w, c);
+	if (atr_get_info(c->f)->status & ATR_STATUS_ATTACHED) {
+		json_key(w, "pre_attach_frees");
+		json_u64(w, r->pre_attach_frees);
+	}
 	json_key(w, "peak_live_ns");
 	json_u64(w, ns(c->f, r->peak_ts));
 	json_key(w, "top_by");
@@ -364,6 +368,9 @@ static void print_text(struct rep_ctx *c, enum an_by by, size_t top, int first)
 	       util_fmt_u64(a, sizeof(a), r->live_bytes), util_fmt_u64(b, sizeof(b), r->live_blocks));
 	printf("  %-18s %s\n", "temporary", util_fmt_u64(a, sizeof(a), r->temporary));
 	printf("  %-18s %s\n", "failed allocs", util_fmt_u64(a, sizeof(a), r->failed));
+	if (atr_get_info(c->f)->status & ATR_STATUS_ATTACHED)
+		printf("  %-18s %s (blocks allocated before the attach)\n", "pre-attach frees",
+		       util_fmt_u64(a, sizeof(a), r->pre_attach_frees));
 	printf("  %-18s %zu%s\n", "distinct stacks", atr_stack_count(c->f),
 	       r->stacks ? "" : " (recorded without --stacks)");
 	text_list(c, by, top, by == AN_BY_CALLS ? "hottest call paths by calls"
