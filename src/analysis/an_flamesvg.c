@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util_fmt.h"
+
 #define SVG_W 1200.0
 #define FRAME_H 16
 #define PAD_TOP 36
@@ -75,28 +77,6 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp((*(struct node *const *)a)->name, (*(struct node *const *)b)->name);
 }
 
-static void escape(FILE *out, const char *s, size_t max)
-{
-	for (size_t i = 0; s[i] && i < max; i++) {
-		switch (s[i]) {
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		default:
-			fputc((unsigned char)s[i] < 0x20 ? '?' : s[i], out);
-		}
-	}
-}
-
 /* Warm colours from the name, so a function keeps its colour. */
 static void colour(const char *name, unsigned *r, unsigned *g, unsigned *b)
 {
@@ -122,7 +102,7 @@ static void draw(FILE *out, struct node *n, double x, unsigned depth, unsigned m
 			unsigned r, g, b;
 			colour(k->name, &r, &g, &b);
 			fprintf(out, "<g><title>");
-			escape(out, k->name, 4096);
+			util_fputs_html(out, k->name, 4096);
 			fprintf(out, " (%" PRIu64 " %s, %.2f%%)</title>", k->value, unit,
 				100.0 * (double)k->value / (double)total);
 			fprintf(out,
@@ -134,9 +114,9 @@ static void draw(FILE *out, struct node *n, double x, unsigned depth, unsigned m
 				fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">", x + 3, y + FRAME_H - 4);
 				size_t len = strlen(k->name);
 				if (len <= chars) {
-					escape(out, k->name, len);
+					util_fputs_html(out, k->name, len);
 				} else {
-					escape(out, k->name, chars - 2);
+					util_fputs_html(out, k->name, chars - 2);
 					fputs("..", out);
 				}
 				fputs("</text>", out);
@@ -163,7 +143,7 @@ int an_flame_svg(const struct an_flame *fl, FILE *out, const char *title, const 
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f0\"/>\n"
 		"<text x=\"%d\" y=\"22\" style=\"font-size:16px\" text-anchor=\"middle\">",
 		(int)SVG_W, height, (int)SVG_W, height, (int)(SVG_W / 2));
-	escape(out, title, 512);
+	util_fputs_html(out, title, 512);
 	fprintf(out, " (%" PRIu64 " %s)</text>\n", f->root.value, unit);
 	draw(out, &f->root, 0, 0, maxd, SVG_W / (double)total, total, unit);
 	fputs("</svg>\n", out);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cmds/cmds.h"
+#include "util_fmt.h"
 #include "util_json.h"
 #include "util_msg.h"
 
@@ -163,22 +164,6 @@ static void stats(const double *v, int n, double *med, double *mn, double *mx)
 static const char *const palette[] = {"#3366cc", "#dc3912", "#109618", "#ff9900",
 				      "#990099", "#0099c6", "#dd4477", "#66aa00"};
 
-static void html_text(FILE *o, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '<')
-			fputs("&lt;", o);
-		else if (*s == '>')
-			fputs("&gt;", o);
-		else if (*s == '&')
-			fputs("&amp;", o);
-		else if (*s == '"')
-			fputs("&quot;", o);
-		else
-			fputc(*s, o);
-	}
-}
-
 /* Horizontal bars: median per allocator, min-max whisker, ratio to the
  * first column. */
 static void html_bars(FILE *o, struct col *cols, int ncol, int runs, int m)
@@ -193,14 +178,14 @@ static void html_bars(FILE *o, struct col *cols, int ncol, int runs, int m)
 		return;
 	int h = 30 + ncol * 26;
 	fprintf(o, "<h3>");
-	html_text(o, m_name[m]);
+	util_fputs_html(o, m_name[m], SIZE_MAX);
 	fprintf(o, "</h3>\n<svg class=\"bars\" data-metric=\"%s\" width=\"800\" height=\"%d\">\n",
 		m_key[m], h);
 	for (int k = 0; k < ncol; k++) {
 		double sc = 440.0 / top;
 		int y = 10 + k * 26;
 		fprintf(o, "<text x=\"0\" y=\"%d\">", y + 14);
-		html_text(o, cols[k].spec);
+		util_fputs_html(o, cols[k].spec, SIZE_MAX);
 		fprintf(o, "</text><rect class=\"bar\" x=\"200\" y=\"%d\" width=\"%.1f\" height=\"18\" "
 			   "fill=\"%s\"><title>median %.3f (min %.3f, max %.3f)</title></rect>",
 			y, med[k] * sc, palette[k % 8], med[k], mn[k], mx[k]);
@@ -280,7 +265,7 @@ static void html_timelines(FILE *o, struct col *cols, int ncol)
 		fputs("</svg>\n<p>", o);
 		for (int k = 0; k < ncol; k++) {
 			fprintf(o, "<span style=\"color:%s\">&#9632; ", palette[k % 8]);
-			html_text(o, cols[k].spec);
+			util_fputs_html(o, cols[k].spec, SIZE_MAX);
 			fputs("</span> &nbsp; ", o);
 		}
 		fputs("</p>\n", o);
@@ -306,10 +291,10 @@ static int write_html(const char *path, const char *wl, struct col *cols, int nc
 	      "td:first-child,th:first-child{text-align:left}</style></head><body>\n"
 	      "<h1>alloctrace compare</h1>\n<p>workload ",
 	      o);
-	html_text(o, wl);
+	util_fputs_html(o, wl, SIZE_MAX);
 	fprintf(o, ", %d run%s per allocator; bars: median, whisker: min-max, xN: ratio to ", runs,
 		runs == 1 ? "" : "s");
-	html_text(o, cols[0].spec);
+	util_fputs_html(o, cols[0].spec, SIZE_MAX);
 	fputs("</p>\n", o);
 	static const int shown[] = {M_WALL, M_CPU, M_CALLS, M_RSS};
 	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++)
@@ -318,13 +303,13 @@ static int write_html(const char *path, const char *wl, struct col *cols, int nc
 	fputs("<h3>All metrics (median)</h3>\n<table><tr><th></th>", o);
 	for (int k = 0; k < ncol; k++) {
 		fputs("<th>", o);
-		html_text(o, cols[k].spec);
+		util_fputs_html(o, cols[k].spec, SIZE_MAX);
 		fputs("</th>", o);
 	}
 	fputs("</tr>\n", o);
 	for (int m = 0; m < NMETRIC; m++) {
 		fputs("<tr><td>", o);
-		html_text(o, m_name[m]);
+		util_fputs_html(o, m_name[m], SIZE_MAX);
 		fputs("</td>", o);
 		for (int k = 0; k < ncol; k++) {
 			double med, mn, mx;

@@ -23,26 +23,6 @@ static void dump_usage(FILE *out)
 		     "           pointers are strings \"0x...\", sizes are numbers\n");
 }
 
-static const char *ctl_name(uint32_t arg)
-{
-	switch (arg) {
-	case ATR_CTL_START:
-		return "start";
-	case ATR_CTL_STOP:
-		return "stop";
-	case ATR_CTL_PAUSE:
-		return "pause";
-	case ATR_CTL_RESUME:
-		return "resume";
-	case ATR_CTL_SYNC:
-		return "sync";
-	case ATR_CTL_EXIT:
-		return "exit";
-	default:
-		return NULL;
-	}
-}
-
 static uint64_t to_ns(const atr_file *f, uint64_t ticks)
 {
 	return atr_ticks_to_ns_u64(f, ticks);
@@ -161,7 +141,7 @@ static void text_event(FILE *o, const atr_file *f, const struct atr_event *ev)
 		fputc('\n', o);
 		break;
 	case ATR_T_CONTROL: {
-		const char *c = ctl_name(ev->arg);
+		const char *c = atr_ctl_name(ev->arg);
 		if (c)
 			fprintf(o, "control %s\n", c);
 		else
@@ -280,7 +260,7 @@ static void json_event(struct json_writer *w, const atr_file *f, const struct at
 			json_string_n(w, (const char *)ev->payload, ev->payload_len);
 			break;
 		case ATR_T_CONTROL: {
-			const char *c = ctl_name(ev->arg);
+			const char *c = atr_ctl_name(ev->arg);
 			json_key(w, "control");
 			if (c)
 				json_string(w, c);

@@ -15,6 +15,7 @@
 
 #include "cmds/rep_assets.h"
 #include "cmds/rep_common.h"
+#include "util_fmt.h"
 #include "util_json.h"
 #include "util_msg.h"
 
@@ -293,25 +294,6 @@ static void json_rss(struct json_writer *w, struct rep_ctx *c, double bucket_ns)
 	free(vm);
 }
 
-static const char *ctl_name(uint32_t arg)
-{
-	switch (arg) {
-	case ATR_CTL_START:
-		return "start";
-	case ATR_CTL_STOP:
-		return "stop";
-	case ATR_CTL_PAUSE:
-		return "pause";
-	case ATR_CTL_RESUME:
-		return "resume";
-	case ATR_CTL_SYNC:
-		return "sync";
-	case ATR_CTL_EXIT:
-		return "exit";
-	}
-	return "control";
-}
-
 static void json_timeline(struct json_writer *w, struct rep_ctx *c)
 {
 	const struct an_timeline *t = &c->tl;
@@ -335,13 +317,16 @@ static void json_timeline(struct json_writer *w, struct rep_ctx *c)
 	json_begin_array(w);
 	for (size_t i = 0; i < t->nmarks; i++) {
 		const struct an_tl_mark *m = &t->marks[i];
+		const char *ctl = atr_ctl_name(m->arg);
+		if (!ctl)
+			ctl = "control";
 		json_begin_object(w);
 		json_key(w, "ns");
 		json_double(w, tns(c, m->ts));
 		json_key(w, "kind");
-		json_string(w, m->type == ATR_T_MARKER ? "marker" : ctl_name(m->arg));
+		json_string(w, m->type == ATR_T_MARKER ? "marker" : ctl);
 		json_key(w, "label");
-		json_string(w, m->type == ATR_T_MARKER ? m->label : ctl_name(m->arg));
+		json_string(w, m->type == ATR_T_MARKER ? m->label : ctl);
 		json_key(w, "thread");
 		json_u64(w, m->thread);
 		json_end_object(w);
@@ -447,27 +432,6 @@ static int json_process(struct json_writer *w, struct rep_ctx *c, size_t top)
 	json_end_object(w);
 	return na.nomem ? -1 : 0;
 }
-
-/* Text into HTML element content. */
-static void html_text(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '&':
-			fputs("&amp;", out);
-			break;
-		default:
-			putc(*s, out);
-		}
-	}
-}
-
 int rep_write_html(FILE *out, struct rep_ctx *cs, size_t n, size_t top)
 {
 	char *buf = NULL;
@@ -502,7 +466,7 @@ int rep_write_html(FILE *out, struct rep_ctx *cs, size_t n, size_t top)
 	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 	      "<meta name=\"generator\" content=\"alloctrace\">\n<title>alloctrace: ",
 	      out);
-	html_text(out, *exe ? exe : "trace");
+	util_fputs_html(out, *exe ? exe : "trace", SIZE_MAX);
 	fprintf(out, " (pid %" PRIu32 "%s)</title>\n<style>\n", in0->pid, n > 1 ? " and more" : "");
 	fwrite(rep_asset_report_css, 1, rep_asset_report_css_len, out);
 	fputs("</style>\n</head>\n<body data-status=\"loading\">\n"

@@ -147,6 +147,26 @@ const char *atr_type_name(unsigned type)
 	return "unknown";
 }
 
+const char *atr_ctl_name(uint32_t arg)
+{
+	switch (arg) {
+	case ATR_CTL_START:
+		return "start";
+	case ATR_CTL_STOP:
+		return "stop";
+	case ATR_CTL_PAUSE:
+		return "pause";
+	case ATR_CTL_RESUME:
+		return "resume";
+	case ATR_CTL_SYNC:
+		return "sync";
+	case ATR_CTL_EXIT:
+		return "exit";
+	default:
+		return NULL;
+	}
+}
+
 unsigned atr_type_from_name(const char *name)
 {
 	if (!name)

@@ -163,6 +163,9 @@ void atr_iter_free(atr_iter *it);
 
 /* Name of a record type: "malloc", "free", ..., "marker". */
 const char *atr_type_name(unsigned type);
+/* Name of a CONTROL record's argument: "start", "stop", "pause", "resume",
+ * "sync", "exit"; NULL if unknown. */
+const char *atr_ctl_name(uint32_t arg);
 /* Inverse of atr_type_name for call types; returns 0 if unknown. */
 unsigned atr_type_from_name(const char *name);
 

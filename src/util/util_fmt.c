@@ -49,3 +49,25 @@ char *util_fmt_bytes(char *buf, size_t len, uint64_t bytes)
 	snprintf(buf, len, "%.1f %s", v, unit[u]);
 	return buf;
 }
+
+void util_fputs_html(FILE *out, const char *s, size_t max)
+{
+	for (size_t i = 0; s[i] && i < max; i++) {
+		switch (s[i]) {
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		default:
+			putc((unsigned char)s[i] < 0x20 ? '?' : s[i], out);
+		}
+	}
+}

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define UTIL_FMT_BUF 32
 
@@ -13,5 +14,8 @@ char *util_fmt_u64(char *buf, size_t len, uint64_t v);
 char *util_fmt_ns(char *buf, size_t len, uint64_t ns);
 /* Bytes as "1,234 B (1.2 KiB)" style short form: "1.2 KiB"; < 1024: "N B". */
 char *util_fmt_bytes(char *buf, size_t len, uint64_t bytes);
+/* At most max bytes of s as HTML/XML text or attribute value: < > & "
+ * escaped, control characters as '?'. */
+void util_fputs_html(FILE *out, const char *s, size_t max);
 
 #endif
