@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util_hmap.h"
+#include "util_progress.h"
 
 struct an_state {
 	struct an_summary *s;
@@ -147,7 +148,10 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 	if (r < 0)
 		return r;
 	struct atr_event ev;
+	struct util_progress prog;
+	util_progress_start(&prog, "info", atr_get_info(f)->records_hint);
 	while ((r = atr_iter_next(it, &ev)) > 0) {
+		util_progress_update(&prog, ev.seq);
 		if (ev.type == ATR_EV_REALLOC_RELEASE) {
 			kill_ptr(&st, ev.ptr);
 			continue;
@@ -166,6 +170,7 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 	}
 	if (r == 0 && st.nomem)
 		r = ATR_E_NOMEM;
+	util_progress_done(&prog);
 	atr_iter_free(it);
 	util_hmap_destroy(&st.live);
 	return r < 0 ? r : 0;
