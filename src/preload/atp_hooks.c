@@ -17,38 +17,26 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* usable - size, UINT64_MAX when unknown.  glibc's chunk header gives it
- * without a call (size field one word before the block, low 3 bits flags,
- * IS_MMAPPED = 2; mmapped chunks lose one more word). */
-static inline uint64_t slack_of(void *r, size_t size)
-{
-	size_t usable;
-	if (!r)
-		return 0;
-	if (ATP_LIKELY(g.glibc)) {
-		size_t h = ((size_t *)r)[-1];
-		usable = (h & ~(size_t)7) - ((h & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
-	} else if (g.real.usable_size) {
-		usable = g.real.usable_size(r);
-	} else {
-		return UINT64_MAX;
-	}
-	return usable >= size ? usable - size : UINT64_MAX;
-}
-
 /* Write an allocation record: w0, ret, size word, extras, [slack] [dur].
- * ts is the ordering stamp (docs/TRACE_FORMAT.md, "Order"). */
+ * ts is the ordering stamp (docs/TRACE_FORMAT.md, "Order").  fail is what
+ * a failed call (r == NULL) stores in the slack field (posix_memalign's
+ * error code, else 0).
+ *
+ * glibc: the chunk header (size field one word before the block, low 3
+ * bits flags, IS_MMAPPED = 2: mmapped chunks lose one more word) gives the
+ * usable size without a call, and its IS_MMAPPED and NON_MAIN_ARENA bits
+ * ride in ret's low bits (ATR_FEAT_CHUNK_FLAGS); a chunk of a non-main heap
+ * other than (or beyond) the one this thread used last gets a HEAP record
+ * first.  The header word is read once, here. */
 static inline void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags, uint64_t ts,
-			     uint64_t dur, void *r, size_t size, uint64_t slack, unsigned nextra,
+			     uint64_t dur, void *r, size_t size, uint64_t fail, unsigned nextra,
 			     uint64_t e1, uint64_t e2)
 {
-	/* glibc: the chunk's IS_MMAPPED and NON_MAIN_ARENA bits ride in ret's
-	 * low bits (ATR_FEAT_CHUNK_FLAGS); a chunk of a non-main heap other
-	 * than (or beyond) the one this thread used last gets a HEAP record
-	 * first.  The size word is the one slack_of() loaded. */
-	uint64_t rv = (uint64_t)(uintptr_t)r;
+	uint64_t rv = (uint64_t)(uintptr_t)r, slack = fail;
 	if (ATP_LIKELY(g.glibc) && r) {
 		size_t h = ((size_t *)r)[-1];
+		size_t usable = (h & ~(size_t)7) - ((h & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
+		slack = usable >= size ? usable - size : UINT64_MAX;
 		rv |= h & ATR_CHUNK_MASK;
 		if ((h & ATR_CHUNK_MASK) == ATR_CHUNK_NON_MAIN) {
 			uint64_t cend = (uint64_t)(uintptr_t)r - 2 * sizeof(size_t) + (h & ~(size_t)7);
@@ -56,6 +44,9 @@ static inline void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags
 					 cend > t->heap_hi))
 				atp_heap_note(t, ts, r, cend);
 		}
+	} else if (r) {
+		size_t usable = g.real.usable_size ? g.real.usable_size(r) : 0;
+		slack = g.real.usable_size && usable >= size ? usable - size : UINT64_MAX;
 	}
 	/* unknown slack (UINT64_MAX) shifts into 0xffff, the narrow unknown */
 	int narrow = size <= ATR_SIZE_MASK && (slack < ATR_SLACK_NARROW_UNKNOWN || slack == UINT64_MAX);
@@ -96,7 +87,7 @@ EXPORT void *malloc(size_t size)
 	uint64_t t0 = g.timing ? atp_now() : 0;
 	void *r = g.real.malloc(size);
 	uint64_t t1 = atp_now();
-	rec_alloc(t, ATR_T_MALLOC, TIMED_FLAG(), t1, t1 - t0, r, size, slack_of(r, size), 0, 0, 0);
+	rec_alloc(t, ATR_T_MALLOC, TIMED_FLAG(), t1, t1 - t0, r, size, 0, 0, 0, 0);
 	t->guard = 0;
 	return r;
 }
@@ -144,7 +135,7 @@ EXPORT void *calloc(size_t nmemb, size_t size)
 	size_t total;
 	if (__builtin_mul_overflow(nmemb, size, &total))
 		total = SIZE_MAX;
-	rec_alloc(t, ATR_T_CALLOC, TIMED_FLAG(), t1, t1 - t0, r, total, slack_of(r, total), 1, nmemb, 0);
+	rec_alloc(t, ATR_T_CALLOC, TIMED_FLAG(), t1, t1 - t0, r, total, 0, 1, nmemb, 0);
 	t->guard = 0;
 	return r;
 }
@@ -169,7 +160,7 @@ EXPORT void *realloc(void *ptr, size_t size)
 	uint64_t t0 = atp_now();
 	void *r = g.real.realloc(ptr, size);
 	uint64_t t1 = atp_now();
-	rec_alloc(t, ATR_T_REALLOC, ATR_FLAG_TIMED, t0, t1 - t0, r, size, slack_of(r, size), 1,
+	rec_alloc(t, ATR_T_REALLOC, ATR_FLAG_TIMED, t0, t1 - t0, r, size, 0, 1,
 		  (uint64_t)(uintptr_t)ptr, 0);
 	t->guard = 0;
 	return r;
@@ -194,7 +185,7 @@ EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
 		r = g.real.realloc(ptr, total);
 	}
 	uint64_t t1 = atp_now();
-	rec_alloc(t, ATR_T_REALLOCARRAY, ATR_FLAG_TIMED, t0, t1 - t0, r, total, slack_of(r, total), 2,
+	rec_alloc(t, ATR_T_REALLOCARRAY, ATR_FLAG_TIMED, t0, t1 - t0, r, total, 0, 2,
 		  (uint64_t)(uintptr_t)ptr, nmemb);
 	t->guard = 0;
 	return r;
@@ -210,7 +201,7 @@ EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
 		uint64_t t0 = g.timing ? atp_now() : 0;                           \
 		void *r = g.real.name(align, size);                               \
 		uint64_t t1 = atp_now();                                          \
-		rec_alloc(t, type, TIMED_FLAG(), t1, t1 - t0, r, size, slack_of(r, size), 1, align, 0); \
+		rec_alloc(t, type, TIMED_FLAG(), t1, t1 - t0, r, size, 0, 1, align, 0); \
 		t->guard = 0;                                                     \
 		return r;                                                         \
 	}
@@ -234,7 +225,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		r = NULL;
 	/* a failure keeps its error code where the slack would be */
 	rec_alloc(t, ATR_T_POSIX_MEMALIGN, TIMED_FLAG(), t1, t1 - t0, r, size,
-		  rc == 0 ? slack_of(r, size) : (uint64_t)rc, 1, align, 0);
+		  rc == 0 ? 0 : (uint64_t)rc, 1, align, 0);
 	t->guard = 0;
 	return rc;
 }
@@ -249,7 +240,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		uint64_t t0 = g.timing ? atp_now() : 0;                           \
 		void *r = g.real.name(size);                                      \
 		uint64_t t1 = atp_now();                                          \
-		rec_alloc(t, type, TIMED_FLAG(), t1, t1 - t0, r, size, slack_of(r, size), 0, 0, 0); \
+		rec_alloc(t, type, TIMED_FLAG(), t1, t1 - t0, r, size, 0, 0, 0, 0); \
 		t->guard = 0;                                                     \
 		return r;                                                         \
 	}
