@@ -12,9 +12,13 @@ out=$(mktemp -d /tmp/atr-cross.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 warn=(-std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
       -Wno-unused-parameter -Werror -O2)
+# the version script as src/preload/CMakeLists.txt makes it
+calls=$(sed -n 's/^[[:space:]]*X([A-Z_0-9]*, *\([a-z_0-9]*\),.*/\1/p' "$src/src/format/atr_calls.h" |
+  paste -sd';')
+sed "s/@ATR_EXPORTED_CALLS@/$calls/" "$src/src/preload/exports.map.in" >"$out/exports.map"
 "$cc" "${warn[@]}" -shared -fPIC -fvisibility=hidden -ftls-model=initial-exec \
   -I"$src/src/format" -I"$src/include" \
-  -Wl,--version-script="$src/src/preload/exports.map" \
+  -Wl,--version-script="$out/exports.map" \
   -o "$out/liballoctrace.so" "$src"/src/preload/*.c -ldl -lpthread
 tools=("$src"/src/util/*.c "$src"/src/format/*.c "$src"/src/cmds/*.c "$src"/src/main.c)
 for a in report.js report.css; do # the HTML report's assets (src/CMakeLists.txt)

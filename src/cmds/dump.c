@@ -67,41 +67,39 @@ static void text_event(FILE *o, const atr_file *f, const struct atr_event *ev)
 		ns / UINT64_C(1000000000), ns % UINT64_C(1000000000), ev->thread);
 	const char *name = atr_type_name(ev->type);
 	int alloc = 1;
-	switch (ev->type) {
-	case ATR_T_MALLOC:
-	case ATR_T_VALLOC:
-	case ATR_T_PVALLOC:
+	unsigned shape = atr_call_args(ev->type);
+	switch (shape) {
+	case ATR_ARGS_SIZE:
 		fprintf(o, "%s(%" PRIu64 ")", name, ev->size);
 		break;
-	case ATR_T_FREE:
-		fputs("free(", o);
+	case ATR_ARGS_PTR:
+		fprintf(o, "%s(", name);
 		put_ptr(o, ev->ptr);
 		fputc(')', o);
 		alloc = 0;
 		break;
-	case ATR_T_CALLOC:
+	case ATR_ARGS_NMEMB:
 		if (ev->nmemb && ev->size % ev->nmemb == 0)
-			fprintf(o, "calloc(%" PRIu64 ", %" PRIu64 ")", ev->nmemb,
+			fprintf(o, "%s(%" PRIu64 ", %" PRIu64 ")", name, ev->nmemb,
 				ev->size / ev->nmemb);
 		else
-			fprintf(o, "calloc(%" PRIu64 ", ?) total=%" PRIu64, ev->nmemb, ev->size);
+			fprintf(o, "%s(%" PRIu64 ", ?) total=%" PRIu64, name, ev->nmemb, ev->size);
 		break;
-	case ATR_T_REALLOC:
-		fputs("realloc(", o);
+	case ATR_ARGS_OLD:
+		fprintf(o, "%s(", name);
 		put_ptr(o, ev->ptr);
 		fprintf(o, ", %" PRIu64 ")", ev->size);
 		break;
-	case ATR_T_REALLOCARRAY:
-		fputs("reallocarray(", o);
+	case ATR_ARGS_OLD_NMEMB:
+		fprintf(o, "%s(", name);
 		put_ptr(o, ev->ptr);
 		if (ev->nmemb && ev->size % ev->nmemb == 0)
 			fprintf(o, ", %" PRIu64 ", %" PRIu64 ")", ev->nmemb, ev->size / ev->nmemb);
 		else
 			fprintf(o, ", %" PRIu64 ", ?) total=%" PRIu64, ev->nmemb, ev->size);
 		break;
-	case ATR_T_MEMALIGN:
-	case ATR_T_POSIX_MEMALIGN:
-	case ATR_T_ALIGNED_ALLOC:
+	case ATR_ARGS_ALIGN:
+	case ATR_ARGS_ALIGN_OUT:
 		fprintf(o, "%s(%" PRIu64 ", %" PRIu64 ")", name, ev->align, ev->size);
 		break;
 	default:
@@ -112,7 +110,7 @@ static void text_event(FILE *o, const atr_file *f, const struct atr_event *ev)
 		if (alloc) {
 			fputs(" = ", o);
 			put_ptr(o, ev->ret);
-			if (ev->type == ATR_T_POSIX_MEMALIGN && ev->err)
+			if (shape == ATR_ARGS_ALIGN_OUT && ev->err)
 				fprintf(o, " err=%" PRId32 " (%s)", ev->err, strerror(ev->err));
 			if (ev->ret) {
 				if (ev->usable == UINT64_MAX)
@@ -226,15 +224,16 @@ static void json_event(struct json_writer *w, const atr_file *f, const struct at
 	json_key(w, "type");
 	json_string(w, atr_type_name(ev->type));
 	if (ev->type <= ATR_T_CALL_LAST) {
-		if (ev->type == ATR_T_FREE) {
+		unsigned shape = atr_call_args(ev->type);
+		if (shape == ATR_ARGS_PTR) {
 			json_ptr(w, "ptr", ev->ptr);
 		} else {
-			if (ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY)
+			if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
 				json_ptr(w, "ptr", ev->ptr);
 			json_num(w, "size", ev->size);
-			if (ev->type == ATR_T_CALLOC || ev->type == ATR_T_REALLOCARRAY)
+			if (shape == ATR_ARGS_NMEMB || shape == ATR_ARGS_OLD_NMEMB)
 				json_num(w, "nmemb", ev->nmemb);
-			if (ev->type >= ATR_T_MEMALIGN && ev->type <= ATR_T_ALIGNED_ALLOC)
+			if (shape == ATR_ARGS_ALIGN || shape == ATR_ARGS_ALIGN_OUT)
 				json_num(w, "align", ev->align);
 			json_ptr(w, "ret", ev->ret);
 			json_key(w, "usable");
@@ -243,7 +242,7 @@ static void json_event(struct json_writer *w, const atr_file *f, const struct at
 			else
 				json_null(w);
 			json_num(w, "stack", ev->stack_id);
-			if (ev->type == ATR_T_POSIX_MEMALIGN) {
+			if (shape == ATR_ARGS_ALIGN_OUT) {
 				json_key(w, "err");
 				json_i64(w, ev->err);
 			}

@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include "cmds/rec_attach.h"
+#include "atr_calls.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -59,11 +60,12 @@ int rec_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 #include <time.h>
 #include <unistd.h>
 
-#define NFUNCS 10
-static const char *const funcs[NFUNCS] = {
-    "malloc",	     "free",	      "calloc",	       "realloc", "reallocarray",
-    "memalign",	     "posix_memalign", "aligned_alloc", "valloc",  "pvalloc",
-};
+/* The traced functions in ATR_CALLS order: alloctrace_attach_impl hands
+ * back the target's real functions in the same order. */
+#define NFUNCS ((int)ATR_NCALLS)
+#define FUNC_(NAME, name, type, op, args, ret, params) #name,
+static const char *const funcs[NFUNCS] = {ATR_CALLS(FUNC_)};
+#undef FUNC_
 
 #define CALL_TIMEOUT_MS 10000
 #define MAX_TASKS 4096

@@ -36,10 +36,9 @@ static void replay_usage(FILE *out)
 		"      --json             one JSON object instead of text\n");
 }
 
-static const char *const type_names[RP_NTYPES + 1] = {
-	"?",	    "malloc",	      "free",	       "calloc", "realloc", "reallocarray",
-	"memalign", "posix_memalign", "aligned_alloc", "valloc", "pvalloc", "malloc_trim",
-};
+#define NAME_(NAME, name, type, op, args, ret, params) [AWL_OP_##NAME] = #name,
+static const char *const type_names[RP_NTYPES + 1] = {"?", ATR_CALLS(NAME_)[RP_TRIM] = "malloc_trim"};
+#undef NAME_
 
 static uint64_t avg(const struct rp_callstat *s)
 {

@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "atr_calls.h"
+
 #define ATR_MAGIC "ALCTRACE"	      /* 8 bytes, no NUL */
 #define ATR_VERSION 1u
 #define ATR_HEADER_SIZE 4096u
@@ -128,21 +130,16 @@ enum {
 #define ATR_SIZE_MASK ((1ULL << ATR_SIZE_BITS) - 1)
 #define ATR_SLACK_NARROW_UNKNOWN 0xffffu
 
+/* Call record types: one per traced function, numbered in atr_calls.h.
+ * FREE is never WIDE or STACK; REALLOC and REALLOCARRAY are always TIMED. */
+#define ATR_T_CALL_(NAME, name, type, op, args, ret, params) ATR_T_##NAME = type,
 enum atr_type {
 	ATR_T_END = 0, /* not a record: end of records in a block */
-	/* call records: w0, then the words listed, then the optional words
-	 * (slack if WIDE, stack id if STACK, duration if TIMED) */
-	ATR_T_MALLOC = 1,	  /* ret, size */
-	ATR_T_FREE = 2,		  /* ptr (never WIDE or STACK) */
-	ATR_T_CALLOC = 3,	  /* ret, size(total bytes), nmemb */
-	ATR_T_REALLOC = 4,	  /* ret, size, old; always TIMED */
-	ATR_T_REALLOCARRAY = 5,	  /* ret, size(total), old, nmemb; always TIMED */
-	ATR_T_MEMALIGN = 6,	  /* ret, size, align */
-	ATR_T_POSIX_MEMALIGN = 7, /* ret, size, align */
-	ATR_T_ALIGNED_ALLOC = 8,  /* ret, size, align */
-	ATR_T_VALLOC = 9,	  /* ret, size */
-	ATR_T_PVALLOC = 10,	  /* ret, size */
-	ATR_T_CALL_LAST = 10,
+	/* call records: w0, then the words of the argument shape, then the
+	 * optional words (slack if WIDE, stack id if STACK, duration if
+	 * TIMED) */
+	ATR_CALLS(ATR_T_CALL_)
+	ATR_T_CALL_LAST = ATR_NCALLS,
 	/* meta records: word 1 = payload length in bytes (low 32 bits) and an
 	 * argument (high 32 bits); the payload follows, padded to 8 bytes.
 	 * Readers skip meta types they do not know. */
@@ -163,6 +160,14 @@ enum atr_type {
 				    u64 heap_info.ar_ptr, u64 heap_info.size */
 	ATR_T_META_LAST = 31,
 };
+#undef ATR_T_CALL_
+
+/* Types are 1..ATR_NCALLS in list order: tables are indexed by them. */
+#define ATR_T_CHECK_(NAME, name, type, op, args, ret, params)                                       \
+	_Static_assert(ATR_T_##NAME == (int)ATR_CALL_SEQ_##NAME, "trace type of " #name " out of order");
+ATR_CALLS(ATR_T_CHECK_)
+#undef ATR_T_CHECK_
+_Static_assert(ATR_T_CALL_LAST < ATR_T_THREAD_START, "call types run into the meta types");
 
 enum atr_ctl {
 	ATR_CTL_START = 1,
@@ -210,13 +215,22 @@ enum {
 
 /* Words of a call record of type t including word 0, without optional
  * words; 0 for anything that is not a call type. */
+#define ATR_WORDS_(NAME, name, type, op, args, ret, params) ATR_ARGS_WORDS_##args,
 static inline unsigned atr_call_words(unsigned t)
 {
-	static const unsigned char w[ATR_T_CALL_LAST + 1] = {
-		0, 3, 2, 4, 4, 5, 4, 4, 4, 3, 3,
-	};
+	static const unsigned char w[ATR_T_CALL_LAST + 1] = {0, ATR_CALLS(ATR_WORDS_)};
 	return t <= ATR_T_CALL_LAST ? w[t] : 0;
 }
+#undef ATR_WORDS_
+
+/* Argument shape (enum atr_args) of call type t; 0 if not a call type. */
+#define ATR_ARGS_(NAME, name, type, op, args, ret, params) ATR_ARGS_##args,
+static inline unsigned atr_call_args(unsigned t)
+{
+	static const unsigned char a[ATR_T_CALL_LAST + 1] = {0, ATR_CALLS(ATR_ARGS_)};
+	return t <= ATR_T_CALL_LAST ? a[t] : 0;
+}
+#undef ATR_ARGS_
 
 /* Total words of a call record: type and flags from word 0. */
 static inline unsigned atr_record_words(unsigned t, unsigned flags)

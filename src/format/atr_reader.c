@@ -117,16 +117,9 @@ const char *atr_errstr(int err)
 }
 
 static const char *const atr_names[32] = {
-    [ATR_T_MALLOC] = "malloc",
-    [ATR_T_FREE] = "free",
-    [ATR_T_CALLOC] = "calloc",
-    [ATR_T_REALLOC] = "realloc",
-    [ATR_T_REALLOCARRAY] = "reallocarray",
-    [ATR_T_MEMALIGN] = "memalign",
-    [ATR_T_POSIX_MEMALIGN] = "posix_memalign",
-    [ATR_T_ALIGNED_ALLOC] = "aligned_alloc",
-    [ATR_T_VALLOC] = "valloc",
-    [ATR_T_PVALLOC] = "pvalloc",
+#define NAME_(NAME, name, type, op, args, ret, params) [ATR_T_##NAME] = #name,
+    ATR_CALLS(NAME_)
+#undef NAME_
     [ATR_T_THREAD_START] = "thread_start",
     [ATR_T_THREAD_EXIT] = "thread_exit",
     [ATR_T_MARKER] = "marker",
@@ -847,7 +840,8 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 				ev->stack_id = (uint32_t)rd64(r + 8 * k++);
 			if (flags & ATR_FLAG_TIMED)
 				ev->duration = rd64(r + 8 * k);
-			if (type == ATR_T_FREE) {
+			unsigned shape = atr_call_args(type);
+			if (shape == ATR_ARGS_PTR) {
 				ev->ptr = rd64(r + 8);
 			} else {
 				ev->ret = rd64(r + 8);
@@ -865,7 +859,7 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 					if (slack == ATR_SLACK_NARROW_UNKNOWN)
 						slack = UINT64_MAX;
 				}
-				if (type == ATR_T_POSIX_MEMALIGN && !ev->ret) {
+				if (shape == ATR_ARGS_ALIGN_OUT && !ev->ret) {
 					ev->err = (int32_t)(uint32_t)slack;
 				} else if (ev->ret) {
 					if (slack == UINT64_MAX || ev->size + slack < ev->size)
@@ -873,20 +867,19 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 					else
 						ev->usable = ev->size + slack;
 				}
-				switch (type) {
-				case ATR_T_CALLOC:
+				switch (shape) {
+				case ATR_ARGS_NMEMB:
 					ev->nmemb = rd64(r + 24);
 					break;
-				case ATR_T_REALLOC:
+				case ATR_ARGS_OLD:
 					ev->ptr = rd64(r + 24);
 					break;
-				case ATR_T_REALLOCARRAY:
+				case ATR_ARGS_OLD_NMEMB:
 					ev->ptr = rd64(r + 24);
 					ev->nmemb = rd64(r + 32);
 					break;
-				case ATR_T_MEMALIGN:
-				case ATR_T_POSIX_MEMALIGN:
-				case ATR_T_ALIGNED_ALLOC:
+				case ATR_ARGS_ALIGN:
+				case ATR_ARGS_ALIGN_OUT:
 					ev->align = rd64(r + 24);
 					break;
 				default:
@@ -918,7 +911,8 @@ static int cur_next_ev(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 		return 1;
 	}
 	int r = cur_next(f, c, ev);
-	if (r <= 0 || (ev->type != ATR_T_REALLOC && ev->type != ATR_T_REALLOCARRAY))
+	unsigned shape = r > 0 ? atr_call_args(ev->type) : 0;
+	if (r <= 0 || (shape != ATR_ARGS_OLD && shape != ATR_ARGS_OLD_NMEMB))
 		return r;
 	uint64_t end = ev->ts + ev->duration;
 	if (end < ev->ts)

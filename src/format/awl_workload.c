@@ -45,10 +45,9 @@ static void seterr(char *buf, size_t len, const char *fmt, ...)
 
 const char *awl_op_name(unsigned code)
 {
-	static const char *const n[] = {
-		"?",	    "malloc",  "free",	       "calloc",	 "realloc",  "reallocarray",
-		"memalign", "posix_memalign", "aligned_alloc", "valloc", "pvalloc",
-	};
+#define NAME_(NAME, name, type, op, args, ret, params) [AWL_OP_##NAME] = #name,
+	static const char *const n[AWL_OP_CALL_LAST + 1] = {"?", ATR_CALLS(NAME_)};
+#undef NAME_
 	if (code <= AWL_OP_CALL_LAST)
 		return n[code];
 	switch (code) {
@@ -526,27 +525,19 @@ static int serr(struct awl_stream *s, const char *what)
 }
 
 /* Fields per op code; -1: unknown code. */
+#define FIELDS_(NAME, name, type, op, args, ret, params) [AWL_OP_##NAME] = ATR_ARGS_FIELDS_##args,
 static const signed char op_fields[32] = {
 	[0] = -1,
-	[AWL_OP_MALLOC] = 2,
-	[AWL_OP_FREE] = 1,
-	[AWL_OP_CALLOC] = 3,
-	[AWL_OP_REALLOC] = 3,
-	[AWL_OP_REALLOCARRAY] = 4,
-	[AWL_OP_MEMALIGN] = 3,
-	[AWL_OP_POSIX_MEMALIGN] = 3,
-	[AWL_OP_ALIGNED_ALLOC] = 3,
-	[AWL_OP_VALLOC] = 2,
-	[AWL_OP_PVALLOC] = 2,
-	[11] = -1, [12] = -1, [13] = -1, [14] = -1, [15] = -1,
+	ATR_CALLS(FIELDS_)
+	[AWL_OP_CALL_LAST + 1 ... AWL_OP_WAIT - 1] = -1,
 	[AWL_OP_WAIT] = 2,
 	[AWL_OP_DROP] = 1,
 	[AWL_OP_MARKER] = 1,
 	[AWL_OP_THREAD_START] = 1,
 	[AWL_OP_THREAD_EXIT] = 0,
-	[21] = -1, [22] = -1, [23] = -1, [24] = -1, [25] = -1, [26] = -1, [27] = -1,
-	[28] = -1, [29] = -1, [30] = -1, [31] = -1,
+	[AWL_OP_THREAD_EXIT + 1 ... 31] = -1,
 };
+#undef FIELDS_
 
 /* A varint from p with at least 10 bytes readable: the same rules as
  * get_uv (at most 10 bytes, no bits past 64).  NULL if malformed. */
@@ -729,11 +720,12 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 					calls[op->code]++;
 					calls[0]++;
 					uint64_t src = 0, dst;
-					int has_src = op->code == AWL_OP_FREE || op->code == AWL_OP_REALLOC ||
-						      op->code == AWL_OP_REALLOCARRAY;
+					unsigned shape = awl_op_args(op->code);
+					int is_free = shape == ATR_ARGS_PTR;
+					int has_src = is_free || shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB;
 					if (has_src)
 						src = op->a;
-					dst = op->code == AWL_OP_FREE ? 0 : has_src ? op->b : op->a;
+					dst = is_free ? 0 : has_src ? op->b : op->a;
 					if (src > in->slots || dst > in->slots) {
 						seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": slot out of range", nm,
 						       t, idx);
@@ -744,10 +736,10 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 						rc = -1;
 						break;
 					}
-					if (has_src && op->code != AWL_OP_FREE && src && !dst) {
+					if (has_src && !is_free && src && !dst) {
 						/* failed realloc: the block stays where it was,
 						   unless the size was 0 (freed) */
-						uint64_t sz = op->code == AWL_OP_REALLOC ? op->c : op->c * op->d;
+						uint64_t sz = shape == ATR_ARGS_OLD ? op->c : op->c * op->d;
 						if (sz)
 							slots[src - 1].live = 1;
 					}

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "atr_calls.h"
+
 #define AWL_MAGIC "ALCWORKL" /* 8 bytes, no NUL */
 #define AWL_VERSION 1u
 #define AWL_HEADER_SIZE 256u
@@ -57,25 +59,23 @@ enum {
 	AWL_H_SRC_PID = 88,	/* u32 */
 	AWL_H_SRC_EXEC = 92,	/* u32 */
 	AWL_H_DURATION_NS = 96, /* u64 duration of the traced process */
-	AWL_H_CALLS = 104,	/* u64[11]: calls by trace type 1..10 ([0] = total) */
+	AWL_H_CALLS = 104,	/* u64[11]: calls by op code 1..10 ([0] = total) */
 	AWL_H_END = 192,	/* zero up to header_size */
 };
 
 /* Op codes (first byte of an op), then LEB128 varints.
  * "slot+1" fields: 0 means NULL (free/realloc input) or "the traced call
  * returned NULL" (allocation output). */
+#define AWL_OP_CALL_(NAME, name, type, op, args, ret, params) AWL_OP_##NAME = op,
 enum awl_opcode {
-	AWL_OP_MALLOC = 1,	   /* dst+1, size */
-	AWL_OP_FREE = 2,	   /* src+1 */
-	AWL_OP_CALLOC = 3,	   /* dst+1, nmemb, elsize */
-	AWL_OP_REALLOC = 4,	   /* src+1, dst+1, size */
-	AWL_OP_REALLOCARRAY = 5,   /* src+1, dst+1, nmemb, elsize */
-	AWL_OP_MEMALIGN = 6,	   /* dst+1, align, size */
-	AWL_OP_POSIX_MEMALIGN = 7, /* dst+1, align, size */
-	AWL_OP_ALIGNED_ALLOC = 8,  /* dst+1, align, size */
-	AWL_OP_VALLOC = 9,	   /* dst+1, size */
-	AWL_OP_PVALLOC = 10,	   /* dst+1, size */
-	AWL_OP_CALL_LAST = 10,
+	/* one op per traced function, numbered in atr_calls.h; the fields
+	 * follow its argument shape (ATR_ARGS_*):
+	 *   SIZE dst+1, size               PTR src+1
+	 *   NMEMB dst+1, nmemb, elsize     OLD src+1, dst+1, size
+	 *   OLD_NMEMB src+1, dst+1, nmemb, elsize
+	 *   ALIGN, ALIGN_OUT dst+1, align, size */
+	ATR_CALLS(AWL_OP_CALL_)
+	AWL_OP_CALL_LAST = ATR_NCALLS,
 	AWL_OP_WAIT = 16,	  /* thread index, ops: wait until that thread
 				     has completed that many ops */
 	AWL_OP_DROP = 17,	  /* slot: free it, not a call (the trace lost
@@ -84,6 +84,27 @@ enum awl_opcode {
 	AWL_OP_THREAD_START = 19, /* tid */
 	AWL_OP_THREAD_EXIT = 20,
 };
+
+#undef AWL_OP_CALL_
+
+/* Ops are 1..ATR_NCALLS in list order (tables are indexed by them), and
+ * the header's per-call counters must fit before AWL_H_END. */
+#define AWL_OP_CHECK_(NAME, name, type, op, args, ret, params)                                      \
+	_Static_assert(AWL_OP_##NAME == (int)ATR_CALL_SEQ_##NAME, "workload op of " #name " out of order");
+ATR_CALLS(AWL_OP_CHECK_)
+#undef AWL_OP_CHECK_
+_Static_assert(AWL_OP_CALL_LAST < AWL_OP_WAIT, "call ops run into the other ops");
+_Static_assert(AWL_H_CALLS + 8 * (AWL_OP_CALL_LAST + 1) <= AWL_H_END,
+	       "header call counters overrun the header fields");
+
+/* Argument shape (enum atr_args) of a call op; 0 for other ops. */
+#define AWL_ARGS_(NAME, name, type, op, args, ret, params) [AWL_OP_##NAME] = ATR_ARGS_##args,
+static inline unsigned awl_op_args(unsigned code)
+{
+	static const unsigned char a[AWL_OP_CALL_LAST + 1] = {ATR_CALLS(AWL_ARGS_)};
+	return code <= AWL_OP_CALL_LAST ? a[code] : 0;
+}
+#undef AWL_ARGS_
 
 struct awl_op {
 	uint8_t code;
@@ -156,10 +177,10 @@ static inline uint64_t awl_writer_thread_ops(const struct awl_writer *w, uint32_
 	return w->th[t].ops;
 }
 /* Count a call of trace type 1..10 in thread t. */
-static inline void awl_writer_count_call(struct awl_writer *w, uint32_t t, unsigned type)
+static inline void awl_writer_count_call(struct awl_writer *w, uint32_t t, unsigned op)
 {
-	if (type >= 1 && type <= AWL_OP_CALL_LAST) {
-		w->calls[type]++;
+	if (op >= 1 && op <= AWL_OP_CALL_LAST) {
+		w->calls[op]++;
 		w->calls[0]++;
 		w->th[t].calls++;
 	}

@@ -97,9 +97,10 @@ EXPORT int alloctrace_marker_impl(const char *label)
 
 /* `alloctrace record -p`: called in the target (ptrace remote call) after
  * the library was dlopen'ed.  Creates dir/<pid>.atr marked ATTACHED and
- * starts recording; real[0..9] receives the allocator functions our hooks
- * call (record patches only GOT entries bound to them).  The calls only
- * reach us once record patched the GOTs.  0 or -errno. */
+ * starts recording; real[0..ATR_NCALLS-1] receives the allocator functions
+ * our hooks call, in ATR_CALLS order (record patches only GOT entries bound
+ * to them).  The calls only reach us once record patched the GOTs.  0 or
+ * -errno. */
 EXPORT int alloctrace_attach_impl(const char *dir, uint64_t ticks_per_sec, void **real)
 {
 	if (!g.deferred || atomic_load(&g.state) != ATP_UNINIT)
@@ -115,7 +116,7 @@ EXPORT int alloctrace_attach_impl(const char *dir, uint64_t ticks_per_sec, void 
 	if (atomic_load(&g.state) == ATP_READY) {
 		atp_hdr_set_status(ATR_STATUS_ATTACHED);
 		if (real)
-			memcpy(real, &g.real, 10 * sizeof(void *));
+			memcpy(real, &g.real, ATR_NCALLS * sizeof(void *));
 		rc = 0;
 	}
 	errno = e;

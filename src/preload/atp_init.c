@@ -147,19 +147,10 @@ static void *boot_pvalloc(size_t n)
 }
 
 /* g.real is never NULL, even for a call that comes before our constructor */
+/* every traced function has a boot_<name> forwarder above */
+#define BOOT_(NAME, name, type, op, args, ret, params) .name = boot_##name,
 struct atp_global g = {
-	.real = {
-		.malloc = boot_malloc,
-		.free = boot_free,
-		.calloc = boot_calloc,
-		.realloc = boot_realloc,
-		.reallocarray = boot_reallocarray,
-		.memalign = boot_memalign,
-		.posix_memalign = boot_posix_memalign,
-		.aligned_alloc = boot_aligned_alloc,
-		.valloc = boot_valloc,
-		.pvalloc = boot_pvalloc,
-	},
+	.real = {ATR_CALLS(BOOT_)},
 };
 
 /* ---- settings ------------------------------------------------------------ */
@@ -463,27 +454,14 @@ static void resolve(void)
 	/* attached (dlopen'ed by `record -p`): we are not in the symbol
 	 * search order, so the process's own allocator is the default one */
 	void *next = g.attach ? RTLD_DEFAULT : RTLD_NEXT;
-#define R(name) g.real.name = dlsym(next, #name)
-	static const struct atp_real boot = {
-		boot_malloc,	     boot_free,	   boot_calloc,	       boot_realloc,
-		boot_reallocarray,   boot_memalign, boot_posix_memalign, boot_aligned_alloc,
-		boot_valloc,	     boot_pvalloc,  NULL,
-	};
-	R(malloc);
-	R(free);
-	R(calloc);
-	R(realloc);
-	R(reallocarray);
-	R(memalign);
-	R(posix_memalign);
-	R(aligned_alloc);
-	R(valloc);
-	R(pvalloc);
-	g.real.usable_size = (size_t(*)(void *))dlsym(next, "malloc_usable_size");
+	static const struct atp_real boot = {ATR_CALLS(BOOT_)};
+#define R(NAME, name, type, op, args, ret, params) g.real.name = (ret(*) params)dlsym(next, #name);
+	ATR_CALLS(R)
 #undef R
+	g.real.usable_size = (size_t(*)(void *))dlsym(next, "malloc_usable_size");
 	/* anything missing keeps its boot version, which forwards to malloc */
 	void **dst = (void **)&g.real, **src = (void **)&boot;
-	for (size_t i = 0; i < 10; i++)
+	for (size_t i = 0; i < ATR_NCALLS; i++)
 		if (!dst[i])
 			dst[i] = src[i];
 	void *libc_malloc = dlsym(next, "__libc_malloc");

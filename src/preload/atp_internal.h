@@ -27,19 +27,16 @@
 #define ATP_GUARD_INTERNAL 0x10000u
 #define ATP_MAX_SPARE 64   /* retired staging blocks kept for reuse */
 
+/* The real functions, in ATR_CALLS order (record -p copies the first
+ * ATR_NCALLS pointers out of the target, see alloctrace_attach_impl). */
+#define ATP_REAL_(NAME, name, type, op, args, ret, params) ret(*name) params;
 struct atp_real {
-	void *(*malloc)(size_t);
-	void (*free)(void *);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	void *(*reallocarray)(void *, size_t, size_t);
-	void *(*memalign)(size_t, size_t);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*aligned_alloc)(size_t, size_t);
-	void *(*valloc)(size_t);
-	void *(*pvalloc)(size_t);
+	ATR_CALLS(ATP_REAL_)
 	size_t (*usable_size)(void *);
 };
+#undef ATP_REAL_
+_Static_assert(offsetof(struct atp_real, usable_size) == ATR_NCALLS * sizeof(void *),
+	       "struct atp_real: one pointer per traced function, then the rest");
 
 enum atp_state {
 	ATP_UNINIT = 0,

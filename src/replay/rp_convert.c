@@ -383,13 +383,21 @@ static uint8_t *op_begin(struct conv *c, uint32_t ti, unsigned code)
 	return p;
 }
 
-static void op_end(struct conv *c, uint32_t ti, uint8_t *p, unsigned calltype)
+/* callop: the call's op code (counted in the header), 0 for other ops */
+static void op_end(struct conv *c, uint32_t ti, uint8_t *p, unsigned callop)
 {
 	uint32_t wi = c->th[ti].widx;
 	awl_writer_commit(c->w, wi, p);
-	if (calltype)
-		awl_writer_count_call(c->w, wi, calltype);
+	if (callop)
+		awl_writer_count_call(c->w, wi, callop);
 }
+
+/* The workload op of each trace call type (atr_calls.h). */
+#define OP_OF_(NAME, name, type, op, args, ret, params) [ATR_T_##NAME] = AWL_OP_##NAME,
+static const uint8_t op_of_type[ATR_T_CALL_LAST + 1] = {ATR_CALLS(OP_OF_)};
+#undef OP_OF_
+/* A call's argument shape (atr_calls.h) decides both the record's words
+ * and the op's fields. */
 
 static void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
@@ -398,7 +406,7 @@ static void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
 	if (!ev->ptr) {
 		uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
 		p = awl_put_uv(p, 0);
-		op_end(c, ti, p, ATR_T_FREE);
+		op_end(c, ti, p, AWL_OP_FREE);
 		return;
 	}
 	if (!addr_take(c, ev->ptr, &slot, ev)) {
@@ -410,7 +418,7 @@ static void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
 	uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
 	p = awl_put_uv(p, slot + 1);
-	op_end(c, ti, p, ATR_T_FREE);
+	op_end(c, ti, p, AWL_OP_FREE);
 	mark_use(c, ti, slot, idx);
 	slot_release(c, ti, slot);
 }
@@ -438,32 +446,31 @@ static void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
 	}
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
 	uint64_t dst = ok ? slot + 1 : 0;
+	unsigned op = op_of_type[ev->type];
 	uint8_t *p;
-	switch (ev->type) {
-	case ATR_T_MALLOC:
-	case ATR_T_VALLOC:
-	case ATR_T_PVALLOC:
-		p = op_begin(c, ti, ev->type);
+	switch (atr_call_args(ev->type)) {
+	case ATR_ARGS_SIZE:
+		p = op_begin(c, ti, op);
 		p = awl_put_uv(p, dst);
 		p = awl_put_uv(p, ev->size);
 		break;
-	case ATR_T_CALLOC: {
+	case ATR_ARGS_NMEMB: {
 		uint64_t n, el;
 		split_array(ev->size, ev->nmemb, &n, &el);
-		p = op_begin(c, ti, AWL_OP_CALLOC);
+		p = op_begin(c, ti, op);
 		p = awl_put_uv(p, dst);
 		p = awl_put_uv(p, n);
 		p = awl_put_uv(p, el);
 		break;
 	}
-	default: /* the aligned calls */
-		p = op_begin(c, ti, ev->type);
+	default: /* ATR_ARGS_ALIGN, ATR_ARGS_ALIGN_OUT */
+		p = op_begin(c, ti, op);
 		p = awl_put_uv(p, dst);
 		p = awl_put_uv(p, ev->align);
 		p = awl_put_uv(p, ev->size);
 		break;
 	}
-	op_end(c, ti, p, ev->type);
+	op_end(c, ti, p, op);
 	if (ok) {
 		mark_use(c, ti, slot, idx);
 		addr_insert(c, ti, ev, ev->ret, slot, ev->size);
@@ -514,10 +521,11 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 		dst = s + 1;
 	}
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
-	uint8_t *p = op_begin(c, ti, ev->type == ATR_T_REALLOC ? AWL_OP_REALLOC : AWL_OP_REALLOCARRAY);
+	unsigned op = op_of_type[ev->type];
+	uint8_t *p = op_begin(c, ti, op);
 	p = awl_put_uv(p, src);
 	p = awl_put_uv(p, dst);
-	if (ev->type == ATR_T_REALLOC) {
+	if (atr_call_args(ev->type) == ATR_ARGS_OLD) {
 		p = awl_put_uv(p, ev->size);
 	} else {
 		uint64_t n, el;
@@ -525,7 +533,7 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 		p = awl_put_uv(p, n);
 		p = awl_put_uv(p, el);
 	}
-	op_end(c, ti, p, ev->type);
+	op_end(c, ti, p, op);
 	if (src)
 		mark_use(c, ti, src - 1, idx);
 	if (!ok)
@@ -677,9 +685,10 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		struct cthread *t = &c.th[ti];
 		if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) {
 			st->calls++;
-			if (ev->type == ATR_T_FREE)
+			unsigned shape = atr_call_args(ev->type);
+			if (shape == ATR_ARGS_PTR)
 				on_free(&c, ti, ev);
-			else if (ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY) {
+			else if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB) {
 				int rel = t->rel_valid && t->rel_ptr == ev->ptr && ev->ptr;
 				t->rel_valid = 0;
 				on_realloc(&c, ti, ev, rel, t->rel_slot, t->rel_size);

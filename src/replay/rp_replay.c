@@ -186,19 +186,12 @@ static inline void stat_add(struct rp_callstat *s, uint64_t d)
 }
 
 /* ---------------------------------------------------------- allocator */
+#define FN_(NAME, name, type, op, args, ret, params) ret(*name) params;
 struct alloc_fns {
-	void *(*malloc)(size_t);
-	void (*free)(void *);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	void *(*reallocarray)(void *, size_t, size_t);
-	void *(*memalign)(size_t, size_t);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*aligned_alloc)(size_t, size_t);
-	void *(*valloc)(size_t);
-	void *(*pvalloc)(size_t);
+	ATR_CALLS(FN_)
 	int (*trim)(size_t);
 };
+#undef FN_
 static struct alloc_fns A;
 
 static void *emu_reallocarray(void *p, size_t n, size_t s)
@@ -239,17 +232,8 @@ static const char *lib_of(void *fn)
 static uint64_t resolve_allocator(void)
 {
 	uint64_t emulated = 0;
-#define R(n) A.n = (__typeof__(A.n))dlsym(RTLD_DEFAULT, #n)
-	R(malloc);
-	R(free);
-	R(calloc);
-	R(realloc);
-	R(reallocarray);
-	R(memalign);
-	R(posix_memalign);
-	R(aligned_alloc);
-	R(valloc);
-	R(pvalloc);
+#define R(NAME, name, type, op, args, ret, params) A.name = (__typeof__(A.name))dlsym(RTLD_DEFAULT, #name);
+	ATR_CALLS(R)
 #undef R
 	A.trim = malloc_trim;
 	if (!A.malloc || !A.free || !A.calloc || !A.realloc || !A.posix_memalign) {
@@ -446,87 +430,85 @@ static void *run_thread(void *arg)
 		case AWL_OP_THREAD_START:
 		case AWL_OP_THREAD_EXIT:
 			goto next;
-		case AWL_OP_FREE:
-			src = op.a ? &rp->slots[op.a - 1] : NULL;
-			{
-				void *p = src ? src->p : NULL;
-				t0 = tick(tm);
-				if (!dry)
-					A.free(p);
-				t1 = tick(tm);
-			}
-			if (src) {
-				live -= (int64_t)src->size;
-				src->p = NULL;
-				src->size = 0;
-			}
-			break;
-		case AWL_OP_MALLOC:
-			size = op.b;
-			t0 = tick(tm);
-			if (!dry)
-				res = A.malloc(size);
-			t1 = tick(tm);
-			dst = op.a ? &rp->slots[op.a - 1] : NULL;
-			break;
-		case AWL_OP_VALLOC:
-			size = op.b;
-			t0 = tick(tm);
-			if (!dry)
-				res = A.valloc(size);
-			t1 = tick(tm);
-			dst = op.a ? &rp->slots[op.a - 1] : NULL;
-			break;
-		case AWL_OP_PVALLOC:
-			size = op.b;
-			t0 = tick(tm);
-			if (!dry)
-				res = A.pvalloc(size);
-			t1 = tick(tm);
-			dst = op.a ? &rp->slots[op.a - 1] : NULL;
-			break;
-		case AWL_OP_CALLOC:
-			size = mul_sat(op.b, op.c);
-			t0 = tick(tm);
-			if (!dry)
-				res = A.calloc(op.b, op.c);
-			t1 = tick(tm);
-			dst = op.a ? &rp->slots[op.a - 1] : NULL;
-			break;
-		case AWL_OP_MEMALIGN:
-			size = op.c;
-			t0 = tick(tm);
-			if (!dry)
-				res = A.memalign(op.b, size);
-			t1 = tick(tm);
-			dst = op.a ? &rp->slots[op.a - 1] : NULL;
-			break;
-		case AWL_OP_ALIGNED_ALLOC:
-			size = op.c;
-			t0 = tick(tm);
-			if (!dry)
-				res = A.aligned_alloc(op.b, size);
-			t1 = tick(tm);
-			dst = op.a ? &rp->slots[op.a - 1] : NULL;
-			break;
-		case AWL_OP_POSIX_MEMALIGN:
-			size = op.c;
-			t0 = tick(tm);
-			if (!dry && A.posix_memalign(&res, op.b, size) != 0)
-				res = NULL;
-			t1 = tick(tm);
-			dst = op.a ? &rp->slots[op.a - 1] : NULL;
-			break;
-		case AWL_OP_REALLOC:
-		case AWL_OP_REALLOCARRAY: {
-			src = op.a ? &rp->slots[op.a - 1] : NULL;
-			dst = op.b ? &rp->slots[op.b - 1] : NULL;
-			size = op.code == AWL_OP_REALLOC ? op.c : mul_sat(op.c, op.d);
-			void *old = src ? src->p : NULL;
-			t0 = tick(tm);
-			if (!dry)
-				res = op.code == AWL_OP_REALLOC ? A.realloc(old, op.c) : A.reallocarray(old, op.c, op.d);
-			t1 = tick(tm);
+		/* one case per traced function (atr_calls.h), by argument shape */
+#define DST(f) (f ? &rp->slots[f - 1] : NULL)
+#define CALL_PTR(name)                                                                                 \
+	src = DST(op.a);                                                                               \
+	{                                                                                              \
+		void *p = src ? src->p : NULL;                                                         \
+		t0 = tick(tm);                                                                         \
+		if (!dry)                                                                              \
+			A.name(p);                                                                     \
+		t1 = tick(tm);                                                                         \
+	}                                                                                              \
+	if (src) {                                                                                     \
+		live -= (int64_t)src->size;                                                            \
+		src->p = NULL;                                                                         \
+		src->size = 0;                                                                         \
+	}
+#define CALL_SIZE(name)                                                                                \
+	size = op.b;                                                                                   \
+	t0 = tick(tm);                                                                                 \
+	if (!dry)                                                                                      \
+		res = A.name(size);                                                                    \
+	t1 = tick(tm);                                                                                 \
+	dst = DST(op.a);
+#define CALL_NMEMB(name)                                                                               \
+	size = mul_sat(op.b, op.c);                                                                    \
+	t0 = tick(tm);                                                                                 \
+	if (!dry)                                                                                      \
+		res = A.name(op.b, op.c);                                                              \
+	t1 = tick(tm);                                                                                 \
+	dst = DST(op.a);
+#define CALL_ALIGN(name)                                                                               \
+	size = op.c;                                                                                   \
+	t0 = tick(tm);                                                                                 \
+	if (!dry)                                                                                      \
+		res = A.name(op.b, size);                                                              \
+	t1 = tick(tm);                                                                                 \
+	dst = DST(op.a);
+#define CALL_ALIGN_OUT(name)                                                                           \
+	size = op.c;                                                                                   \
+	t0 = tick(tm);                                                                                 \
+	if (!dry && A.name(&res, op.b, size) != 0)                                                     \
+		res = NULL;                                                                            \
+	t1 = tick(tm);                                                                                 \
+	dst = DST(op.a);
+#define CALL_OLD(name)                                                                                 \
+	src = DST(op.a);                                                                               \
+	dst = DST(op.b);                                                                               \
+	size = op.c;                                                                                   \
+	void *old = src ? src->p : NULL;                                                               \
+	t0 = tick(tm);                                                                                 \
+	if (!dry)                                                                                      \
+		res = A.name(old, op.c);                                                               \
+	t1 = tick(tm);                                                                                 \
+	goto moved;
+#define CALL_OLD_NMEMB(name)                                                                           \
+	src = DST(op.a);                                                                               \
+	dst = DST(op.b);                                                                               \
+	size = mul_sat(op.c, op.d);                                                                    \
+	void *old = src ? src->p : NULL;                                                               \
+	t0 = tick(tm);                                                                                 \
+	if (!dry)                                                                                      \
+		res = A.name(old, op.c, op.d);                                                         \
+	t1 = tick(tm);                                                                                 \
+	goto moved;
+#define CASE_(NAME, name, type, opc, args, ret, params)                                                \
+	case AWL_OP_##NAME: {                                                                          \
+		CALL_##args(name)                                                                      \
+	} break;
+		ATR_CALLS(CASE_)
+#undef CASE_
+#undef CALL_PTR
+#undef CALL_SIZE
+#undef CALL_NMEMB
+#undef CALL_ALIGN
+#undef CALL_ALIGN_OUT
+#undef CALL_OLD
+#undef CALL_OLD_NMEMB
+#undef DST
+		moved: /* realloc and reallocarray */
 			if (dry)
 				res = dst ? (void *)1 : NULL;
 			if (src && (res || size == 0)) {
@@ -546,12 +528,11 @@ static void *run_thread(void *arg)
 				}
 			}
 			break;
-		}
 		default:
 			goto next;
 		}
 		stat_add(&me->st[op.code], t1 - t0 > floor_ticks ? t1 - t0 - floor_ticks : 0);
-		if (op.code >= AWL_OP_MALLOC && op.code != AWL_OP_FREE) {
+		if (awl_op_args(op.code) != ATR_ARGS_PTR) { /* an allocation */
 			if (dry) {
 				if (dst) {
 					dst->p = NULL;
