@@ -20,15 +20,15 @@ sed "s/@ATR_EXPORTED_CALLS@/$calls/" "$src/src/preload/exports.map.in" >"$out/ex
   -I"$src/src/format" -I"$src/include" \
   -Wl,--version-script="$out/exports.map" \
   -o "$out/liballoctrace.so" "$src"/src/preload/*.c -ldl -lpthread
-tools=("$src"/src/util/*.c "$src"/src/format/*.c "$src"/src/cmds/*.c "$src"/src/main.c)
+tools=("$src"/src/main.c)
+for d in util format analysis replay output attach cmds; do # the rooms (src/CMakeLists.txt)
+  tools+=("$src"/src/$d/*.c)
+done
 for a in report.js report.css; do # the HTML report's assets (src/CMakeLists.txt)
   id=rep_asset_${a//./_}
-  cmake -DIN="$src/src/cmds/assets/$a" -DOUT="$out/$id.c" -DNAME="$id" \
+  cmake -DIN="$src/src/output/assets/$a" -DOUT="$out/$id.c" -DNAME="$id" \
     -P "$src/cmake/embed_asset.cmake"
   tools+=("$out/$id.c")
-done
-for d in analysis replay; do
-  compgen -G "$src/src/$d/*.c" >/dev/null && tools+=("$src"/src/$d/*.c)
 done
 "$cc" "${warn[@]}" -I"$src/src" -I"$src/src/util" -I"$src/src/format" -I"$src/include" \
   -o "$out/alloctrace" "${tools[@]}" -lpthread -lm

@@ -29,7 +29,7 @@
 #include "atr_reader.h"
 #include "atr_rss.h"
 #include "cmds/cmds.h"
-#include "cmds/rec_attach.h"
+#include "attach/att_attach.h"
 #include "util_buf.h"
 #include "util_msg.h"
 
@@ -523,7 +523,7 @@ int cmd_record(int argc, char **argv)
 			util_err("record: %s: %s", o.dir, strerror(errno));
 			return 1;
 		}
-		if (rec_attach((pid_t)attach_pid, alib, adir, calibrate_ticks(), duration) != 0)
+		if (att_attach((pid_t)attach_pid, alib, adir, calibrate_ticks(), duration) != 0)
 			return 1;
 		report(adir);
 		return 0;

@@ -15,9 +15,9 @@
 #include "analysis/an_report.h"
 #include "analysis/an_symbols.h"
 #include "atr_reader.h"
-#include "analysis/an_flamesvg.h"
+#include "output/out_flamesvg.h"
 #include "cmds/cmds.h"
-#include "cmds/rep_common.h"
+#include "output/output.h"
 #include "util_fmt.h"
 #include "util_json.h"
 #include "util_msg.h"
@@ -463,7 +463,7 @@ static int run_html(int argc, char **argv, const char *out, size_t top)
 }
 
 /* flamegraph --svg: the folded lines of a process, merged into fl. */
-static int fold_into(struct an_flame *fl, struct rep_ctx *c, enum an_by by)
+static int fold_into(struct out_flame *fl, struct rep_ctx *c, enum an_by by)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -487,7 +487,7 @@ static int fold_into(struct an_flame *fl, struct rep_ctx *c, enum an_by by)
 		if (!sp)
 			continue;
 		*sp = 0;
-		if (an_flame_add(fl, line, strtoull(sp + 1, NULL, 10)) < 0) {
+		if (out_flame_add(fl, line, strtoull(sp + 1, NULL, 10)) < 0) {
 			util_err("flamegraph: out of memory");
 			rc = 1;
 			break;
@@ -497,7 +497,7 @@ static int fold_into(struct an_flame *fl, struct rep_ctx *c, enum an_by by)
 	return rc;
 }
 
-static int write_svg(struct an_flame *fl, const char *path, enum an_by by)
+static int write_svg(struct out_flame *fl, const char *path, enum an_by by)
 {
 	FILE *out = fopen(path, "w");
 	if (!out) {
@@ -506,7 +506,7 @@ static int write_svg(struct an_flame *fl, const char *path, enum an_by by)
 	}
 	char title[64];
 	snprintf(title, sizeof(title), "alloctrace flame graph by %s", an_by_name(by));
-	int r = an_flame_svg(fl, out, title, an_by_name(by));
+	int r = out_flame_svg(fl, out, title, an_by_name(by));
 	if (fclose(out) != 0 || r < 0) {
 		util_err("flamegraph: %s: write error", path);
 		return 1;
@@ -527,7 +527,7 @@ static int run(int argc, char **argv, int flame)
 	};
 	int json = 0, c;
 	const char *html = NULL, *svg = NULL;
-	struct an_flame *fl = NULL;
+	struct out_flame *fl = NULL;
 	enum an_by by = flame ? AN_BY_BYTES : AN_BY_CALLS;
 	size_t top = 10;
 	void (*usage)(FILE *) = flame ? flame_usage : report_usage;
@@ -594,7 +594,7 @@ static int run(int argc, char **argv, int flame)
 	}
 	if (html)
 		return run_html(argc - optind, argv + optind, html, top);
-	if (svg && !(fl = an_flame_new())) {
+	if (svg && !(fl = out_flame_new())) {
 		util_err("flamegraph: out of memory");
 		return 1;
 	}
@@ -639,7 +639,7 @@ static int run(int argc, char **argv, int flame)
 	}
 	if (fl) {
 		rc |= write_svg(fl, svg, by);
-		an_flame_free(fl);
+		out_flame_free(fl);
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		util_err("%s: write error on standard output", flame ? "flamegraph" : "report");

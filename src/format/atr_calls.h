@@ -65,21 +65,21 @@ enum atr_args {
 };
 
 /* Record words (with word 0, without optional words) per shape. */
-#define ATR_ARGS_WORDS_SIZE 3
-#define ATR_ARGS_WORDS_PTR 2
-#define ATR_ARGS_WORDS_NMEMB 4
-#define ATR_ARGS_WORDS_OLD 4
+#define ATR_ARGS_WORDS_SIZE	 3
+#define ATR_ARGS_WORDS_PTR	 2
+#define ATR_ARGS_WORDS_NMEMB	 4
+#define ATR_ARGS_WORDS_OLD	 4
 #define ATR_ARGS_WORDS_OLD_NMEMB 5
-#define ATR_ARGS_WORDS_ALIGN 4
+#define ATR_ARGS_WORDS_ALIGN	 4
 #define ATR_ARGS_WORDS_ALIGN_OUT 4
 
 /* Workload op fields per shape. */
-#define ATR_ARGS_FIELDS_SIZE 2
-#define ATR_ARGS_FIELDS_PTR 1
-#define ATR_ARGS_FIELDS_NMEMB 3
-#define ATR_ARGS_FIELDS_OLD 3
+#define ATR_ARGS_FIELDS_SIZE	  2
+#define ATR_ARGS_FIELDS_PTR	  1
+#define ATR_ARGS_FIELDS_NMEMB	  3
+#define ATR_ARGS_FIELDS_OLD	  3
 #define ATR_ARGS_FIELDS_OLD_NMEMB 4
-#define ATR_ARGS_FIELDS_ALIGN 3
+#define ATR_ARGS_FIELDS_ALIGN	  3
 #define ATR_ARGS_FIELDS_ALIGN_OUT 3
 
 /* Position in the list (1-based): ATR_CALL_SEQ_MALLOC = 1, ... */

@@ -5,7 +5,7 @@
 #    ./fuzz_workload -max_total_time=120 NEW_CORPUS_DIR
 add_executable(fuzz_workload_replay ${CMAKE_CURRENT_LIST_DIR}/fuzz_workload.c)
 target_compile_definitions(fuzz_workload_replay PRIVATE FUZZ_WORKLOAD_MAIN)
-target_link_libraries(fuzz_workload_replay PRIVATE atr_tools)
+target_link_libraries(fuzz_workload_replay PRIVATE atr_cmds atr_testwriter)
 atr_tool_flags(fuzz_workload_replay)
 add_test(NAME fuzz_workload_replay COMMAND fuzz_workload_replay 20000)
 

@@ -1,8 +1,9 @@
-/* rep_common.h - what report, flamegraph and export share: one process's
- * analysis (an_report pass, optionally with its timeline), symbolized
- * frames, folded stacks, and the writers of the other formats. */
-#ifndef REP_COMMON_H
-#define REP_COMMON_H
+/* an_session.h - one process's analysis, what report, flamegraph, export
+ * and the output writers (src/output/) share: the an_report pass,
+ * optionally with its timeline, symbolized frames, RSS samples, interned
+ * strings, and the JSON fields report --json and the HTML page share. */
+#ifndef AN_SESSION_H
+#define AN_SESSION_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,9 +30,6 @@ struct rep_ctx {
  * 0, or 1 with the error shown (c is then closed). */
 int rep_open(const char *path, struct rep_ctx *c, uint32_t tl_buckets);
 void rep_close(struct rep_ctx *c);
-
-/* Folded stacks "exe;outer;...;inner VALUE" of every stack with value > 0. */
-void rep_print_folded(FILE *out, struct rep_ctx *c, enum an_by by);
 
 /* Call fn for every frame of stack, outermost first (inlined frames as
  * frames of their own, outside before inside); returns the frame count. */
@@ -62,13 +60,5 @@ void rep_json_ident(struct json_writer *w, struct rep_ctx *c);
 /* ... and threads, calls{ten}, total_calls, bytes_requested,
  * failed_allocations, unknown_frees, peak_live_bytes. */
 void rep_json_counts(struct json_writer *w, struct rep_ctx *c);
-
-/* report --html: one self-contained page for n processes. 0 or -1. */
-int rep_write_html(FILE *out, struct rep_ctx *cs, size_t n, size_t top);
-
-/* export writers; 0 or -1 (message shown). */
-int rep_write_perfetto(FILE *out, struct rep_ctx *cs, size_t n);
-int rep_write_pprof(FILE *out, struct rep_ctx *c);
-int rep_write_massif(FILE *out, struct rep_ctx *c);
 
 #endif

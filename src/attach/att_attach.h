@@ -1,7 +1,7 @@
-/* rec_attach.h - `alloctrace record -p PID`: attach to a running process
- * (docs/ATTACH.md).  x86-64 Linux only; elsewhere rec_attach() says so. */
-#ifndef REC_ATTACH_H
-#define REC_ATTACH_H
+/* att_attach.h - `alloctrace record -p PID`: attach to a running process
+ * (docs/ATTACH.md).  x86-64 Linux only; elsewhere att_attach() says so. */
+#ifndef ATT_ATTACH_H
+#define ATT_ATTACH_H
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -10,7 +10,7 @@
  * modules to it and trace into absdir/<pid>.atr for duration seconds
  * (<= 0: until SIGINT/SIGTERM), then restore and detach.  Returns 0, or 1
  * after printing why. */
-int rec_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
+int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
 	       double duration);
 
 #endif

@@ -1,6 +1,6 @@
-/* rep_html.c - `alloctrace report --html`: one self-contained page.
+/* out_html.c - `alloctrace report --html`: one self-contained page.
  *
- * The page is the CSS and JS of src/cmds/assets/ (compiled in at build
+ * The page is the CSS and JS of src/output/assets/ (compiled in at build
  * time, see src/CMakeLists.txt) plus one JSON object per process, embedded
  * in a <script type="application/json"> element.  Its size is bounded by the
  * number of time buckets (an_timeline: at most 2000), threads shown (8 plus
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmds/rep_assets.h"
-#include "cmds/rep_common.h"
+#include "output/out_assets.h"
+#include "output/output.h"
 #include "util_fmt.h"
 #include "util_json.h"
 #include "util_msg.h"

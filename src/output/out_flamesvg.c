@@ -1,5 +1,5 @@
-/* an_flamesvg.c - see an_flamesvg.h. */
-#include "an_flamesvg.h"
+/* out_flamesvg.c - see out_flamesvg.h. */
+#include "output/out_flamesvg.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -19,14 +19,14 @@ struct node {
 	size_t nkid, cap;
 };
 
-struct an_flame {
+struct out_flame {
 	struct node root;
 	unsigned depth;
 };
 
-struct an_flame *an_flame_new(void)
+struct out_flame *out_flame_new(void)
 {
-	return calloc(1, sizeof(struct an_flame));
+	return calloc(1, sizeof(struct out_flame));
 }
 
 static struct node *child(struct node *n, const char *name, size_t len)
@@ -51,7 +51,7 @@ static struct node *child(struct node *n, const char *name, size_t len)
 	return c;
 }
 
-int an_flame_add(struct an_flame *fl, const char *key, uint64_t value)
+int out_flame_add(struct out_flame *fl, const char *key, uint64_t value)
 {
 	struct node *n = &fl->root;
 	unsigned d = 0;
@@ -128,9 +128,9 @@ static void draw(FILE *out, struct node *n, double x, unsigned depth, unsigned m
 	}
 }
 
-int an_flame_svg(const struct an_flame *fl, FILE *out, const char *title, const char *unit)
+int out_flame_svg(const struct out_flame *fl, FILE *out, const char *title, const char *unit)
 {
-	struct an_flame *f = (struct an_flame *)fl; /* sorting children in place */
+	struct out_flame *f = (struct out_flame *)fl; /* sorting children in place */
 	unsigned maxd = f->depth ? f->depth : 1;
 	int height = PAD_TOP + (int)maxd * FRAME_H + 8;
 	uint64_t total = f->root.value ? f->root.value : 1;
@@ -160,7 +160,7 @@ static void free_node(struct node *n)
 	free(n->name);
 }
 
-void an_flame_free(struct an_flame *fl)
+void out_flame_free(struct out_flame *fl)
 {
 	if (!fl)
 		return;

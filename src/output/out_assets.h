@@ -1,7 +1,7 @@
-/* rep_assets.h - files compiled into the binary (cmake/embed_asset.cmake):
- * the HTML report's stylesheet and script, from src/cmds/assets/. */
-#ifndef REP_ASSETS_H
-#define REP_ASSETS_H
+/* out_assets.h - files compiled into the binary (cmake/embed_asset.cmake):
+ * the HTML report's stylesheet and script, from src/output/assets/. */
+#ifndef OUT_ASSETS_H
+#define OUT_ASSETS_H
 
 #include <stddef.h>
 

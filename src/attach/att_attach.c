@@ -1,4 +1,4 @@
-/* rec_attach.c - `alloctrace record -p PID` (docs/ATTACH.md).
+/* att_attach.c - `alloctrace record -p PID` (docs/ATTACH.md).
  *
  * 1. Stop one thread of the target (PTRACE_SEIZE + PTRACE_INTERRUPT) and
  *    make it call dlopen(liballoctrace.so, RTLD_NOW) and then
@@ -16,7 +16,7 @@
  * read-only (RELRO) pages.
  */
 #define _GNU_SOURCE
-#include "cmds/rec_attach.h"
+#include "attach/att_attach.h"
 #include "atr_calls.h"
 
 #include <stdio.h>
@@ -26,7 +26,7 @@
 
 #if !defined(__x86_64__)
 
-int rec_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
+int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
 	       double duration)
 {
 	(void)pid;
@@ -859,7 +859,7 @@ static int stop_recording(struct target *t, struct patcher *pt, uint64_t stop_at
 	return rc;
 }
 
-int rec_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
+int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
 	       double duration)
 {
 	struct target t = {.pid = pid, .mem = -1};

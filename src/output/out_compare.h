@@ -1,0 +1,41 @@
+/* out_compare.h - `alloctrace compare`'s measurements (one column per
+ * allocator, one value per run and metric) and the HTML page written from
+ * them (out_compare.c). */
+#ifndef OUT_COMPARE_H
+#define OUT_COMPARE_H
+
+#include <stdint.h>
+
+enum {
+	CMP_M_WALL,
+	CMP_M_CPU,
+	CMP_M_CALLS,
+	CMP_M_RSS,
+	CMP_M_RSS_END,
+	CMP_M_MALLOC,
+	CMP_M_CALLOC,
+	CMP_M_REALLOC,
+	CMP_M_FREE,
+	CMP_M_OTHER,
+	CMP_NMETRIC
+};
+extern const char *const cmp_metric_name[CMP_NMETRIC]; /* for people */
+extern const char *const cmp_metric_key[CMP_NMETRIC];  /* JSON keys */
+
+struct cmp_col {
+	char *spec, *name;
+	char *timeline; /* --html: RSS samples of the first run */
+	char *tun[16];
+	int ntun;
+	double *v[CMP_NMETRIC]; /* runs */
+	uint64_t count[4];
+};
+
+/* Median, min and max of n (1..256) values. */
+void cmp_stats(const double *v, int n, double *med, double *mn, double *mx);
+
+/* compare --html: one page, inline SVG, no script.  0, or 1 with the
+ * error shown. */
+int cmp_write_html(const char *path, const char *wl, struct cmp_col *cols, int ncol, int runs);
+
+#endif

@@ -1,0 +1,27 @@
+/* output.h - the writers of every output format, one file each in
+ * src/output/ (docs/EXPORT.md, docs/REPORT.md).  They read an analysis
+ * session (analysis/an_session.h) and write to out; 0 or -1 (message
+ * shown) unless said otherwise. */
+#ifndef OUTPUT_H
+#define OUTPUT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "analysis/an_session.h"
+
+/* out_folded.c: folded stacks "exe;outer;...;inner VALUE" of every stack
+ * with value > 0 (no error return: stdio errors show at fclose). */
+void rep_print_folded(FILE *out, struct rep_ctx *c, enum an_by by);
+
+/* out_html.c: report --html, one self-contained page for n processes. */
+int rep_write_html(FILE *out, struct rep_ctx *cs, size_t n, size_t top);
+
+/* out_perfetto.c: Chrome JSON trace events for n processes. */
+int rep_write_perfetto(FILE *out, struct rep_ctx *cs, size_t n);
+/* out_pprof.c: profile.proto, gzipped when built with zlib. */
+int rep_write_pprof(FILE *out, struct rep_ctx *c);
+/* out_massif.c: valgrind massif's text format. */
+int rep_write_massif(FILE *out, struct rep_ctx *c);
+
+#endif

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""test_layering.py - every room of src/ includes only its own headers and
+those of the rooms below it (docs/ARCHITECTURE.md, src/CMakeLists.txt):
+
+  util <- format <- analysis, replay, attach <- output <- cmds <- main.c
+  preload: format's atr_format.h / atr_calls.h and include/ only
+
+usage: test_layering.py --src DIR
+"""
+import argparse
+import os
+import re
+import sys
+
+ALLOWED = {
+    "util": {"util"},
+    "format": {"format", "util"},
+    "analysis": {"analysis", "format", "util"},
+    "replay": {"replay", "format", "util"},
+    "attach": {"attach", "util", "format:atr_calls.h"},
+    "output": {"output", "analysis", "format", "util"},
+    "cmds": {"cmds", "output", "analysis", "replay", "attach", "format", "util", "include"},
+    "preload": {"preload", "include", "format:atr_format.h", "format:atr_calls.h"},
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--src", required=True)
+    a = ap.parse_args()
+    src = os.path.join(a.src, "src")
+    room_of = {}  # header file name -> room
+    for room in ALLOWED:
+        for f in os.listdir(os.path.join(src, room)):
+            if f.endswith(".h"):
+                room_of[f] = room
+    for f in os.listdir(os.path.join(a.src, "include")):
+        room_of[f] = "include"
+    bad = []
+    for room, ok in ALLOWED.items():
+        d = os.path.join(src, room)
+        for f in sorted(os.listdir(d)):
+            if not f.endswith((".c", ".h")):
+                continue
+            with open(os.path.join(d, f)) as fh:
+                for n, line in enumerate(fh, 1):
+                    m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                    if not m:
+                        continue
+                    name = os.path.basename(m.group(1))
+                    dep = room_of.get(name)
+                    if dep is None:
+                        bad.append("%s/%s:%d: unknown header %s" % (room, f, n, m.group(1)))
+                    elif dep not in ok and "%s:%s" % (dep, name) not in ok:
+                        bad.append("%s/%s:%d: %s may not include %s (room %s)" % (room, f, n, room, m.group(1), dep))
+    if len(room_of) < 20:
+        print("FAIL: found only %d headers under %s" % (len(room_of), src))
+        return 1
+    for b in bad:
+        print("FAIL: " + b)
+    if bad:
+        return 1
+    print("ok: %d rooms keep to their layers" % len(ALLOWED))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
