@@ -4,6 +4,7 @@
 
 #include "cmds/cmds.h"
 #include "util_msg.h"
+#include "util_suggest.h"
 
 struct command {
 	const char *name;
@@ -25,13 +26,42 @@ static const struct command commands[] = {
     {"arenas", cmd_arenas, "glibc arenas, heaps, sbrk, mmap thresholds (systemtap-style)"},
 };
 
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(name, commands[i].name))
+			return &commands[i];
+	return NULL;
+}
+
+static void usage(FILE *out);
+
+/* Unknown command: the closest one if it is a plausible typo, else the list. */
+static int unknown_command(const char *name)
+{
+	const char *names[N_COMMANDS + 1];
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		names[i] = commands[i].name;
+	names[N_COMMANDS] = "help";
+	const char *s = util_suggest(name, names, N_COMMANDS + 1);
+	util_err("unknown command '%s'", name);
+	if (s) {
+		util_err("did you mean '%s'? (alloctrace --help lists the commands)", s);
+	} else {
+		usage(stderr);
+	}
+	return 2;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: alloctrace <command> [args]\n"
 		     "       alloctrace <command> --help\n"
 		     "       alloctrace --version\n\ncommands:\n");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }
 
 int main(int argc, char **argv)
@@ -50,14 +80,11 @@ int main(int argc, char **argv)
 	const char *c = argv[1];
 	if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
 		if (!strcmp(c, "help") && argc > 2) {
-			for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-				if (!strcmp(argv[2], commands[i].name)) {
-					char *hargv[] = {argv[2], (char *)"--help", NULL};
-					return commands[i].fn(2, hargv);
-				}
-			util_err("unknown command '%s'", argv[2]);
-			usage(stderr);
-			return 2;
+			const struct command *cmd = find_command(argv[2]);
+			if (!cmd)
+				return unknown_command(argv[2]);
+			char *hargv[] = {argv[2], (char *)"--help", NULL};
+			return cmd->fn(2, hargv);
 		}
 		usage(stdout);
 		return 0;
@@ -66,15 +93,25 @@ int main(int argc, char **argv)
 		printf("alloctrace %s\n", ALLOCTRACE_VERSION_STRING);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(c, commands[i].name)) {
-			/* getopt's messages then read "alloctrace info: ..." */
-			char name[64];
-			snprintf(name, sizeof(name), "alloctrace %s", commands[i].name);
-			argv[1] = name;
-			return commands[i].fn(argc - 1, argv + 1);
+	/* for shell completion and the man-page test (tests/install/) */
+	if (!strcmp(c, "--list-commands")) {
+		for (size_t i = 0; i < N_COMMANDS; i++)
+			printf("%s\t%s\n", commands[i].name, commands[i].summary);
+		return 0;
+	}
+	const struct command *cmd = find_command(c);
+	if (!cmd) {
+		if (c[0] == '-') {
+			util_err("unknown option '%s' (options go after the command: alloctrace "
+				 "<command> [options])",
+				 c);
+			return 2;
 		}
-	util_err("unknown command '%s'", c);
-	usage(stderr);
-	return 2;
+		return unknown_command(c);
+	}
+	/* getopt's messages then read "alloctrace info: ..." */
+	char name[64];
+	snprintf(name, sizeof(name), "alloctrace %s", cmd->name);
+	argv[1] = name;
+	return cmd->fn(argc - 1, argv + 1);
 }

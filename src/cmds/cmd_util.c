@@ -1,12 +1,16 @@
 /* cmd_util.c - helpers shared by the commands (see cmds.h). */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "analysis/an_report.h"
 #include "atr_format.h"
 #include "atr_reader.h"
 #include "cmds/cmds.h"
+#include "replay/rp_alloc.h"
 #include "util_msg.h"
+#include "util_suggest.h"
 
 int cmdu_list(const char *path, char ***paths, size_t *n)
 {
@@ -53,7 +57,7 @@ int cmdu_json_args(int argc, char **argv, const char *name, void (*usage)(FILE *
 	int c;
 	*json = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+	while ((c = cmdu_getopt(argc, argv, "jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			*json = 1;
@@ -72,4 +76,104 @@ int cmdu_json_args(int argc, char **argv, const char *name, void (*usage)(FILE *
 		return 2;
 	}
 	return -1;
+}
+
+/* Values that shell completion offers for an option argument, by long
+ * option name (options without an argument are never looked up here). */
+static const char *const cmdu_formats[] = {"folded", "perfetto", "pprof", "massif", NULL};
+static const char *const cmdu_touch[] = {"none", "first", "all", NULL};
+static const char *const cmdu_timing[] = {"serial", "fast", "off", NULL};
+static const struct {
+	const char *opt;
+	const char *const *values; /* NULL: the --by keys */
+} cmdu_values[] = {
+    {"by", NULL},
+    {"format", cmdu_formats},
+    {"allocator", rp_allocator_names},
+    {"allocators", rp_allocator_names},
+    {"touch", cmdu_touch},
+    {"timing", cmdu_timing},
+};
+
+static void cmdu_print_values(const char *name)
+{
+	for (size_t i = 0; i < sizeof(cmdu_values) / sizeof(cmdu_values[0]); i++) {
+		if (strcmp(name, cmdu_values[i].opt))
+			continue;
+		if (!cmdu_values[i].values) {
+			for (int b = AN_BY_CALLS; b <= AN_BY_TEMPORARY; b++)
+				printf(" %s", an_by_name((enum an_by)b));
+		} else {
+			for (const char *const *v = cmdu_values[i].values; *v; v++)
+				printf(" %s", *v);
+		}
+	}
+}
+
+static void cmdu_list_options(const char *shortopts, const struct option *longopts)
+{
+	for (const struct option *o = longopts; o->name; o++) {
+		printf("--%s%s", o->name, o->has_arg == no_argument ? "" : "=");
+		if (o->has_arg != no_argument)
+			cmdu_print_values(o->name);
+		putchar('\n');
+	}
+	for (const char *s = shortopts; *s; s++) {
+		if (*s == '+' || *s == '-' || *s == ':')
+			continue;
+		int arg = s[1] == ':';
+		printf("-%c%s", *s, arg ? "=" : "");
+		/* the values of the long option that the short one stands for */
+		for (const struct option *o = longopts; arg && o->name; o++)
+			if (!o->flag && o->val == *s && o->has_arg != no_argument) {
+				cmdu_print_values(o->name);
+				break;
+			}
+		putchar('\n');
+		while (s[1] == ':')
+			s++;
+	}
+}
+
+/* After getopt_long's own "unrecognized option" message: a plausible typo
+ * gets its correction and exit status 2 at once (no usage text burying it). */
+static void cmdu_hint_option(const char *prog, const char *arg, const struct option *longopts)
+{
+	const char *word = arg + 2;
+	size_t len = strcspn(word, "=");
+	char name[64];
+	if (len == 0 || len >= sizeof(name))
+		return;
+	memcpy(name, word, len);
+	name[len] = 0;
+	const char *names[128];
+	size_t n = 0, prefixes = 0;
+	for (const struct option *o = longopts; o->name && n < 128; o++) {
+		names[n++] = o->name;
+		prefixes += !strncmp(o->name, name, len);
+		if (!strcmp(o->name, name))
+			return; /* known: a missing or extra argument, not a typo */
+	}
+	if (prefixes)
+		return; /* an abbreviation: ambiguous (getopt listed the candidates) or missing its argument */
+	const char *s = util_suggest(name, names, n);
+	if (s) {
+		util_err("did you mean '--%s'? ('%s --help' lists the options)", s, prog);
+		exit(2);
+	}
+}
+
+int cmdu_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+		int *longindex)
+{
+	if (optind <= 1 && argc >= 2 && !strcmp(argv[1], "--list-options")) {
+		cmdu_list_options(shortopts, longopts);
+		fflush(stdout);
+		exit(ferror(stdout) ? 1 : 0);
+	}
+	int c = getopt_long(argc, argv, shortopts, longopts, longindex);
+	if (c == '?' && optopt == 0 && optind >= 1 && optind <= argc &&
+	    !strncmp(argv[optind - 1], "--", 2))
+		cmdu_hint_option(argv[0], argv[optind - 1], longopts);
+	return c;
 }

@@ -8,6 +8,7 @@
 #ifndef CMDS_H
 #define CMDS_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -32,6 +33,15 @@ int cmd_trace2wl(int argc, char **argv);
 int cmd_trace_run(int argc, char **argv);
 
 /* cmd_util.c: shared by the commands. */
+/* getopt_long() for every command (use it instead, so that the machinery
+ * built on the option tables works for new options and commands too):
+ * - an unknown long option gets a "did you mean '--json'?" line;
+ * - `alloctrace CMD --list-options` as the first argument prints the
+ *   table, one option a line (`--by=` takes an argument, then the values
+ *   completion offers, from cmdu_values in cmd_util.c) and exits 0; bash
+ *   completion and the man-page test (tests/install/) read it. */
+int cmdu_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+		int *longindex);
 /* atr_list() with its error printed; returns 0 or 1 (error shown). */
 int cmdu_list(const char *path, char ***paths, size_t *n);
 /* Process status in words: "clean exit", "no clean exit (killed or

@@ -142,7 +142,7 @@ int cmd_compare(int argc, char **argv)
 	char tldir[] = "/tmp/alloctrace-compare.XXXXXX";
 	int runs = 3, json = 0, c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "a:r:jh", opts, NULL)) != -1) {
+	while ((c = cmdu_getopt(argc, argv, "a:r:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			list = optarg;

@@ -73,7 +73,7 @@ int cmd_convert(int argc, char **argv)
 	uint32_t pid = 0;
 	int quiet = 0, progress = isatty(2), c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:p:qh", opts, NULL)) != -1) {
+	while ((c = cmdu_getopt(argc, argv, "o:p:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;

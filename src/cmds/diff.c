@@ -213,7 +213,7 @@ int cmd_diff(int argc, char **argv)
 	enum an_by by = AN_BY_BYTES;
 	size_t top = 20;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jt:b:h", opts, NULL)) != -1) {
+	while ((c = cmdu_getopt(argc, argv, "jt:b:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;

@@ -56,7 +56,7 @@ int cmd_export(int argc, char **argv)
 	long want_pid = -1;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:b:p:h", opts, NULL)) != -1) {
+	while ((c = cmdu_getopt(argc, argv, "f:o:b:p:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			format = optarg;

@@ -425,7 +425,7 @@ int cmd_record(int argc, char **argv)
 	double duration = 0;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:hp:", opts, NULL)) != -1) {
+	while ((c = cmdu_getopt(argc, argv, "+o:hp:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': {
 			char *end;

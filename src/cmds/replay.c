@@ -243,7 +243,7 @@ int cmd_replay(int argc, char **argv)
 	struct util_buf tun = {0};
 	int json = 0, kv = 0, c, rc = 2;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "a:T:jnh", opts, NULL)) != -1) {
+	while ((c = cmdu_getopt(argc, argv, "a:T:jnh", opts, NULL)) != -1) {
 		char *e;
 		switch (c) {
 		case 'a':

@@ -532,7 +532,7 @@ static int run(int argc, char **argv, int flame)
 	size_t top = 10;
 	void (*usage)(FILE *) = flame ? flame_usage : report_usage;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jt:b:h", opts, NULL)) != -1) {
+	while ((c = cmdu_getopt(argc, argv, "jt:b:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'H':
 			if (flame) {

@@ -50,6 +50,8 @@ static int from_ldconfig(const char *soname, char *out, size_t len)
 	return -1;
 }
 
+const char *const rp_allocator_names[] = {"glibc", "jemalloc", "tcmalloc", "mimalloc", "none", NULL};
+
 int rp_find_allocator(const char *name, char *lib, size_t liblen, char *eb, size_t el)
 {
 	static const struct {

@@ -7,6 +7,9 @@
 
 #define RP_CHILD_ENV "ALLOCTRACE_REPLAY_CHILD"
 
+/* The names rp_find_allocator() knows, NULL-terminated (shell completion). */
+extern const char *const rp_allocator_names[];
+
 /* name: glibc | none | jemalloc | tcmalloc | mimalloc | PATH.so.
  * Sets *lib to "" for glibc and none (no preload) or the library path.
  * 0, or -1 with errbuf filled. */

@@ -33,6 +33,12 @@ CASES = {
     "report_stacks_json": ("seed-stacks", None, ["report", "--json", "--top", "3", "t.atr"]),
     "flamegraph_stacks": ("seed-stacks", None, ["flamegraph", "--by", "calls", "t.atr"]),
     "diff_traces": ("real-mt-timing", "seed1", ["diff", "--by", "calls", "t.atr", "u.atr"]),
+    # "did you mean": typos of commands and long options (a far miss prints
+    # the usage: tests/install/test_cli_docs.py)
+    "didyoumean_command": ("seed1", None, ["recrod", "t.atr"]),
+    "didyoumean_help": ("seed1", None, ["help", "flamegrph"]),
+    "didyoumean_option": ("seed1", None, ["info", "--jsno", "t.atr"]),
+    "didyoumean_option_arg": ("seed1", None, ["report", "--topp=3", "t.atr"]),
 }
 
 
