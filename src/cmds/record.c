@@ -102,8 +102,13 @@ static int find_lib(char *out)
 	char *slash = strrchr(exe, '/');
 	if (slash)
 		*slash = 0;
+	/* the build tree, then the installed layout (CMake passes the
+	 * relative path from bindir to the library's directory) */
 	static const char *const rel[] = {
 	    "/" REC_LIB_NAME,
+#ifdef ALLOCTRACE_REL_PKGLIBDIR
+	    "/" ALLOCTRACE_REL_PKGLIBDIR "/" REC_LIB_NAME,
+#endif
 	    "/../lib/alloctrace/" REC_LIB_NAME,
 	    "/../lib/" REC_LIB_NAME,
 	};
@@ -113,8 +118,8 @@ static int find_lib(char *out)
 		if (file_exists(cand) && realpath(cand, out))
 			return 0;
 	}
-	util_err("record: cannot find %s next to %s or in ../lib (set ALLOCTRACE_LIB)",
-		 REC_LIB_NAME, exe);
+	util_err("record: cannot find %s next to %s or in %s (set ALLOCTRACE_LIB)", REC_LIB_NAME,
+		 exe, rel[1] + 1);
 	return -1;
 }
 
