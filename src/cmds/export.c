@@ -39,7 +39,7 @@ static void export_usage(FILE *out)
 		     "            heap over time, detailed trees at the peak and at exit\n"
 		     "pprof and massif hold one process: the first (the one started first)\n"
 		     "unless --pid PID names another.\n"
-		     "  -o FILE   output file (default: standard output)\n");
+		     "  -o, --output FILE  output file (default: standard output)\n");
 }
 
 /* ---- command ------------------------------------------------------------------ */

@@ -33,7 +33,10 @@ static void replay_usage(FILE *out)
 		"                         clock's latency) | off (no per-call times, least overhead)\n"
 		"      --timeline FILE    sample VmSize, VmRSS and ideal live bytes (ms vmsize_kb\n"
 		"                         rss_kb ideal_kb) every --interval ms (default 10)\n"
-		"      --json             one JSON object instead of text\n");
+		"      --interval MS      the --timeline sampling period\n"
+		"  -n, --dry-run          the same as --allocator none\n"
+		"  -j, --json             one JSON object instead of text\n"
+		"      --kv               key=value lines (what `alloctrace compare` reads)\n");
 }
 
 #define NAME_(NAME, name, type, op, args, ret, params) [AWL_OP_##NAME] = #name,

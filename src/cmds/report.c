@@ -516,11 +516,15 @@ static int write_svg(struct out_flame *fl, const char *path, enum an_by by)
 
 static int run(int argc, char **argv, int flame)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"top", required_argument, NULL, 't'},
+	/* one table each, so that --list-options, completion and "did you
+	 * mean" see only what the command takes */
+	static const struct option report_opts[] = {
+	    {"json", no_argument, NULL, 'j'},	    {"top", required_argument, NULL, 't'},
+	    {"by", required_argument, NULL, 'b'},   {"html", required_argument, NULL, 'H'},
+	    {"help", no_argument, NULL, 'h'},	    {NULL, 0, NULL, 0},
+	};
+	static const struct option flame_opts[] = {
 	    {"by", required_argument, NULL, 'b'},
-	    {"html", required_argument, NULL, 'H'},
 	    {"svg", required_argument, NULL, 'S'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -532,7 +536,8 @@ static int run(int argc, char **argv, int flame)
 	size_t top = 10;
 	void (*usage)(FILE *) = flame ? flame_usage : report_usage;
 	optind = 1;
-	while ((c = cmdu_getopt(argc, argv, "jt:b:h", opts, NULL)) != -1) {
+	while ((c = cmdu_getopt(argc, argv, flame ? "b:h" : "jt:b:h", flame ? flame_opts : report_opts,
+				NULL)) != -1) {
 		switch (c) {
 		case 'H':
 			if (flame) {
