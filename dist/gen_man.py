@@ -140,6 +140,8 @@ def main():
     ap.add_argument("--cli-md", required=True)
     ap.add_argument("--version", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--alias", action="append", default=[],
+                    help="NAME=COMMAND: NAME.1 is a symlink to alloctrace-COMMAND.1")
     ap.add_argument("alloctrace", nargs="+")
     a = ap.parse_args()
     listing = subprocess.run(a.alloctrace + ["--list-commands"], capture_output=True, text=True,
@@ -150,7 +152,7 @@ def main():
     bysec = dict(secs)
     os.makedirs(a.out, exist_ok=True)
     for old in os.listdir(a.out):
-        if old.endswith(".1"):
+        if old.endswith(".1") or os.path.islink(os.path.join(a.out, old)):
             os.unlink(os.path.join(a.out, old))
     seealso = ", ".join("\\fBalloctrace\\-%s\\fR(1)" % esc(c) for c, _ in commands)
     docs = ("The full documentation (file formats, method, limits) is in the docs/ directory "
@@ -189,6 +191,10 @@ def main():
         f.write(page("alloctrace", a.version,
                      "trace the malloc calls of a program; analyse them; replay them "
                      "against other allocators", [s for s in out if s[1]]))
+    for alias in a.alias:
+        name, cmd = alias.split("=", 1)
+        if cmd not in missing:
+            os.symlink("alloctrace-%s.1" % cmd, os.path.join(a.out, name + ".1"))
     for cmd in missing:
         print("gen_man.py: warning: docs/CLI.md has no '## %s' section, so there is no "
               "alloctrace-%s(1)" % (cmd, cmd), file=sys.stderr)

@@ -87,7 +87,9 @@ def main():
         for w in want:
             check(os.path.exists(os.path.join(prefix, w)), "not installed: %s" % w)
         for link, target in (("bin/trace2wl", "alloctrace"), ("bin/trace_run", "alloctrace"),
-                             (pkglib + "/libmtracectl.so", "liballoctrace.so")):
+                             (pkglib + "/libmtracectl.so", "liballoctrace.so"),
+                             ("share/man/man1/trace2wl.1", "alloctrace-convert.1"),
+                             ("share/man/man1/trace_run.1", "alloctrace-replay.1")):
             p = os.path.join(prefix, link)
             check(os.path.islink(p) and os.readlink(p) == target,
                   "%s should be a symlink to %s" % (link, target))
