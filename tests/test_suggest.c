@@ -9,7 +9,7 @@
 
 #include "util_suggest.h"
 
-static const char *const cmds[] = {"record", "info",   "dump",	  "report", "flamegraph", "export",
+static const char *const cmds[] = {"record", "info",	"dump",	  "report",  "flamegraph", "export",
 				   "diff",   "convert", "replay", "compare", "arenas"};
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -20,8 +20,8 @@ static void test_distance(void **state)
 	assert_int_equal(util_edit_distance("abc", ""), 3);
 	assert_int_equal(util_edit_distance("", "abc"), 3);
 	assert_int_equal(util_edit_distance("record", "record"), 0);
-	assert_int_equal(util_edit_distance("recrod", "record"), 1); /* swap */
-	assert_int_equal(util_edit_distance("recod", "record"), 1);  /* delete */
+	assert_int_equal(util_edit_distance("recrod", "record"), 1);  /* swap */
+	assert_int_equal(util_edit_distance("recod", "record"), 1);   /* delete */
 	assert_int_equal(util_edit_distance("reccord", "record"), 1); /* insert */
 	assert_int_equal(util_edit_distance("rekord", "record"), 1);  /* substitute */
 	assert_int_equal(util_edit_distance("REPORT", "report"), 0);  /* case */
@@ -45,9 +45,9 @@ static void test_suggest(void **state)
 	assert_string_equal(util_suggest("arena", cmds, NCMDS), "arenas");
 	assert_null(util_suggest("xyzzy", cmds, NCMDS));
 	assert_null(util_suggest("", cmds, NCMDS));
-	assert_null(util_suggest("re", cmds, NCMDS));		/* prefix of four */
-	assert_null(util_suggest("ls", cmds, NCMDS));		/* too short to be a typo of anything */
-	assert_null(util_suggest("bananas", cmds, NCMDS));	/* 2 from arenas, but not a typo */
+	assert_null(util_suggest("re", cmds, NCMDS));	   /* prefix of four */
+	assert_null(util_suggest("ls", cmds, NCMDS));	   /* too short to be a typo of anything */
+	assert_null(util_suggest("bananas", cmds, NCMDS)); /* 2 from arenas, but not a typo */
 }
 
 int main(void)

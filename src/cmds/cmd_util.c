@@ -154,8 +154,10 @@ static void cmdu_hint_option(const char *prog, const char *arg, const struct opt
 		if (!strcmp(o->name, name))
 			return; /* known: a missing or extra argument, not a typo */
 	}
+	/* an abbreviation: ambiguous (getopt listed the candidates) or
+	 * missing its argument */
 	if (prefixes)
-		return; /* an abbreviation: ambiguous (getopt listed the candidates) or missing its argument */
+		return;
 	const char *s = util_suggest(name, names, n);
 	if (s) {
 		util_err("did you mean '--%s'? ('%s --help' lists the options)", s, prog);
