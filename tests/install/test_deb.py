@@ -16,33 +16,12 @@ import glob
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-errors = []
-
-
-def check(cond, what):
-    if not cond:
-        errors.append(what)
-        print("FAIL:", what)
-    return cond
-
-
-def run(cmd, **kw):
-    kw.setdefault("timeout", 600)
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def clean_env(**extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("ALLOCTRACE_") and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
-    env["PATH"] = "/usr/bin:/bin"
-    env.update(extra)
-    return env
+from inst_common import check, clean_env, errors, run
 
 
 def skip_top(dirpath, names):
@@ -69,7 +48,7 @@ def main():
         for sub in ("debian/.debhelper", "debian/alloctrace"):
             shutil.rmtree(os.path.join(src, sub), ignore_errors=True)
         t0 = time.monotonic()
-        r = run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=src,
+        r = run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=src, timeout=900,
                 env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck noautodbgsym parallel=%d" % (os.cpu_count() or 2)))
         print("dpkg-buildpackage: %.0f s" % (time.monotonic() - t0))
         if not check(r.returncode == 0, "dpkg-buildpackage failed:\n%s" % (r.stdout + r.stderr)[-4000:]):

@@ -11,32 +11,10 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
-errors = []
-
-
-def check(cond, what):
-    if not cond:
-        errors.append(what)
-        print("FAIL:", what)
-    return cond
-
-
-def run(cmd, **kw):
-    kw.setdefault("timeout", 120)
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def clean_env(**extra):
-    """No build tree anywhere: a minimal PATH, no ALLOCTRACE_* settings."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("ALLOCTRACE_") and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
-    env["PATH"] = "/usr/bin:/bin"
-    env.update(extra)
-    return env
+from inst_common import check, clean_env, errors, run
 
 
 def cache_var(build, name):
