@@ -28,7 +28,10 @@ run_checks() {
         COMP_POINT=${#COMP_LINE}
         COMPREPLY=()
         _alloctrace
-        printf '%s\n' "${COMPREPLY[@]}" | sort -u | tr '\n' ' ' | sed 's/ $//'
+        local -a sorted
+        mapfile -t sorted < <(printf '%s\n' "${COMPREPLY[@]}" | sort -u)
+        local IFS=' '
+        echo "${sorted[*]}"
     }
     # expect "WANT" WORDS...: exact match
     expect() {
