@@ -79,35 +79,46 @@ int cmdu_json_args(int argc, char **argv, const char *name, void (*usage)(FILE *
 }
 
 /* Values that shell completion offers for an option argument, by long
- * option name (options without an argument are never looked up here). */
+ * option name (options without an argument are never looked up here).
+ * closed: the command takes nothing else, so a near miss ("--by clals")
+ * gets "did you mean". */
 static const char *const cmdu_formats[] = {"folded", "perfetto", "pprof", "massif", NULL};
 static const char *const cmdu_touch[] = {"none", "first", "all", NULL};
 static const char *const cmdu_timing[] = {"serial", "fast", "off", NULL};
+static const char *cmdu_by[AN_BY_TEMPORARY + 2]; /* from an_by_name() */
 static const struct {
 	const char *opt;
-	const char *const *values; /* NULL: the --by keys */
+	const char *const *values;
+	int closed;
 } cmdu_values[] = {
-    {"by", NULL},
-    {"format", cmdu_formats},
-    {"allocator", rp_allocator_names},
-    {"allocators", rp_allocator_names},
-    {"touch", cmdu_touch},
-    {"timing", cmdu_timing},
+    {"by", cmdu_by, 1},
+    {"format", cmdu_formats, 0},	  /* export also takes "chrome" */
+    {"allocator", rp_allocator_names, 0}, /* or PATH.so */
+    {"allocators", rp_allocator_names, 0},
+    {"touch", cmdu_touch, 1},
+    {"timing", cmdu_timing, 1},
 };
+
+/* The values of option name (NULL-terminated), or NULL. */
+static const char *const *cmdu_option_values(const char *name, int *closed)
+{
+	if (!cmdu_by[0])
+		for (int b = AN_BY_CALLS; b <= AN_BY_TEMPORARY; b++)
+			cmdu_by[b] = an_by_name((enum an_by)b);
+	for (size_t i = 0; i < sizeof(cmdu_values) / sizeof(cmdu_values[0]); i++)
+		if (!strcmp(name, cmdu_values[i].opt)) {
+			*closed = cmdu_values[i].closed;
+			return cmdu_values[i].values;
+		}
+	return NULL;
+}
 
 static void cmdu_print_values(const char *name)
 {
-	for (size_t i = 0; i < sizeof(cmdu_values) / sizeof(cmdu_values[0]); i++) {
-		if (strcmp(name, cmdu_values[i].opt))
-			continue;
-		if (!cmdu_values[i].values) {
-			for (int b = AN_BY_CALLS; b <= AN_BY_TEMPORARY; b++)
-				printf(" %s", an_by_name((enum an_by)b));
-		} else {
-			for (const char *const *v = cmdu_values[i].values; *v; v++)
-				printf(" %s", *v);
-		}
-	}
+	int closed;
+	const char *const *v = cmdu_option_values(name, &closed);
+	for (; v && *v; v++)
+		printf(" %s", *v);
 }
 
 static void cmdu_list_options(const char *shortopts, const struct option *longopts)
@@ -165,6 +176,30 @@ static void cmdu_hint_option(const char *prog, const char *arg, const struct opt
 	}
 }
 
+/* A near miss of a value from a closed set: its correction and exit 2. */
+static void cmdu_hint_value(const char *prog, const struct option *lo, int c,
+			    const struct option *longopts)
+{
+	for (const struct option *o = longopts; !lo && o->name; o++)
+		if (!o->flag && o->val == c && o->has_arg != no_argument)
+			lo = o; /* the long form of a short option */
+	int closed = 0;
+	const char *const *v = lo ? cmdu_option_values(lo->name, &closed) : NULL;
+	if (!v || !closed)
+		return;
+	size_t n = 0;
+	for (; v[n]; n++)
+		if (!strcmp(v[n], optarg))
+			return;
+	const char *s = util_suggest(optarg, v, n);
+	if (s) {
+		const char *cmd = strrchr(prog, ' '); /* "alloctrace report" */
+		util_err("%s: unknown --%s '%s'; did you mean '%s'?", cmd ? cmd + 1 : prog,
+			 lo->name, optarg, s);
+		exit(2);
+	}
+}
+
 int cmdu_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
 		int *longindex)
 {
@@ -173,9 +208,14 @@ int cmdu_getopt(int argc, char **argv, const char *shortopts, const struct optio
 		fflush(stdout);
 		exit(ferror(stdout) ? 1 : 0);
 	}
-	int c = getopt_long(argc, argv, shortopts, longopts, longindex);
+	int li = -1;
+	int c = getopt_long(argc, argv, shortopts, longopts, &li);
+	if (longindex)
+		*longindex = li;
 	if (c == '?' && optopt == 0 && optind >= 1 && optind <= argc &&
 	    !strncmp(argv[optind - 1], "--", 2))
 		cmdu_hint_option(argv[0], argv[optind - 1], longopts);
+	if (c > 0 && c != '?' && c != ':' && optarg)
+		cmdu_hint_value(argv[0], li >= 0 ? &longopts[li] : NULL, c, longopts);
 	return c;
 }

@@ -39,6 +39,7 @@ CASES = {
     "didyoumean_help": ("seed1", None, ["help", "flamegrph"]),
     "didyoumean_option": ("seed1", None, ["info", "--jsno", "t.atr"]),
     "didyoumean_option_arg": ("seed1", None, ["report", "--topp=3", "t.atr"]),
+    "didyoumean_value": ("seed1", None, ["report", "--by", "clals", "t.atr"]),
 }
 
 
