@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +32,16 @@ static void replay_usage(FILE *out)
 		"      --timing MODE      serial (default: fenced clock reads, their floor\n"
 		"                         subtracted) | fast (unfenced: cheap calls read as the\n"
 		"                         clock's latency) | off (no per-call times, least overhead)\n"
+		"      --think MODE       on (default): spend the traced threads' time between\n"
+		"                         calls (workload version 2) writing a per-thread working\n"
+		"                         set, so wall time predicts the program's | off: calls\n"
+		"                         back to back (the allocator's time only)\n"
+		"      --spin N           pauses a wait spins before it sleeps (default %u; spins\n"
+		"                         only while every running replay thread has a core)\n"
 		"      --timeline FILE    sample VmSize, VmRSS and ideal live bytes (ms vmsize_kb\n"
 		"                         rss_kb ideal_kb) every --interval ms (default 10)\n"
-		"      --json             one JSON object instead of text\n");
+		"      --json             one JSON object instead of text\n",
+		RP_SPIN_DEFAULT);
 }
 
 #define NAME_(NAME, name, type, op, args, ret, params) [AWL_OP_##NAME] = #name,
@@ -177,6 +185,32 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_u64(&w, r->total_cycles);
 	json_key(&w, "waits");
 	json_u64(&w, r->waits);
+	json_key(&w, "workload_version");
+	json_u64(&w, (uint64_t)r->version);
+	json_key(&w, "threads_created");
+	json_u64(&w, r->threads_created);
+	json_key(&w, "max_live_threads");
+	json_u64(&w, r->max_live_threads);
+	json_key(&w, "trace_max_live_threads");
+	json_u64(&w, r->trace_max_live);
+	json_key(&w, "thread_starts_checked");
+	json_u64(&w, r->overlap_checked);
+	json_key(&w, "thread_starts_unlike_trace");
+	json_u64(&w, r->overlap_diff);
+	json_key(&w, "thread_create_us");
+	json_u64(&w, r->thread_create_ns / 1000);
+	json_key(&w, "thread_exit_us");
+	json_u64(&w, r->thread_exit_ns / 1000);
+	json_key(&w, "decoder_peak_bytes");
+	json_u64(&w, r->decoder_peak_bytes);
+	json_key(&w, "slot_table_bytes");
+	json_u64(&w, r->slot_table_bytes);
+	json_key(&w, "think");
+	json_string(&w, o->think == RP_THINK_ON ? "on" : "off");
+	json_key(&w, "think_us");
+	json_u64(&w, r->think_ns / 1000);
+	json_key(&w, "think_trace_us");
+	json_u64(&w, r->think_trace_ns / 1000);
 	json_key(&w, "wait_sleeps");
 	json_u64(&w, r->sleeps);
 	json_key(&w, "unexpected_success");
@@ -231,6 +265,8 @@ int cmd_replay(int argc, char **argv)
 		{"touch", required_argument, NULL, 't'},
 		{"timing", required_argument, NULL, 'm'},
 		{"timeline", required_argument, NULL, 'L'},
+		{"think", required_argument, NULL, 'K'},
+		{"spin", required_argument, NULL, 'S'},
 		{"interval", required_argument, NULL, 'i'},
 		{"json", no_argument, NULL, 'j'},
 		{"kv", no_argument, NULL, 'k'},
@@ -291,6 +327,25 @@ int cmd_replay(int argc, char **argv)
 		case 'L':
 			o.timeline = optarg;
 			break;
+		case 'K':
+			if (!strcmp(optarg, "on"))
+				o.think = RP_THINK_ON;
+			else if (!strcmp(optarg, "off"))
+				o.think = RP_THINK_OFF;
+			else {
+				util_err("replay: bad --think '%s' (on, off)", optarg);
+				goto out;
+			}
+			break;
+		case 'S': {
+			unsigned long v = strtoul(optarg, &e, 10);
+			if (*e || !*optarg || v > 100000000ul) {
+				util_err("replay: bad --spin '%s'", optarg);
+				goto out;
+			}
+			o.spin = v ? (unsigned)v : UINT_MAX;
+			break;
+		}
 		case 'i':
 			o.timeline_ms = (unsigned)strtoul(optarg, &e, 10);
 			if (*e || !o.timeline_ms) {
