@@ -60,6 +60,8 @@ static void warn_descheduled(const struct rp_result *r)
 {
 	if (!r->thread_ns_sum || r->thread_ns_sum < 20000000u)
 		return;
+	if (r->think_ns * 10 > r->thread_ns_sum)
+		return; /* the threads sleep through long think times by design */
 	double ran = (double)r->thread_cpu_ns_sum / (double)r->thread_ns_sum;
 	if (ran < 0.9 && r->waits * 1000 < r->ops)
 		util_warn("replay: the replay threads ran only %.0f%% of their wall time (%" PRIu64
@@ -122,6 +124,23 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 	       util_fmt_u64(a, sizeof(a), r->ops), util_fmt_u64(b, sizeof(b), r->waits),
 	       util_fmt_u64(c, sizeof(c), r->sleeps), util_fmt_u64(d, sizeof(d), r->vmrss_end_kb),
 	       util_fmt_u64(e, sizeof(e), r->vmsize_end_kb));
+	printf("threads: %s created, at most %" PRIu32 " alive at once (traced: %" PRIu32
+	       "); pthread_create %s usec, thread exit and join %s usec (not in the call times)\n",
+	       util_fmt_u64(a, sizeof(a), r->threads_created), r->max_live_threads, r->trace_max_live,
+	       util_fmt_u64(b, sizeof(b), r->thread_create_ns / 1000), util_fmt_u64(c, sizeof(c), r->thread_exit_ns / 1000));
+	if (r->overlap_checked)
+		printf("thread starts with as many threads alive as traced: %" PRIu64 " of %" PRIu64 "\n",
+		       r->overlap_checked - r->overlap_diff, r->overlap_checked);
+	if (r->version < 2)
+		printf("think time: none (workload version %d has none)\n", r->version);
+	else
+		printf("think time: %s usec spent%s (workload: %s usec)\n", util_fmt_u64(a, sizeof(a), r->think_ns / 1000),
+		       o->think == RP_THINK_ON ? "" : " (--think off)",
+		       util_fmt_u64(b, sizeof(b), r->think_trace_ns / 1000));
+	printf("replay's own memory: decoder buffers %s Kb at most (one per live thread, unmapped at its exit), "
+	       "slot table %s Kb\n",
+	       util_fmt_u64(a, sizeof(a), r->decoder_peak_bytes / 1024),
+	       util_fmt_u64(b, sizeof(b), r->slot_table_bytes / 1024));
 	if (r->unexpected_ok || r->unexpected_fail)
 		printf("results unlike the trace: %" PRIu64 " calls succeeded that failed when traced, %" PRIu64
 		       " failed that succeeded\n",
@@ -248,9 +267,10 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 static void print_kv(const struct rp_result *r)
 {
 	printf("wall_us %" PRIu64 "\ntotal_call_cycles %" PRIu64 "\nmax_rss_kb %" PRIu64 "\nrss_end_kb %" PRIu64
-	       "\nideal_rss_peak_bytes %" PRIu64 "\nthread_cpu_us %" PRIu64 "\n",
+	       "\nideal_rss_peak_bytes %" PRIu64 "\nthread_cpu_us %" PRIu64 "\nthink_us %" PRIu64
+	       "\nthreads_created %" PRIu64 "\n",
 	       r->wall_ns / 1000, r->total_cycles, r->rss_after_kb, r->vmrss_end_kb, r->ideal_peak,
-	       r->thread_cpu_ns_sum / 1000);
+	       r->thread_cpu_ns_sum / 1000, r->think_ns / 1000, r->threads_created);
 	for (unsigned k = 1; k <= AWL_OP_CALL_LAST; k++)
 		printf("count_%s %" PRIu64 "\navg_%s %" PRIu64 "\n", type_names[k], r->st[k].count, type_names[k],
 		       avg(&r->st[k]));

@@ -30,6 +30,9 @@ struct rp_convert_opts {
 /* Gaps between a call's return and the thread's next call shorter than
  * this add up until they reach it (THINK ops stay rare). */
 #define RP_THINK_MIN_NS 1000u
+/* `convert`'s default think_floor_ns: the median gap between the calls of
+ * a tight malloc/free loop under `record` here (bench/replay/RESULTS.md). */
+#define RP_THINK_FLOOR_NS 20u
 
 struct rp_convert_stats {
 	uint32_t pid, nprocs;
