@@ -125,7 +125,8 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 	       util_fmt_u64(c, sizeof(c), r->sleeps), util_fmt_u64(d, sizeof(d), r->vmrss_end_kb),
 	       util_fmt_u64(e, sizeof(e), r->vmsize_end_kb));
 	printf("threads: %s created, at most %" PRIu32 " alive at once (traced: %" PRIu32
-	       "); pthread_create %s usec, thread exit and join %s usec (not in the call times)\n",
+	       "); pthread_create %s usec, thread exit and join %s usec (summed over threads, not in the "
+	       "call times)\n",
 	       util_fmt_u64(a, sizeof(a), r->threads_created), r->max_live_threads, r->trace_max_live,
 	       util_fmt_u64(b, sizeof(b), r->thread_create_ns / 1000), util_fmt_u64(c, sizeof(c), r->thread_exit_ns / 1000));
 	if (r->overlap_checked)
@@ -137,10 +138,11 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 		printf("think time: %s usec spent%s (workload: %s usec)\n", util_fmt_u64(a, sizeof(a), r->think_ns / 1000),
 		       o->think == RP_THINK_ON ? "" : " (--think off)",
 		       util_fmt_u64(b, sizeof(b), r->think_trace_ns / 1000));
-	printf("replay's own memory: decoder buffers %s Kb at most (one per live thread, unmapped at its exit), "
-	       "slot table %s Kb\n",
+	printf("replay's own memory (mapped, virtual): decoder buffers %s Kb and thread stats %s Kb at most (per "
+	       "live thread, unmapped at its exit), slot table %s Kb\n",
 	       util_fmt_u64(a, sizeof(a), r->decoder_peak_bytes / 1024),
-	       util_fmt_u64(b, sizeof(b), r->slot_table_bytes / 1024));
+	       util_fmt_u64(b, sizeof(b), r->thread_state_peak_bytes / 1024),
+	       util_fmt_u64(c, sizeof(c), r->slot_table_bytes / 1024));
 	if (r->unexpected_ok || r->unexpected_fail)
 		printf("results unlike the trace: %" PRIu64 " calls succeeded that failed when traced, %" PRIu64
 		       " failed that succeeded\n",
@@ -222,6 +224,8 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_u64(&w, r->thread_exit_ns / 1000);
 	json_key(&w, "decoder_peak_bytes");
 	json_u64(&w, r->decoder_peak_bytes);
+	json_key(&w, "thread_state_peak_bytes");
+	json_u64(&w, r->thread_state_peak_bytes);
 	json_key(&w, "slot_table_bytes");
 	json_u64(&w, r->slot_table_bytes);
 	json_key(&w, "think");

@@ -327,7 +327,8 @@ struct replay {
 	_Atomic uint32_t max_live;
 	_Atomic uint64_t spawned;  /* threads created (counted before the create) */
 	_Atomic uint64_t overlap_checked, overlap_diff;
-	_Atomic uint64_t dec_bytes, dec_peak;
+	_Atomic uint64_t dec_bytes, dec_peak;	    /* decoder buffers */
+	_Atomic uint64_t state_bytes, state_peak; /* stats + think sets */
 	_Atomic uint64_t exit_ns;
 	/* finished threads, for the reaper (main) */
 	pthread_mutex_t lock; /* also guards res and err */
@@ -507,6 +508,13 @@ static void think(struct rlocal *me, uint64_t ns)
 
 static void *run_thread(void *arg);
 
+static void add_peak(_Atomic uint64_t *cur, _Atomic uint64_t *peak, uint64_t n)
+{
+	uint64_t d = atomic_fetch_add(cur, n) + n, m = atomic_load(peak);
+	while (d > m && !atomic_compare_exchange_weak(peak, &m, d))
+		;
+}
+
 static void lifecycle_exit(struct replay *rp, struct rthread *me)
 {
 	if (!me->exited) {
@@ -597,10 +605,22 @@ static void *run_thread(void *arg)
 	const uint64_t floor_ticks = rp->timer_floor;
 	const int thinking = rp->o->think == RP_THINK_ON;
 	uint64_t trim_every = rp->o->trim_interval, next_trim = trim_every;
-	struct rlocal L;
-	uint8_t wset[RP_THINK_WSET] __attribute__((aligned(64)));
-	memset(&L, 0, sizeof(L));
-	L.wset = wset;
+	/* stats and the think working set: mapped (zero pages cost nothing
+	   until touched), apart from the allocator, gone with the thread */
+	size_t lsize = (sizeof(struct rlocal) + RP_THINK_WSET + rp->page - 1) & ~(rp->page - 1);
+	struct rlocal *L = mmap(NULL, lsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (L == MAP_FAILED) {
+		abort_all(rp, "out of memory for a replay thread's state");
+		atomic_fetch_sub(&rp->running, 1);
+		pthread_mutex_lock(&rp->lock);
+		rp->zombies[rp->nz++] = me->t;
+		pthread_mutex_unlock(&rp->lock);
+		atomic_fetch_add(&rp->zseq, 1);
+		futex(&rp->zseq, FUTEX_WAKE_PRIVATE, 1, NULL);
+		return NULL;
+	}
+	L->wset = (uint8_t *)L + ((sizeof(struct rlocal) + 63) & ~(size_t)63);
+	add_peak(&rp->state_bytes, &rp->state_peak, lsize);
 	struct awl_op op;
 	int r = 0;
 	while (!atomic_load_explicit(&rp->go, memory_order_acquire))
@@ -620,10 +640,7 @@ static void *run_thread(void *arg)
 		r = -1;
 		memset(&s, 0, sizeof(s));
 	} else {
-		uint64_t d = atomic_fetch_add(&rp->dec_bytes, cap) + cap;
-		uint64_t m = atomic_load(&rp->dec_peak);
-		while (d > m && !atomic_compare_exchange_weak(&rp->dec_peak, &m, d))
-			;
+		add_peak(&rp->dec_bytes, &rp->dec_peak, cap);
 		awl_stream_init_buf(rp->f, me->t, &s, buf, cap);
 	}
 	while (buf && !atomic_load_explicit(&rp->abort, memory_order_relaxed) && (r = awl_stream_next(&s, &op)) > 0) {
@@ -633,14 +650,14 @@ static void *run_thread(void *arg)
 		uint64_t size = 0;
 		switch (op.code) {
 		case AWL_OP_WAIT:
-			wait_for(rp, &L, (uint32_t)op.a, op.b);
+			wait_for(rp, L, (uint32_t)op.a, op.b);
 			goto next;
 		case AWL_OP_THINK:
 			if (thinking)
-				think(&L, op.a);
+				think(L, op.a);
 			goto next;
 		case AWL_OP_SPAWN:
-			start_thread(rp, &L, (uint32_t)op.a);
+			start_thread(rp, L, (uint32_t)op.a);
 			goto next;
 		case AWL_OP_THREAD_EXIT:
 			lifecycle_exit(rp, me);
@@ -750,14 +767,14 @@ static void *run_thread(void *arg)
 					src->size = size;
 					live += (int64_t)size;
 					res = NULL;
-					L.unexpected_ok++;
+					L->unexpected_ok++;
 				}
 			}
 			break;
 		default:
 			goto next;
 		}
-		stat_add(&L.st[op.code], t1 - t0 > floor_ticks ? t1 - t0 - floor_ticks : 0);
+		stat_add(&L->st[op.code], t1 - t0 > floor_ticks ? t1 - t0 - floor_ticks : 0);
 		if (awl_op_args(op.code) != ATR_ARGS_PTR) { /* an allocation */
 			if (dry) {
 				if (dst) {
@@ -772,24 +789,24 @@ static void *run_thread(void *arg)
 				if (res)
 					touch(rp, res, size);
 				else
-					L.unexpected_fail++;
+					L->unexpected_fail++;
 			} else if (res) {
 				/* traced call failed, this one succeeded: let it go */
-				L.unexpected_ok++;
+				L->unexpected_ok++;
 				A.free(res);
 			}
 		}
 	next:
-		L.ops++;
-		publish(rp, me->t, L.ops);
+		L->ops++;
+		publish(rp, me->t, L->ops);
 		atomic_store_explicit(&mine->live, live, memory_order_relaxed);
-		if (trim_every && L.ops >= next_trim) {
+		if (trim_every && L->ops >= next_trim) {
 			next_trim += trim_every;
 			uint64_t a = tick(tm);
 			if (!dry)
 				A.trim(0);
 			uint64_t d = tick(tm) - a;
-			stat_add(&L.st[RP_TRIM], d > floor_ticks ? d - floor_ticks : 0);
+			stat_add(&L->st[RP_TRIM], d > floor_ticks ? d - floor_ticks : 0);
 		}
 	}
 	if (r < 0 && buf)
@@ -801,7 +818,9 @@ static void *run_thread(void *arg)
 		atomic_fetch_sub(&rp->dec_bytes, cap);
 	}
 	atomic_fetch_sub(&rp->running, 1);
-	finish_thread(rp, me, &L, t_end - t_start, thread_cpu_ns() - c_start, thread_nivcsw() - sw_start);
+	finish_thread(rp, me, L, t_end - t_start, thread_cpu_ns() - c_start, thread_nivcsw() - sw_start);
+	munmap(L, lsize);
+	atomic_fetch_sub(&rp->state_bytes, lsize);
 	atomic_fetch_add_explicit(&rp->exit_ns, mono_ns() - t_end, memory_order_relaxed);
 	return NULL;
 }
@@ -1044,6 +1063,7 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	res->overlap_checked = atomic_load(&rp.overlap_checked);
 	res->overlap_diff = atomic_load(&rp.overlap_diff);
 	res->decoder_peak_bytes = atomic_load(&rp.dec_peak);
+	res->thread_state_peak_bytes = atomic_load(&rp.state_peak);
 	res->thread_exit_ns += atomic_load(&rp.exit_ns);
 	if (rp.err && !rc) {
 		snprintf(eb, el, "%s", rp.errmsg);

@@ -29,7 +29,7 @@ enum rp_timing { RP_TIMING_SERIAL, RP_TIMING_FAST, RP_TIMING_OFF };
 /* THINK ops: OFF skips them (calls back to back), ON spends them writing a
  * per-thread working set (RP_THINK_WSET bytes). */
 enum rp_think { RP_THINK_ON, RP_THINK_OFF };
-#define RP_THINK_WSET (32u << 10)
+#define RP_THINK_WSET (8u << 10)
 /* Of a longer gap, only this much is spent working, the rest sleeping. */
 #define RP_THINK_SPIN_MAX_NS 500000u
 /* Pause iterations a WAIT spins before it sleeps (docs/REPLAY.md). */
@@ -65,6 +65,7 @@ struct rp_result {
 						    differed from the trace's */
 	uint64_t thread_create_ns, thread_exit_ns; /* pthread_create; teardown + join */
 	uint64_t decoder_peak_bytes;	 /* decoder buffers alive at once */
+	uint64_t thread_state_peak_bytes; /* per-thread stats + think sets (mapped) */
 	uint64_t slot_table_bytes;	 /* the replay's pointer table */
 	uint64_t think_ns, think_trace_ns; /* spent; in the workload */
 	int version;			 /* workload format version */
