@@ -69,7 +69,7 @@ struct cthread {
 	uint64_t last_seq; /* global index of its latest record */
 	int have_ret;  /* ret_ts valid */
 	uint64_t ret_ts;   /* when its latest call returned (ticks) */
-	uint64_t think_ns; /* gap not yet written as a THINK op */
+	uint64_t think_ticks; /* gap not yet written as a THINK op */
 	struct util_hmap waited;
 	struct deque freeq;
 	int rel_valid; /* a REALLOC_RELEASE waits for its realloc */
@@ -112,6 +112,7 @@ struct conv {
 	uint32_t *alive; /* threads not exited (cthread indices), nlive of them */
 	uint32_t alive_cap;
 	uint64_t think_total;
+	uint64_t floor_ticks, min_ticks; /* think_floor_ns, RP_THINK_MIN_NS */
 };
 
 enum { REP_UNKNOWN, REP_DOUBLE, REP_DUP, REP_UREALLOC };
@@ -699,16 +700,18 @@ static void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev
 	/* the reader stamps a realloc with its end (docs/TRACE_FORMAT.md) */
 	uint64_t start = rea && ev->ts >= ev->duration ? ev->ts - ev->duration : ev->ts;
 	uint64_t ret = rea || !(ev->flags & ATR_FLAG_TIMED) ? ev->ts : ev->ts + ev->duration;
-	if (t->have_ret && start > t->ret_ts) {
-		uint64_t ns = atr_ticks_to_ns_u64(c->f, start - t->ret_ts);
-		uint64_t fl = c->o->think_floor_ns;
-		t->think_ns += ns > fl ? ns - fl : 0;
-		if (t->think_ns >= RP_THINK_MIN_NS) {
-			uint8_t *p = op_begin(c, ti, AWL_OP_THINK);
-			p = awl_put_uv(p, t->think_ns);
-			op_end(c, ti, p, 0);
-			c->think_total += t->think_ns;
-			t->think_ns = 0;
+	if (t->have_ret && start > t->ret_ts + c->floor_ticks) {
+		/* in ticks: no conversion per call */
+		t->think_ticks += start - t->ret_ts - c->floor_ticks;
+		if (t->think_ticks >= c->min_ticks) {
+			uint64_t ns = atr_ticks_to_ns_u64(c->f, t->think_ticks);
+			t->think_ticks = 0;
+			if (ns) {
+				uint8_t *p = op_begin(c, ti, AWL_OP_THINK);
+				p = awl_put_uv(p, ns);
+				op_end(c, ti, p, 0);
+				c->think_total += ns;
+			}
 		}
 	}
 	t->have_ret = 1;
@@ -768,6 +771,13 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.st = st;
 	c.f = f;
 	c.lc_thread = RP_NONE;
+	{
+		double tpn = in->ticks_per_sec > 0 ? in->ticks_per_sec / 1e9 : 1.0;
+		c.floor_ticks = (uint64_t)((double)o->think_floor_ns * tpn + 0.5);
+		c.min_ticks = (uint64_t)((double)RP_THINK_MIN_NS * tpn + 0.5);
+		if (!c.min_ticks)
+			c.min_ticks = 1;
+	}
 	if (awl_writer_open(out, &c.w, eb, el) < 0) {
 		atr_close(f);
 		return 1;
