@@ -456,33 +456,13 @@ static void test_think_time(void **state)
 static void test_recorded_threads(void **state)
 {
 	(void)state;
-	char exe[1024];
-	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	assert_true(k > 0);
-	exe[k] = 0;
-	char *sl = strrchr(exe, '/');
-	*sl = 0; /* <build>: tests land next to alloctrace */
-	char tool[1200], prog[1200], dir[300], cmd[16384], wl[300];
-	snprintf(tool, sizeof(tool), "%s/alloctrace", exe);
-	snprintf(prog, sizeof(prog), "%s/tests/progs/threads", exe);
-	char lib[1200];
-	snprintf(lib, sizeof(lib), "%s/liballoctrace.so", exe);
-	if (access(tool, X_OK) || access(prog, X_OK) || access(lib, R_OK)) {
-		print_message("skipped: %s, %s or %s not built\n", tool, prog, lib);
+	char tool[1200], prog[1200], trace[1024], wl[300], cmd[16384];
+	if (!built("threads", tool, sizeof(tool), prog, sizeof(prog))) {
+		print_message("skipped: alloctrace or tests/progs/threads not built\n");
 		skip();
 	}
-	path_in(dir, sizeof(dir), "rec");
+	record_prog(tool, prog, "4", "rec", trace, sizeof(trace));
 	path_in(wl, sizeof(wl), "threads.wl");
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' 4 >/dev/null 2>&1", tool, dir, prog);
-	assert_int_equal(system(cmd), 0);
-	char **paths;
-	size_t n;
-	char eb[256];
-	assert_int_equal(atr_list(dir, &paths, &n, eb, sizeof(eb)), 0);
-	assert_true(n >= 1);
-	char trace[1024];
-	snprintf(trace, sizeof(trace), "%s", paths[0]);
-	atr_list_free(paths, n);
 	check_exact(trace, wl, 1);
 	/* the command line agrees: ideal_rss_peak_bytes == peak_live_bytes */
 	snprintf(cmd, sizeof(cmd),
