@@ -31,20 +31,21 @@ def counts(tool, atr):
     """Calls on in-range blocks in one trace file, by type."""
     out = subprocess.run([tool, "dump", "--json", atr], check=True, capture_output=True,
                          text=True).stdout
-    live, c = set(), {}
+    # live: address -> count, not a set: when threads reuse an address at
+    # once, the trace may show the new block before the old one's free
+    live, c = {}, {}
     for line in out.splitlines():
         r = json.loads(line)
         t = r.get("type")
-        if t == "free" or (t in ("realloc", "reallocarray") and r.get("ptr", "0x0") in live):
-            p = r.get("ptr", "0x0")
-            if p in live:
-                live.discard(p)
-                key = "free" if t == "free" else t + "_src"
-                c[key] = c.get(key, 0) + 1
+        p = r.get("ptr", "0x0")
+        if (t == "free" or t in ("realloc", "reallocarray")) and live.get(p, 0) > 0:
+            live[p] -= 1
+            key = "free" if t == "free" else t + "_src"
+            c[key] = c.get(key, 0) + 1
         if t in ALLOCS and LO <= r.get("size", 0) < HI and r.get("ret", "0x0") != "0x0":
             key = "aligned" if t in ALIGNED else t
             c[key] = c.get(key, 0) + 1
-            live.add(r["ret"])
+            live[r["ret"]] = live.get(r["ret"], 0) + 1
     return c
 
 

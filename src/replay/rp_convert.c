@@ -104,10 +104,14 @@ struct conv {
 	uint64_t reports[8];
 	int nomem;
 	atr_file *f;
-	/* thread lifetimes: every start (SPAWN) and exit (THREAD_EXIT) waits
-	   for the one before it, so they happen in the trace's order */
-	uint32_t lc_thread; /* workload index of the latest one, RP_NONE */
-	uint64_t lc_idx;    /* its op index */
+	/* thread lifetimes: a start (SPAWN) waits for the start before it and
+	   for the exits since; an exit (THREAD_EXIT) for the latest start.  So
+	   every thread starts with the threads alive that were alive in the
+	   trace; exits among themselves stay unordered. */
+	uint32_t sp_thread; /* workload index of the latest SPAWN, RP_NONE */
+	uint64_t sp_idx;    /* its op index */
+	struct { uint32_t w; uint64_t idx; } *exits; /* exits since that SPAWN */
+	uint32_t nexits, exits_cap;
 	uint32_t nlive, max_live;
 	uint32_t *alive; /* threads not exited (cthread indices), nlive of them */
 	uint32_t alive_cap;
@@ -149,16 +153,37 @@ static void emit_wait_ops(struct conv *c, uint32_t ti, uint32_t owner, uint64_t 
 	c->st->waits++;
 }
 
-/* Thread ti's next op is a start or exit of a thread: after the previous
- * one (in the trace's order); returns that op's index. */
-static uint64_t lifecycle_op(struct conv *c, uint32_t ti)
+/* Thread ti's next op is a SPAWN (spawn) or its THREAD_EXIT: the waits
+ * that keep starts and exits in the trace's order; returns its index. */
+static uint64_t lifecycle_op(struct conv *c, uint32_t ti, int spawn)
 {
 	uint32_t wi = c->th[ti].widx;
-	if (c->lc_thread != RP_NONE && c->lc_thread != wi)
-		emit_wait_ops(c, ti, c->lc_thread, c->lc_idx + 1);
+	if (c->sp_thread != RP_NONE && c->sp_thread != wi)
+		emit_wait_ops(c, ti, c->sp_thread, c->sp_idx + 1);
+	if (spawn) {
+		for (uint32_t k = 0; k < c->nexits; k++)
+			if (c->exits[k].w != wi)
+				emit_wait_ops(c, ti, c->exits[k].w, c->exits[k].idx + 1);
+		c->nexits = 0;
+	}
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
-	c->lc_thread = wi;
-	c->lc_idx = idx;
+	if (spawn) {
+		c->sp_thread = wi;
+		c->sp_idx = idx;
+	} else {
+		if (c->nexits == c->exits_cap) {
+			uint32_t nc = c->exits_cap ? c->exits_cap * 2 : 16;
+			void *ne = realloc(c->exits, nc * sizeof(*c->exits));
+			if (!ne) {
+				c->nomem = 1;
+				return idx;
+			}
+			c->exits = ne;
+			c->exits_cap = nc;
+		}
+		c->exits[c->nexits].w = wi;
+		c->exits[c->nexits++].idx = idx;
+	}
 	return idx;
 }
 
@@ -177,7 +202,7 @@ static void spawn(struct conv *c, uint32_t nt)
 	for (uint32_t i = 0; par == RP_NONE && i < nt; i++)
 		if (par == RP_NONE || c->th[i].last_seq > c->th[par].last_seq)
 			par = i;
-	uint64_t idx = lifecycle_op(c, par);
+	uint64_t idx = lifecycle_op(c, par, 1);
 	uint32_t pw = c->th[par].widx;
 	uint8_t *p = awl_writer_reserve(c->w, pw, 16);
 	*p++ = AWL_OP_SPAWN;
@@ -655,7 +680,7 @@ static void on_meta(struct conv *c, uint32_t ti, const struct atr_event *ev)
 	case ATR_T_THREAD_EXIT:
 		if (c->th[ti].exited)
 			break; /* once per thread */
-		lifecycle_op(c, ti);
+		lifecycle_op(c, ti, 0);
 		p = op_begin(c, ti, AWL_OP_THREAD_EXIT);
 		op_end(c, ti, p, 0);
 		c->th[ti].exited = 1;
@@ -770,7 +795,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.o = o;
 	c.st = st;
 	c.f = f;
-	c.lc_thread = RP_NONE;
+	c.sp_thread = RP_NONE;
 	{
 		double tpn = in->ticks_per_sec > 0 ? in->ticks_per_sec / 1e9 : 1.0;
 		c.floor_ticks = (uint64_t)((double)o->think_floor_ns * tpn + 0.5);
@@ -887,6 +912,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	}
 	free(c.th);
 	free(c.alive);
+	free(c.exits);
 	free(c.by_serial);
 	free(c.s_thread);
 	free(c.s_idx);
