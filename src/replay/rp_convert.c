@@ -112,6 +112,7 @@ struct conv {
 	uint64_t sp_idx;    /* its op index */
 	struct { uint32_t w; uint64_t idx; } *exits; /* exits since that SPAWN */
 	uint32_t nexits, exits_cap;
+	uint32_t spawner; /* cthread that made the latest SPAWN, RP_NONE */
 	uint32_t nlive, max_live;
 	uint32_t *alive; /* threads not exited (cthread indices), nlive of them */
 	uint32_t alive_cap;
@@ -187,21 +188,29 @@ static uint64_t lifecycle_op(struct conv *c, uint32_t ti, int spawn)
 	return idx;
 }
 
-/* Thread nt (new, not the first) starts: the thread that ran last and has
- * not exited spawns it (the trace does not say who created a thread; the
- * creator usually made the last call, e.g. glibc's calloc of the new
- * thread's DTV). */
+/* Thread nt (new, not the first) starts.  The trace does not say who
+ * created it: the thread that spawned the previous one does, while it is
+ * alive (threads are mostly created by one thread: main, a pool); else
+ * the thread that ran last and has not exited (the creator usually made
+ * the last call, e.g. glibc's calloc of the new thread's DTV).  Taking
+ * the last active thread every time made chains (each new thread created
+ * the next one), a wake-up per start in the replay. */
 static void spawn(struct conv *c, uint32_t nt)
 {
 	uint32_t par = RP_NONE;
-	for (uint32_t k = 0; k < c->nlive; k++) {
-		uint32_t i = c->alive[k];
-		if (i != nt && (par == RP_NONE || c->th[i].last_seq > c->th[par].last_seq))
-			par = i;
+	if (c->spawner != RP_NONE && !c->th[c->spawner].exited)
+		par = c->spawner;
+	else {
+		for (uint32_t k = 0; k < c->nlive; k++) {
+			uint32_t i = c->alive[k];
+			if (i != nt && (par == RP_NONE || c->th[i].last_seq > c->th[par].last_seq))
+				par = i;
+		}
+		for (uint32_t i = 0; i < nt && c->nlive <= 1; i++) /* all others exited */
+			if (i != nt && (par == RP_NONE || c->th[i].last_seq > c->th[par].last_seq))
+				par = i;
 	}
-	for (uint32_t i = 0; par == RP_NONE && i < nt; i++)
-		if (par == RP_NONE || c->th[i].last_seq > c->th[par].last_seq)
-			par = i;
+	c->spawner = par;
 	uint64_t idx = lifecycle_op(c, par, 1);
 	uint32_t pw = c->th[par].widx;
 	uint8_t *p = awl_writer_reserve(c->w, pw, 16);
@@ -796,6 +805,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.st = st;
 	c.f = f;
 	c.sp_thread = RP_NONE;
+	c.spawner = RP_NONE;
 	{
 		double tpn = in->ticks_per_sec > 0 ? in->ticks_per_sec / 1e9 : 1.0;
 		c.floor_ticks = (uint64_t)((double)o->think_floor_ns * tpn + 0.5);
