@@ -10,8 +10,8 @@
 
 #include "replay/rp_verdict.h"
 
-static void line_of(const char *name, const double *wall, const double *bw, const double *rss, const double *br,
-		    int runs, char *out, size_t len)
+static void line_of(const char *name, const double *wall, const double *bw, const double *rss,
+		    const double *br, int runs, char *out, size_t len)
 {
 	struct rp_verdict v;
 	rp_verdict_compute(wall, bw, rss, br, runs, 8.0, &v);
@@ -43,13 +43,14 @@ static void test_golden(void **state)
 	assert_string_equal(b, "mimalloc: +20% time (1 run: no range), -10% Max RSS");
 	struct rp_verdict v;
 	rp_verdict_compute(w, bw, r, br, 5, 8.0, &v);
-	assert_true(v.time_ms == 91 && v.rss_mib > 11.39 && v.rss_mib < 11.41 && v.ideal_mib == 8.0);
+	assert_true(v.time_ms == 91 && v.rss_mib > 11.39 && v.rss_mib < 11.41 &&
+		    v.ideal_mib == 8.0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_golden),
+	    cmocka_unit_test(test_golden),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

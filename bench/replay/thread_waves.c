@@ -23,7 +23,7 @@
 #include <string.h>
 
 #define SHARED 4096
-#define RING 32
+#define RING   32
 
 static _Atomic(void *) shared[SHARED];
 static long iters;

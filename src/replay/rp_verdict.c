@@ -63,8 +63,8 @@ static long pct(double x)
 int rp_verdict_line(char *buf, size_t len, const char *name, const struct rp_verdict *v)
 {
 	if (v->runs > 1)
-		return snprintf(buf, len, "%s: %+ld%% time (+-%ld%%), %+ld%% Max RSS", name, pct(v->time_change),
-				labs(pct(v->time_range)), pct(v->rss_change));
-	return snprintf(buf, len, "%s: %+ld%% time (1 run: no range), %+ld%% Max RSS", name, pct(v->time_change),
-			pct(v->rss_change));
+		return snprintf(buf, len, "%s: %+ld%% time (+-%ld%%), %+ld%% Max RSS", name,
+				pct(v->time_change), labs(pct(v->time_range)), pct(v->rss_change));
+	return snprintf(buf, len, "%s: %+ld%% time (1 run: no range), %+ld%% Max RSS", name,
+			pct(v->time_change), pct(v->rss_change));
 }

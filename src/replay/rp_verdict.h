@@ -15,12 +15,12 @@
 
 struct rp_verdict {
 	int runs;
-	double time_ms;	      /* median wall time */
-	double time_change;   /* median of the per-run ratios - 1 */
-	double time_range;    /* (max ratio - min ratio) / 2; 0 with 1 run */
-	double rss_mib;	      /* median Max RSS */
-	double rss_change;    /* median of the per-run ratios - 1 */
-	double ideal_mib;     /* the floor: peak live requested bytes */
+	double time_ms;	    /* median wall time */
+	double time_change; /* median of the per-run ratios - 1 */
+	double time_range;  /* (max ratio - min ratio) / 2; 0 with 1 run */
+	double rss_mib;	    /* median Max RSS */
+	double rss_change;  /* median of the per-run ratios - 1 */
+	double ideal_mib;   /* the floor: peak live requested bytes */
 };
 
 /* wall/rss: runs values of this column and of the first (base) one. */

@@ -50,7 +50,8 @@ int main(int argc, char **argv)
 	for (int w = 0; w < waves; w++) {
 		pthread_barrier_init(&bar, NULL, (unsigned)k);
 		for (int i = 0; i < k; i++)
-			if (pthread_create(&th[i], &at, worker, (void *)(uintptr_t)(w * k + i)) != 0)
+			if (pthread_create(&th[i], &at, worker, (void *)(uintptr_t)(w * k + i)) !=
+			    0)
 				return 1;
 		for (int i = 0; i < k; i++)
 			pthread_join(th[i], NULL);
