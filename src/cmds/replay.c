@@ -135,9 +135,10 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 	if (r->version < 2)
 		printf("think time: none (workload version %d has none)\n", r->version);
 	else
-		printf("think time: %s usec spent%s (workload: %s usec)\n", util_fmt_u64(a, sizeof(a), r->think_ns / 1000),
-		       o->think == RP_THINK_ON ? "" : " (--think off)",
-		       util_fmt_u64(b, sizeof(b), r->think_trace_ns / 1000));
+		printf("think time: %s usec spent%s (workload: %s usec); the traced run lasted %s usec\n",
+		       util_fmt_u64(a, sizeof(a), r->think_ns / 1000), o->think == RP_THINK_ON ? "" : " (--think off)",
+		       util_fmt_u64(b, sizeof(b), r->think_trace_ns / 1000),
+		       util_fmt_u64(c, sizeof(c), r->trace_duration_ns / 1000));
 	printf("replay's own memory (mapped, virtual): decoder buffers %s Kb and thread stats %s Kb at most (per "
 	       "live thread, unmapped at its exit), slot table %s Kb\n",
 	       util_fmt_u64(a, sizeof(a), r->decoder_peak_bytes / 1024),
@@ -234,6 +235,8 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_u64(&w, r->think_ns / 1000);
 	json_key(&w, "think_trace_us");
 	json_u64(&w, r->think_trace_ns / 1000);
+	json_key(&w, "trace_duration_us");
+	json_u64(&w, r->trace_duration_ns / 1000);
 	json_key(&w, "wait_sleeps");
 	json_u64(&w, r->sleeps);
 	json_key(&w, "unexpected_success");

@@ -981,6 +981,7 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	res->version = (int)in->version;
 	res->trace_max_live = in->max_live;
 	res->think_trace_ns = in->think_ns;
+	res->trace_duration_ns = in->duration_ns;
 	/* the replay's own tables: mapped, apart from the allocator's heap */
 	rp.slots_bytes = ((in->slots ? in->slots : 1) * sizeof(*rp.slots) + rp.page - 1) & ~(rp.page - 1);
 	rp.slots = mmap(NULL, rp.slots_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

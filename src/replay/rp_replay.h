@@ -68,6 +68,7 @@ struct rp_result {
 	uint64_t thread_state_peak_bytes; /* per-thread stats + think sets (mapped) */
 	uint64_t slot_table_bytes;	 /* the replay's pointer table */
 	uint64_t think_ns, think_trace_ns; /* spent; in the workload */
+	uint64_t trace_duration_ns;	 /* the traced run, first to last record */
 	int version;			 /* workload format version */
 	uint64_t wall_ns, cycles, thread_ns_sum;
 	uint64_t thread_cpu_ns_sum;	/* CPU time of the replay threads */
