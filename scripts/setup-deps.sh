@@ -4,13 +4,16 @@
 #   scripts/setup-deps.sh --bench  also the peers the benchmarks compare with
 set -euo pipefail
 
+# The allocators replay/compare test against are test dependencies: the
+# suite replays under each (tests/test_allocators.py).
 pkgs=(cmake make gcc g++ pkg-config libcmocka-dev python3 git sqlite3 file procps
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross
       libunwind-dev libdw-dev libelf-dev valgrind zlib1g-dev chromium
-      man-db bash-completion debhelper dpkg-dev fakeroot lintian)
+      man-db bash-completion debhelper dpkg-dev fakeroot lintian
+      libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0)
 if [[ "${1:-}" == "--bench" ]]; then
-  # allocators for replay/compare and bench/replay/real.sh; time for /usr/bin/time
-  pkgs+=(heaptrack valgrind hyperfine libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 time)
+  # peers for bench/; time for /usr/bin/time
+  pkgs+=(heaptrack valgrind hyperfine time)
 fi
 
 missing=()

@@ -1,6 +1,7 @@
 /* test_workload.c - convert + replay: exact counts, ideal RSS equal to the
  * trace's peak live bytes, cross-thread order, bad input. */
 #define _GNU_SOURCE
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -296,37 +297,174 @@ static void test_bad_input(void **state)
 	(void)tn;
 }
 
-/* A real program: tests/progs/threads under `alloctrace record`. */
-static void test_recorded_threads(void **state)
+/* Paths of the built tool and a test program; 0 if any is missing. */
+static int built(const char *prog, char *tool, size_t tl, char *pp, size_t pl)
 {
-	(void)state;
 	char exe[1024];
 	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	assert_true(k > 0);
 	exe[k] = 0;
-	char *sl = strrchr(exe, '/');
-	*sl = 0; /* <build>: tests land next to alloctrace */
-	char tool[1200], prog[1200], dir[300], cmd[16384], wl[300];
-	snprintf(tool, sizeof(tool), "%s/alloctrace", exe);
-	snprintf(prog, sizeof(prog), "%s/tests/progs/threads", exe);
+	*strrchr(exe, '/') = 0;
+	snprintf(tool, tl, "%s/alloctrace", exe);
+	snprintf(pp, pl, "%s/tests/progs/%s", exe, prog);
 	char lib[1200];
 	snprintf(lib, sizeof(lib), "%s/liballoctrace.so", exe);
-	if (access(tool, X_OK) || access(prog, X_OK) || access(lib, R_OK)) {
-		print_message("skipped: %s, %s or %s not built\n", tool, prog, lib);
-		skip();
-	}
-	path_in(dir, sizeof(dir), "rec");
-	path_in(wl, sizeof(wl), "threads.wl");
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' 4 >/dev/null 2>&1", tool, dir, prog);
+	return !access(tool, X_OK) && !access(pp, X_OK) && !access(lib, R_OK);
+}
+
+/* Record `prog args` and return the first process's trace file. */
+static void record_prog(const char *tool, const char *prog, const char *args, const char *name, char *trace,
+			size_t tl)
+{
+	char dir[300], cmd[4096];
+	path_in(dir, sizeof(dir), name);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' %s >/dev/null 2>&1", tool, dir, prog, args);
 	assert_int_equal(system(cmd), 0);
 	char **paths;
 	size_t n;
 	char eb[256];
 	assert_int_equal(atr_list(dir, &paths, &n, eb, sizeof(eb)), 0);
 	assert_true(n >= 1);
-	char trace[1024];
-	snprintf(trace, sizeof(trace), "%s", paths[0]);
+	snprintf(trace, tl, "%s", paths[0]);
 	atr_list_free(paths, n);
+}
+
+/* Threads created in waves (tests/progs/waves): the workload has every
+ * thread, each started by a SPAWN at the point the trace shows, and the
+ * replay creates and joins them so that every thread starts with exactly
+ * as many threads alive as in the traced program. */
+static void test_recorded_waves(void **state)
+{
+	(void)state;
+	char tool[1200], prog[1200], trace[1024], wl[300];
+	if (!built("waves", tool, sizeof(tool), prog, sizeof(prog))) {
+		print_message("skipped: alloctrace or tests/progs/waves not built\n");
+		skip();
+	}
+	enum { WAVES = 5, K = 6 };
+	record_prog(tool, prog, "5 6 150", "waves", trace, sizeof(trace));
+	path_in(wl, sizeof(wl), "waves.wl");
+	check_exact(trace, wl, 1);
+	awl_file *f;
+	char eb[512];
+	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+	const struct awl_info *in = awl_get_info(f);
+	assert_int_equal(in->version, 2);
+	assert_int_equal(in->nthreads, WAVES * K + 1);
+	assert_int_equal(in->roots, 1);
+	assert_int_equal(in->max_live, K + 1);
+	for (uint32_t t = 1; t < in->nthreads; t++) {
+		const struct awl_thread *th = awl_get_thread(f, t);
+		assert_true(th->parent != 0);
+		assert_true(th->live_at_start >= 2 && th->live_at_start <= K + 1);
+	}
+	awl_close(f);
+	for (int rep = 0; rep < 3; rep++) {
+		struct rp_opts o = {.touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF, .think = RP_THINK_OFF};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
+		assert_int_equal(r->threads_created, WAVES * K + 1);
+		assert_int_equal(r->max_live_threads, K + 1);
+		assert_int_equal(r->overlap_checked, WAVES * K);
+		assert_int_equal(r->overlap_diff, 0);
+		/* every decoder buffer was mapped while its thread lived: at
+		   most K + 1 of them at once */
+		assert_true(r->decoder_peak_bytes > 0);
+		assert_true(r->decoder_peak_bytes <= (uint64_t)(K + 1) * (AWL_CHUNK_TARGET + 8192));
+		free(r);
+	}
+}
+
+/* A workload of version 1 (committed: tests/fixtures/v1_three_threads.wl,
+ * from a synthetic 3-thread trace with cross-thread frees) still replays:
+ * all threads start together, every call is made. */
+static void test_v1_fixture(void **state)
+{
+	(void)state;
+	char wl[1200];
+	snprintf(wl, sizeof(wl), "%s/tests/fixtures/v1_three_threads.wl", ATR_SOURCE_DIR);
+	awl_file *f;
+	char eb[512];
+	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+	assert_int_equal(awl_get_info(f)->version, 1);
+	assert_int_equal(awl_get_info(f)->roots, 3);
+	assert_int_equal(awl_verify(f, eb, sizeof(eb)), 0);
+	awl_close(f);
+	struct rp_opts o = {.touch = RP_TOUCH_FIRST};
+	struct rp_result *r = calloc(1, sizeof(*r));
+	int rc = rp_replay(wl, &o, r, eb, sizeof(eb));
+	if (rc)
+		print_error("replay: %s\n", eb);
+	assert_int_equal(rc, 0);
+	assert_int_equal(r->version, 1);
+	assert_int_equal(r->threads_created, 3);
+	assert_int_equal(r->st[AWL_OP_MALLOC].count, 60);
+	assert_int_equal(r->st[AWL_OP_CALLOC].count, 60);
+	assert_int_equal(r->st[AWL_OP_REALLOC].count, 60);
+	assert_int_equal(r->st[AWL_OP_POSIX_MEMALIGN].count, 20);
+	assert_int_equal(r->st[AWL_OP_FREE].count, 200);
+	assert_int_equal(r->unexpected_fail + r->unexpected_ok, 0);
+	free(r);
+}
+
+/* A program with known gaps (tests/progs/gaps: 300 x 300 us of work
+ * between malloc and free): the workload carries the think time, and a
+ * replay that spends it lasts as long as the traced run (10%).  Wall
+ * time on a shared machine: best of 5; the think time spent, which the
+ * replay controls, every time. */
+static void test_think_time(void **state)
+{
+	(void)state;
+	char tool[1200], prog[1200], trace[1024], wl[300];
+	if (!built("gaps", tool, sizeof(tool), prog, sizeof(prog))) {
+		print_message("skipped: alloctrace or tests/progs/gaps not built\n");
+		skip();
+	}
+	record_prog(tool, prog, "300 300", "gaps", trace, sizeof(trace));
+	path_in(wl, sizeof(wl), "gaps.wl");
+	check_exact(trace, wl, 0);
+	awl_file *f;
+	char eb[512];
+	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+	uint64_t dur = awl_get_info(f)->duration_ns, think = awl_get_info(f)->think_ns;
+	awl_close(f);
+	/* 299 gaps of >= 300 us between a malloc's return and the free */
+	assert_true(think >= 299ull * 300000);
+	assert_true(think <= dur);
+	double best = 1e9;
+	for (int rep = 0; rep < 5 && best > 0.10; rep++) {
+		struct rp_opts o = {.touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
+		double err = ((double)r->wall_ns - (double)dur) / (double)dur;
+		print_message("think: traced %.1f ms, replay %.1f ms (%+.1f%%)\n", (double)dur / 1e6,
+			      (double)r->wall_ns / 1e6, 100 * err);
+		if (fabs(err) < best)
+			best = fabs(err);
+		assert_true(r->think_ns >= think && r->think_ns <= think + think / 5);
+		free(r);
+	}
+	assert_true(best <= 0.10);
+	/* --think off: the calls only, far shorter */
+	struct rp_opts o = {.touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF, .think = RP_THINK_OFF};
+	struct rp_result *r = calloc(1, sizeof(*r));
+	assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
+	assert_true(r->wall_ns < dur / 4);
+	assert_int_equal(r->think_ns, 0);
+	free(r);
+}
+
+/* A real program: tests/progs/threads under `alloctrace record`. */
+static void test_recorded_threads(void **state)
+{
+	(void)state;
+	char tool[1200], prog[1200], trace[1024], wl[300], cmd[16384];
+	if (!built("threads", tool, sizeof(tool), prog, sizeof(prog))) {
+		print_message("skipped: alloctrace or tests/progs/threads not built\n");
+		skip();
+	}
+	record_prog(tool, prog, "4", "rec", trace, sizeof(trace));
+	path_in(wl, sizeof(wl), "threads.wl");
 	check_exact(trace, wl, 1);
 	/* the command line agrees: ideal_rss_peak_bytes == peak_live_bytes */
 	snprintf(cmd, sizeof(cmd),
@@ -344,6 +482,9 @@ int main(void)
 		cmocka_unit_test(test_cross_thread_order),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_recorded_threads),
+		cmocka_unit_test(test_recorded_waves),
+		cmocka_unit_test(test_v1_fixture),
+		cmocka_unit_test(test_think_time),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,6 +15,7 @@
 
 #include "cmds/cmds.h"
 #include "output/out_compare.h"
+#include "replay/rp_verdict.h"
 #include "util_fmt.h"
 #include "util_json.h"
 #include "util_msg.h"
@@ -116,6 +117,8 @@ static int run_one(const char *wl, struct cmp_col *c, const char *touch, const c
 			c->count[2] = v;
 		else if (!strcmp(key, "count_free"))
 			c->count[3] = v;
+		else if (!strcmp(key, "ideal_rss_peak_bytes"))
+			c->ideal_mib = (double)v / 1048576.0;
 	}
 	(void)other_n;
 	out[CMP_M_OTHER] = other;
@@ -234,6 +237,14 @@ int cmd_compare(int argc, char **argv)
 		}
 	if (isatty(2))
 		fprintf(stderr, "\r%60s\r", "");
+	struct rp_verdict *vd = calloc((size_t)ncol, sizeof(*vd));
+	if (!vd)
+		util_die_nomem();
+	for (int k = 0; !rc && k < ncol; k++) {
+		rp_verdict_compute(cols[k].v[CMP_M_WALL], cols[0].v[CMP_M_WALL], cols[k].v[CMP_M_RSS],
+				   cols[0].v[CMP_M_RSS], runs, cols[0].ideal_mib, &vd[k]);
+		rp_verdict_line(cols[k].verdict, sizeof(cols[k].verdict), cols[k].spec, &vd[k]);
+	}
 	if (!rc && json) {
 		struct json_writer w;
 		json_init(&w, stdout, 1);
@@ -242,6 +253,8 @@ int cmd_compare(int argc, char **argv)
 		json_string(&w, wl);
 		json_key(&w, "runs");
 		json_u64(&w, (uint64_t)runs);
+		json_key(&w, "ideal_rss_mib");
+		json_double(&w, cols[0].ideal_mib);
 		json_key(&w, "allocators");
 		json_begin_array(&w);
 		for (int k = 0; k < ncol; k++) {
@@ -264,6 +277,21 @@ int cmd_compare(int argc, char **argv)
 				json_double(&w, b0 > 0 ? med / b0 : 0);
 				json_end_object(&w);
 			}
+			json_key(&w, "verdict");
+			json_begin_object(&w);
+			json_key(&w, "predicted_run_time_ms");
+			json_double(&w, vd[k].time_ms);
+			json_key(&w, "time_change_pct");
+			json_double(&w, 100 * vd[k].time_change);
+			json_key(&w, "time_range_pct");
+			json_double(&w, 100 * vd[k].time_range);
+			json_key(&w, "max_rss_mib");
+			json_double(&w, vd[k].rss_mib);
+			json_key(&w, "max_rss_change_pct");
+			json_double(&w, 100 * vd[k].rss_change);
+			json_key(&w, "line");
+			json_string(&w, cols[k].verdict);
+			json_end_object(&w);
 			json_end_object(&w);
 		}
 		json_end_array(&w);
@@ -297,7 +325,14 @@ int cmd_compare(int argc, char **argv)
 			}
 			printf("\n");
 		}
+		printf("\nverdict: predicted run time (replay wall time, think time included%s) and Max RSS\n"
+		       "against %s: %.0f ms, %.1f MiB Max RSS; the floor (ideal RSS) is %.1f MiB\n",
+		       timing && !strcmp(timing, "off") ? "" : "; --timing off disturbs it least", cols[0].spec,
+		       vd[0].time_ms, vd[0].rss_mib, cols[0].ideal_mib);
+		for (int k = 1; k < ncol; k++)
+			printf("  %s\n", cols[k].verdict);
 	}
+	free(vd);
 	if (!rc && html)
 		rc = cmp_write_html(html, wl, cols, ncol, runs);
 	for (int k = 0; k < ncol; k++) {

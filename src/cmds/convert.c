@@ -16,19 +16,23 @@
 static void convert_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: alloctrace convert TRACE -o WORKLOAD [--pid PID] [--quiet] [--no-progress]\n"
+		"usage: alloctrace convert TRACE -o WORKLOAD [--pid PID] [--think-floor NS] [--quiet]\n"
+		"                          [--no-progress]\n"
 		"Turn a trace (a directory from `record -o`, or one .atr file) into a workload\n"
 		"for `alloctrace replay` (format: docs/WORKLOAD_FORMAT.md).  One process per\n"
 		"workload: the first one unless --pid picks another.\n"
 		"  -o, --output FILE  workload to write\n"
 		"  -p, --pid PID      the traced process to convert\n"
+		"      --think-floor NS  the recorder's own share of each gap between two calls\n"
+		"                     of a thread, not counted as think time (default %u)\n"
 		"  -q, --quiet        no anomaly reports (they are still counted)\n"
-		"      --no-progress  no progress line even on a terminal\n");
+		"      --no-progress  no progress line even on a terminal\n",
+		RP_THINK_FLOOR_NS);
 }
 
-static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, int progress)
+static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, int progress, uint64_t floor_ns)
 {
-	struct rp_convert_opts o = {.pid = pid, .progress = progress, .quiet = quiet};
+	struct rp_convert_opts o = {.pid = pid, .progress = progress, .quiet = quiet, .think_floor_ns = floor_ns};
 	struct rp_convert_stats st;
 	char eb[1024];
 	if (rp_convert(in, out, &o, &st, eb, sizeof(eb))) {
@@ -52,6 +56,8 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, 
 		(void)h;
 		fprintf(stderr, "convert: ideal RSS (peak live requested bytes) %s bytes\n",
 			util_fmt_u64(a, sizeof(a), st.ideal_peak));
+		fprintf(stderr, "convert: threads alive at once: at most %" PRIu32 "; think time %.3f s\n",
+			st.max_live, (double)st.think_ns / 1e9);
 		if (st.anomalies || st.lost_records)
 			fprintf(stderr,
 				"convert: anomalies: %" PRIu64 " unknown frees, %" PRIu64 " double frees, %" PRIu64
@@ -67,11 +73,13 @@ int cmd_convert(int argc, char **argv)
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'}, {"pid", required_argument, NULL, 'p'},
 		{"quiet", no_argument, NULL, 'q'},	  {"no-progress", no_argument, NULL, 'P'},
+		{"think-floor", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},	  {NULL, 0, NULL, 0},
 	};
 	const char *out = NULL;
 	uint32_t pid = 0;
 	int quiet = 0, progress = isatty(2), c;
+	uint64_t floor_ns = RP_THINK_FLOOR_NS;
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "o:p:qh", opts, NULL)) != -1) {
 		switch (c) {
@@ -91,6 +99,15 @@ int cmd_convert(int argc, char **argv)
 		case 'q':
 			quiet = 1;
 			break;
+		case 'F': {
+			char *e;
+			floor_ns = strtoull(optarg, &e, 10);
+			if (*e || !*optarg) {
+				util_err("convert: bad --think-floor '%s'", optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'P':
 			progress = 0;
 			break;
@@ -107,7 +124,7 @@ int cmd_convert(int argc, char **argv)
 		convert_usage(stderr);
 		return 2;
 	}
-	return do_convert(argv[optind], out, pid, quiet, progress && !quiet);
+	return do_convert(argv[optind], out, pid, quiet, progress && !quiet, floor_ns);
 }
 
 /* trace2wl OUT [IN]: IN defaults to standard input (copied to a temporary
@@ -122,7 +139,7 @@ int cmd_trace2wl(int argc, char **argv)
 		return argc == 2 ? 0 : 2;
 	}
 	if (argc == 3)
-		return do_convert(argv[2], argv[1], 0, 0, isatty(2));
+		return do_convert(argv[2], argv[1], 0, 0, isatty(2), RP_THINK_FLOOR_NS);
 	const char *td = getenv("TMPDIR");
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s/trace2wl.XXXXXX", td && *td ? td : "/tmp");
@@ -146,7 +163,7 @@ int cmd_trace2wl(int argc, char **argv)
 		rc = 1;
 	}
 	if (!rc)
-		rc = do_convert(tmp, argv[1], 0, 0, 0);
+		rc = do_convert(tmp, argv[1], 0, 0, 0, RP_THINK_FLOOR_NS);
 	unlink(tmp);
 	return rc;
 }

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +32,19 @@ static void replay_usage(FILE *out)
 		"      --timing MODE      serial (default: fenced clock reads, their floor\n"
 		"                         subtracted) | fast (unfenced: cheap calls read as the\n"
 		"                         clock's latency) | off (no per-call times, least overhead)\n"
+		"      --think MODE       on (default): spend the traced threads' time between\n"
+		"                         calls (workload version 2) writing a per-thread working\n"
+		"                         set, so wall time predicts the program's | off: calls\n"
+		"                         back to back (the allocator's time only)\n"
+		"      --spin N           pauses a wait spins before it sleeps (default %u; spins\n"
+		"                         only while every running replay thread has a core)\n"
 		"      --timeline FILE    sample VmSize, VmRSS and ideal live bytes (ms vmsize_kb\n"
 		"                         rss_kb ideal_kb) every --interval ms (default 10)\n"
 		"      --interval MS      the --timeline sampling period\n"
 		"  -n, --dry-run          the same as --allocator none\n"
 		"  -j, --json             one JSON object instead of text\n"
-		"      --kv               key=value lines (what `alloctrace compare` reads)\n");
+		"      --kv               key=value lines (what `alloctrace compare` reads)\n",
+		RP_SPIN_DEFAULT);
 }
 
 #define NAME_(NAME, name, type, op, args, ret, params) [AWL_OP_##NAME] = #name,
@@ -55,6 +63,8 @@ static void warn_descheduled(const struct rp_result *r)
 {
 	if (!r->thread_ns_sum || r->thread_ns_sum < 20000000u)
 		return;
+	if (r->think_ns * 10 > r->thread_ns_sum)
+		return; /* the threads sleep through long think times by design */
 	double ran = (double)r->thread_cpu_ns_sum / (double)r->thread_ns_sum;
 	if (ran < 0.9 && r->waits * 1000 < r->ops)
 		util_warn("replay: the replay threads ran only %.0f%% of their wall time (%" PRIu64
@@ -117,6 +127,26 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 	       util_fmt_u64(a, sizeof(a), r->ops), util_fmt_u64(b, sizeof(b), r->waits),
 	       util_fmt_u64(c, sizeof(c), r->sleeps), util_fmt_u64(d, sizeof(d), r->vmrss_end_kb),
 	       util_fmt_u64(e, sizeof(e), r->vmsize_end_kb));
+	printf("threads: %s created, at most %" PRIu32 " alive at once (traced: %" PRIu32
+	       "); pthread_create %s usec, thread exit and join %s usec (summed over threads, not in the "
+	       "call times)\n",
+	       util_fmt_u64(a, sizeof(a), r->threads_created), r->max_live_threads, r->trace_max_live,
+	       util_fmt_u64(b, sizeof(b), r->thread_create_ns / 1000), util_fmt_u64(c, sizeof(c), r->thread_exit_ns / 1000));
+	if (r->overlap_checked)
+		printf("thread starts with as many threads alive as traced: %" PRIu64 " of %" PRIu64 "\n",
+		       r->overlap_checked - r->overlap_diff, r->overlap_checked);
+	if (r->version < 2)
+		printf("think time: none (workload version %d has none)\n", r->version);
+	else
+		printf("think time: %s usec spent%s (workload: %s usec); the traced run lasted %s usec\n",
+		       util_fmt_u64(a, sizeof(a), r->think_ns / 1000), o->think == RP_THINK_ON ? "" : " (--think off)",
+		       util_fmt_u64(b, sizeof(b), r->think_trace_ns / 1000),
+		       util_fmt_u64(c, sizeof(c), r->trace_duration_ns / 1000));
+	printf("replay's own memory (mapped, virtual): decoder buffers %s Kb and thread stats %s Kb at most (per "
+	       "live thread, unmapped at its exit), slot table %s Kb\n",
+	       util_fmt_u64(a, sizeof(a), r->decoder_peak_bytes / 1024),
+	       util_fmt_u64(b, sizeof(b), r->thread_state_peak_bytes / 1024),
+	       util_fmt_u64(c, sizeof(c), r->slot_table_bytes / 1024));
 	if (r->unexpected_ok || r->unexpected_fail)
 		printf("results unlike the trace: %" PRIu64 " calls succeeded that failed when traced, %" PRIu64
 		       " failed that succeeded\n",
@@ -180,6 +210,36 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_u64(&w, r->total_cycles);
 	json_key(&w, "waits");
 	json_u64(&w, r->waits);
+	json_key(&w, "workload_version");
+	json_u64(&w, (uint64_t)r->version);
+	json_key(&w, "threads_created");
+	json_u64(&w, r->threads_created);
+	json_key(&w, "max_live_threads");
+	json_u64(&w, r->max_live_threads);
+	json_key(&w, "trace_max_live_threads");
+	json_u64(&w, r->trace_max_live);
+	json_key(&w, "thread_starts_checked");
+	json_u64(&w, r->overlap_checked);
+	json_key(&w, "thread_starts_unlike_trace");
+	json_u64(&w, r->overlap_diff);
+	json_key(&w, "thread_create_us");
+	json_u64(&w, r->thread_create_ns / 1000);
+	json_key(&w, "thread_exit_us");
+	json_u64(&w, r->thread_exit_ns / 1000);
+	json_key(&w, "decoder_peak_bytes");
+	json_u64(&w, r->decoder_peak_bytes);
+	json_key(&w, "thread_state_peak_bytes");
+	json_u64(&w, r->thread_state_peak_bytes);
+	json_key(&w, "slot_table_bytes");
+	json_u64(&w, r->slot_table_bytes);
+	json_key(&w, "think");
+	json_string(&w, o->think == RP_THINK_ON ? "on" : "off");
+	json_key(&w, "think_us");
+	json_u64(&w, r->think_ns / 1000);
+	json_key(&w, "think_trace_us");
+	json_u64(&w, r->think_trace_ns / 1000);
+	json_key(&w, "trace_duration_us");
+	json_u64(&w, r->trace_duration_ns / 1000);
 	json_key(&w, "wait_sleeps");
 	json_u64(&w, r->sleeps);
 	json_key(&w, "unexpected_success");
@@ -217,9 +277,10 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 static void print_kv(const struct rp_result *r)
 {
 	printf("wall_us %" PRIu64 "\ntotal_call_cycles %" PRIu64 "\nmax_rss_kb %" PRIu64 "\nrss_end_kb %" PRIu64
-	       "\nideal_rss_peak_bytes %" PRIu64 "\nthread_cpu_us %" PRIu64 "\n",
+	       "\nideal_rss_peak_bytes %" PRIu64 "\nthread_cpu_us %" PRIu64 "\nthink_us %" PRIu64
+	       "\nthreads_created %" PRIu64 "\n",
 	       r->wall_ns / 1000, r->total_cycles, r->rss_after_kb, r->vmrss_end_kb, r->ideal_peak,
-	       r->thread_cpu_ns_sum / 1000);
+	       r->thread_cpu_ns_sum / 1000, r->think_ns / 1000, r->threads_created);
 	for (unsigned k = 1; k <= AWL_OP_CALL_LAST; k++)
 		printf("count_%s %" PRIu64 "\navg_%s %" PRIu64 "\n", type_names[k], r->st[k].count, type_names[k],
 		       avg(&r->st[k]));
@@ -234,6 +295,8 @@ int cmd_replay(int argc, char **argv)
 		{"touch", required_argument, NULL, 't'},
 		{"timing", required_argument, NULL, 'm'},
 		{"timeline", required_argument, NULL, 'L'},
+		{"think", required_argument, NULL, 'K'},
+		{"spin", required_argument, NULL, 'S'},
 		{"interval", required_argument, NULL, 'i'},
 		{"json", no_argument, NULL, 'j'},
 		{"kv", no_argument, NULL, 'k'},
@@ -294,6 +357,25 @@ int cmd_replay(int argc, char **argv)
 		case 'L':
 			o.timeline = optarg;
 			break;
+		case 'K':
+			if (!strcmp(optarg, "on"))
+				o.think = RP_THINK_ON;
+			else if (!strcmp(optarg, "off"))
+				o.think = RP_THINK_OFF;
+			else {
+				util_err("replay: bad --think '%s' (on, off)", optarg);
+				goto out;
+			}
+			break;
+		case 'S': {
+			unsigned long v = strtoul(optarg, &e, 10);
+			if (*e || !*optarg || v > 100000000ul) {
+				util_err("replay: bad --spin '%s'", optarg);
+				goto out;
+			}
+			o.spin = v ? (unsigned)v : UINT_MAX;
+			break;
+		}
 		case 'i':
 			o.timeline_ms = (unsigned)strtoul(optarg, &e, 10);
 			if (*e || !o.timeline_ms) {

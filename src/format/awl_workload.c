@@ -61,6 +61,10 @@ const char *awl_op_name(unsigned code)
 		return "thread_start";
 	case AWL_OP_THREAD_EXIT:
 		return "thread_exit";
+	case AWL_OP_SPAWN:
+		return "spawn";
+	case AWL_OP_THINK:
+		return "think";
 	default:
 		return "?";
 	}
@@ -122,6 +126,14 @@ int awl_writer_add_thread(struct awl_writer *w, uint32_t serial, uint32_t tid)
 	return (int)w->nth++;
 }
 
+void awl_writer_set_start(struct awl_writer *w, uint32_t t, uint32_t parent, uint64_t spawn_op,
+			  uint32_t live)
+{
+	w->th[t].parent = parent + 1;
+	w->th[t].spawn_op = spawn_op;
+	w->th[t].live_at_start = live;
+}
+
 void awl_writer_flush_thread(struct awl_writer *w, uint32_t ti)
 {
 	struct awl_wthread *t = &w->th[ti];
@@ -161,13 +173,18 @@ int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char
 	put32(rec + 4, w->nth);
 	if (fwrite(rec, 1, 8, w->fp) != 8 && !w->ioerr)
 		w->ioerr = errno ? errno : EIO;
+	uint32_t roots = 0;
 	for (uint32_t i = 0; i < w->nth; i++) {
+		roots += w->th[i].parent == 0;
 		memset(rec, 0, sizeof(rec));
 		put32(rec, w->th[i].serial);
 		put32(rec + 4, w->th[i].tid);
 		put64(rec + 8, w->th[i].ops);
 		put64(rec + 16, w->th[i].calls);
 		put64(rec + 24, w->th[i].chunks);
+		put32(rec + 32, w->th[i].parent);
+		put32(rec + 36, w->th[i].live_at_start);
+		put64(rec + 40, w->th[i].spawn_op);
 		if (fwrite(rec, 1, sizeof(rec), w->fp) != sizeof(rec) && !w->ioerr)
 			w->ioerr = errno ? errno : EIO;
 	}
@@ -188,6 +205,9 @@ int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char
 	put32(hdr + AWL_H_SRC_PID, s->src_pid);
 	put32(hdr + AWL_H_SRC_EXEC, s->src_exec);
 	put64(hdr + AWL_H_DURATION_NS, s->duration_ns);
+	put64(hdr + AWL_H_THINK_NS, s->think_ns);
+	put32(hdr + AWL_H_MAX_LIVE, s->max_live);
+	put32(hdr + AWL_H_ROOTS, roots);
 	for (unsigned i = 0; i <= AWL_OP_CALL_LAST; i++)
 		put64(hdr + AWL_H_CALLS + 8 * i, w->calls[i]);
 	if (fflush(w->fp) != 0 && !w->ioerr)
@@ -270,6 +290,8 @@ static int add_chunk(struct awl_thread *t, uint64_t off, uint32_t len, uint32_t 
 	t->chunk_len[n] = len;
 	t->chunk_ops[n] = ops;
 	t->nchunks = n + 1;
+	if (len > t->max_chunk)
+		t->max_chunk = len;
 	return 0;
 }
 
@@ -288,11 +310,12 @@ static int load(awl_file *f, char *eb, size_t el)
 		return -1;
 	}
 	in->version = get32(h + AWL_H_VERSION);
-	if (in->version != AWL_VERSION) {
-		seterr(eb, el, "%s: workload version %" PRIu32 " not supported (this reader knows %u)", nm,
-		       in->version, AWL_VERSION);
+	if (in->version < AWL_VERSION_MIN || in->version > AWL_VERSION) {
+		seterr(eb, el, "%s: workload version %" PRIu32 " not supported (this reader knows %u to %u)", nm,
+		       in->version, AWL_VERSION_MIN, AWL_VERSION);
 		return -1;
 	}
+	const uint64_t trec = in->version == 1 ? AWL_THREAD_REC_V1 : AWL_THREAD_REC;
 	uint32_t hs = get32(h + AWL_H_HEADER_SIZE);
 	if (hs < AWL_HEADER_SIZE || hs % 8 || hs > f->size) {
 		seterr(eb, el, "%s: bad header size %" PRIu32, nm, hs);
@@ -321,13 +344,20 @@ static int load(awl_file *f, char *eb, size_t el)
 	in->duration_ns = get64(h + AWL_H_DURATION_NS);
 	for (unsigned i = 0; i <= AWL_OP_CALL_LAST; i++)
 		in->calls[i] = get64(h + AWL_H_CALLS + 8 * i);
+	if (in->version >= 2) {
+		in->think_ns = get64(h + AWL_H_THINK_NS);
+		in->max_live = get32(h + AWL_H_MAX_LIVE);
+		in->roots = get32(h + AWL_H_ROOTS);
+	} else {
+		in->max_live = in->roots = in->nthreads;
+	}
 	/* every slot is filled by some op, so slots <= ops */
 	if (in->nthreads > AWL_MAX_THREADS || in->slots > AWL_MAX_SLOTS || in->slots > in->ops) {
 		seterr(eb, el, "%s: implausible header (%" PRIu32 " threads, %" PRIu64 " slots)", nm,
 		       in->nthreads, in->slots);
 		return -1;
 	}
-	if (table < hs || table > f->size || f->size - table != 8 + (uint64_t)AWL_THREAD_REC * in->nthreads) {
+	if (table < hs || table > f->size || f->size - table != 8 + trec * in->nthreads) {
 		seterr(eb, el, "%s: truncated or corrupt (thread table at %" PRIu64 ", file %" PRIu64 " bytes)", nm,
 		       table, f->size);
 		return -1;
@@ -343,8 +373,9 @@ static int load(awl_file *f, char *eb, size_t el)
 		return -1;
 	}
 	uint64_t sum_ops = 0, sum_calls = 0;
+	uint32_t roots = 0;
 	for (uint32_t i = 0; i < in->nthreads; i++) {
-		if (rd(f, table + 8 + (uint64_t)i * AWL_THREAD_REC, tb, sizeof(tb)) < 0) {
+		if (rd(f, table + 8 + (uint64_t)i * trec, tb, trec) < 0) {
 			seterr(eb, el, "%s: short read in thread table", nm);
 			return -1;
 		}
@@ -352,8 +383,26 @@ static int load(awl_file *f, char *eb, size_t el)
 		f->th[i].tid = get32(tb + 4);
 		f->th[i].ops = get64(tb + 8);
 		f->th[i].calls = get64(tb + 16);
+		if (in->version >= 2) {
+			f->th[i].parent = get32(tb + 32);
+			f->th[i].live_at_start = get32(tb + 36);
+			f->th[i].spawn_op = get64(tb + 40);
+		}
+		roots += f->th[i].parent == 0;
 		sum_ops += f->th[i].ops;
 		sum_calls += f->th[i].calls;
+	}
+	for (uint32_t i = 0; i < in->nthreads; i++) {
+		uint32_t p = f->th[i].parent;
+		if (p > in->nthreads || p == i + 1 || (p && f->th[i].spawn_op >= f->th[p - 1].ops)) {
+			seterr(eb, el, "%s: thread %" PRIu32 " has a bad parent (%" PRIu32 ", op %" PRIu64 ")", nm, i,
+			       p, f->th[i].spawn_op);
+			return -1;
+		}
+	}
+	if (roots != in->roots || in->max_live > in->nthreads || (in->nthreads && !roots)) {
+		seterr(eb, el, "%s: thread table does not match the header (%" PRIu32 " root threads)", nm, roots);
+		return -1;
 	}
 	if (sum_ops != in->ops || sum_calls != in->calls[0]) {
 		seterr(eb, el, "%s: thread table does not match the header (ops %" PRIu64 " vs %" PRIu64 ")", nm,
@@ -493,9 +542,20 @@ int awl_stream_init(awl_file *f, uint32_t t, struct awl_stream *s)
 	return t < f->info.nthreads ? 0 : -1;
 }
 
+int awl_stream_init_buf(awl_file *f, uint32_t t, struct awl_stream *s, uint8_t *buf, size_t cap)
+{
+	if (awl_stream_init(f, t, s) < 0 || cap < f->th[t].max_chunk)
+		return -1;
+	s->buf = buf;
+	s->cap = cap;
+	s->own_buf = 1;
+	return 0;
+}
+
 void awl_stream_free(struct awl_stream *s)
 {
-	free(s->buf);
+	if (!s->own_buf)
+		free(s->buf);
 	s->buf = NULL;
 }
 
@@ -535,7 +595,9 @@ static const signed char op_fields[32] = {
 	[AWL_OP_MARKER] = 1,
 	[AWL_OP_THREAD_START] = 1,
 	[AWL_OP_THREAD_EXIT] = 0,
-	[AWL_OP_THREAD_EXIT + 1 ... 31] = -1,
+	[AWL_OP_SPAWN] = 1,
+	[AWL_OP_THINK] = 1,
+	[AWL_OP_THINK + 1 ... 31] = -1,
 };
 #undef FIELDS_
 
@@ -572,6 +634,8 @@ int awl_stream_next(struct awl_stream *s, struct awl_op *op)
 			return 0;
 		size_t len = th->chunk_len[s->chunk];
 		if (len > s->cap) {
+			if (s->own_buf)
+				return serr(s, "chunk larger than the decoder's buffer");
 			uint8_t *nb = realloc(s->buf, len);
 			if (!nb)
 				return serr(s, "out of memory");
@@ -592,7 +656,7 @@ int awl_stream_next(struct awl_stream *s, struct awl_op *op)
 	op->len = 0;
 	op->code = s->buf[s->pos++];
 	int nf = op->code < 32 ? op_fields[op->code] : -1;
-	if (nf < 0)
+	if (nf < 0 || (op->code >= AWL_OP_SPAWN && s->f->info.version < 2))
 		return serr(s, "unknown op code");
 	uint64_t *fl[4] = {&op->a, &op->b, &op->c, &op->d};
 	if (s->len - s->pos >= 40) {
@@ -624,7 +688,7 @@ int awl_stream_next(struct awl_stream *s, struct awl_op *op)
 struct vthread {
 	struct awl_stream s;
 	struct awl_op op;
-	int have, end;
+	int have, end, spawned;
 	struct util_hmap waited; /* thread -> ops waited for */
 };
 
@@ -672,15 +736,17 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 		free(slots);
 		return -1;
 	}
-	for (uint32_t t = 0; t < n; t++)
+	for (uint32_t t = 0; t < n; t++) {
 		awl_stream_init(f, t, &vt[t].s);
-	uint64_t calls[AWL_OP_CALL_LAST + 1] = {0}, waits = 0;
+		vt[t].spawned = f->th[t].parent == 0;
+	}
+	uint64_t calls[AWL_OP_CALL_LAST + 1] = {0}, waits = 0, think = 0;
 	uint32_t ended = 0;
 	while (rc == 0 && ended < n) {
 		int progress = 0;
 		for (uint32_t t = 0; rc == 0 && t < n; t++) {
 			struct vthread *v = &vt[t];
-			while (rc == 0 && !v->end) {
+			while (rc == 0 && !v->end && v->spawned) {
 				if (!v->have) {
 					int r = awl_stream_next(&v->s, &v->op);
 					if (r < 0) {
@@ -716,6 +782,24 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 							break;
 						}
 					waits++;
+				} else if (op->code == AWL_OP_SPAWN) {
+					const struct awl_thread *c = op->a < n ? &f->th[op->a] : NULL;
+					if (!c || c->parent != t + 1 || c->spawn_op != idx || vt[op->a].spawned) {
+						seterr(eb, el,
+						       "%s: thread %" PRIu32 " op %" PRIu64
+						       ": spawn of thread %" PRIu64 " does not match the thread table",
+						       nm, t, idx, op->a);
+						rc = -1;
+						break;
+					}
+					vt[op->a].spawned = 1;
+				} else if (op->code == AWL_OP_THINK) {
+					if (__builtin_add_overflow(think, op->a, &think)) {
+						seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": think time overflows",
+						       nm, t, idx);
+						rc = -1;
+						break;
+					}
 				} else if (op->code <= AWL_OP_CALL_LAST) {
 					calls[op->code]++;
 					calls[0]++;
@@ -764,7 +848,15 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 			}
 		}
 		if (rc == 0 && !progress && ended < n) {
-			seterr(eb, el, "%s: deadlock: every unfinished thread waits for another", f->name);
+			uint32_t never = 0;
+			while (never < n && (vt[never].spawned || !vt[f->th[never].parent - 1].end))
+				never++;
+			if (never < n)
+				seterr(eb, el, "%s: thread %" PRIu32 " is never spawned (its parent %" PRIu32
+					       " ended without a SPAWN of it)",
+				       f->name, never, f->th[never].parent - 1);
+			else
+				seterr(eb, el, "%s: deadlock: every unfinished thread waits for another", f->name);
 			rc = -1;
 		}
 	}
@@ -779,6 +871,11 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 		if (rc == 0 && waits != in->waits) {
 			seterr(eb, el, "%s: %" PRIu64 " waits in the streams, header says %" PRIu64, f->name, waits,
 			       in->waits);
+			rc = -1;
+		}
+		if (rc == 0 && think != in->think_ns) {
+			seterr(eb, el, "%s: %" PRIu64 " ns of think time in the streams, header says %" PRIu64,
+			       f->name, think, in->think_ns);
 			rc = -1;
 		}
 	}

@@ -7,8 +7,12 @@
  * Layout (all little-endian):
  *   header (AWL_HEADER_SIZE bytes), then chunks, then the thread table.
  *   chunk:  u32 magic "AWCK", u32 thread index, u32 bytes, u32 ops, bytes
- *   table:  u32 magic "AWTH", u32 threads, then per thread 32 bytes
+ *   table:  u32 magic "AWTH", u32 threads, then per thread 48 bytes
+ *           (32 in version 1)
  * Ops never straddle chunks.  The header's COMPLETE flag is set last.
+ * Version 2 adds thread lifetimes (SPAWN ops, a parent per thread) and
+ * think time (THINK ops); version 1 files still read (all threads start
+ * with the replay, no think time).
  *
  * Writer: awl_writer_*; reader: awl_open(), awl_stream_*(), awl_verify().
  * The reader validates everything it touches: corrupt input gives an error
@@ -24,14 +28,16 @@
 #include "atr_calls.h"
 
 #define AWL_MAGIC "ALCWORKL" /* 8 bytes, no NUL */
-#define AWL_VERSION 1u
+#define AWL_VERSION 2u	 /* written; readers also take 1 */
+#define AWL_VERSION_MIN 1u
 #define AWL_HEADER_SIZE 256u
 #define AWL_CHUNK_MAGIC 0x4b435741u  /* "AWCK" */
 #define AWL_TABLE_MAGIC 0x48545741u  /* "AWTH" */
 #define AWL_CHUNK_HDR 16u
 #define AWL_CHUNK_MAX (1u << 20)     /* largest chunk payload a reader accepts */
 #define AWL_CHUNK_TARGET (64u << 10) /* what the writer makes */
-#define AWL_THREAD_REC 32u
+#define AWL_THREAD_REC_V1 32u
+#define AWL_THREAD_REC 48u /* version 2 */
 #define AWL_MARKER_MAX 255u
 #define AWL_MAX_THREADS 65536u
 #define AWL_MAX_SLOTS (1ULL << 40)
@@ -60,7 +66,10 @@ enum {
 	AWL_H_SRC_EXEC = 92,	/* u32 */
 	AWL_H_DURATION_NS = 96, /* u64 duration of the traced process */
 	AWL_H_CALLS = 104,	/* u64[11]: calls by op code 1..10 ([0] = total) */
-	AWL_H_END = 192,	/* zero up to header_size */
+	AWL_H_THINK_NS = 192,	/* v2: u64 sum of THINK ops */
+	AWL_H_MAX_LIVE = 200,	/* v2: u32 most threads alive at once in the trace */
+	AWL_H_ROOTS = 204,	/* v2: u32 threads started by the replay itself */
+	AWL_H_END = 208,	/* zero up to header_size */
 };
 
 /* Op codes (first byte of an op), then LEB128 varints.
@@ -82,7 +91,12 @@ enum awl_opcode {
 				     its release) */
 	AWL_OP_MARKER = 18,	  /* len, bytes */
 	AWL_OP_THREAD_START = 19, /* tid */
-	AWL_OP_THREAD_EXIT = 20,
+	AWL_OP_THREAD_EXIT = 20,  /* the traced thread exited here (late
+				     destructor calls may follow) */
+	AWL_OP_SPAWN = 21,	  /* v2: thread index: start that thread now */
+	AWL_OP_THINK = 22,	  /* v2: ns the traced thread spent between
+				     the last call's return and the next call */
+	AWL_OP_LAST = 22,
 };
 
 #undef AWL_OP_CALL_
@@ -129,6 +143,9 @@ static inline uint8_t *awl_put_uv(uint8_t *p, uint64_t v)
  * inlined (convert makes ~4 of them per record); use the functions. */
 struct awl_wthread {
 	uint32_t serial, tid;
+	uint32_t parent;	/* index + 1; 0: started by the replay */
+	uint32_t live_at_start; /* threads alive when it started (itself included) */
+	uint64_t spawn_op;	/* op index of the SPAWN in the parent's stream */
 	uint64_t ops, calls, chunks;
 	uint32_t chunk_ops;
 	size_t len;
@@ -151,6 +168,10 @@ struct awl_writer {
 int awl_writer_open(const char *path, struct awl_writer **out, char *errbuf, size_t errlen);
 /* A new thread stream; returns its index (0, 1, ...), -1 on error. */
 int awl_writer_add_thread(struct awl_writer *w, uint32_t serial, uint32_t tid);
+/* Thread t is started by parent's op spawn_op (a SPAWN op the caller
+ * writes); live: threads alive in the trace once it started. */
+void awl_writer_set_start(struct awl_writer *w, uint32_t t, uint32_t parent, uint64_t spawn_op,
+			  uint32_t live);
 /* Write thread t's pending ops as a chunk (awl_writer_reserve does it). */
 void awl_writer_flush_thread(struct awl_writer *w, uint32_t t);
 
@@ -187,8 +208,8 @@ static inline void awl_writer_count_call(struct awl_writer *w, uint32_t t, unsig
 }
 
 struct awl_summary_in {
-	uint64_t slots, ideal_peak, waits, anomalies, duration_ns;
-	uint32_t src_pid, src_exec;
+	uint64_t slots, ideal_peak, waits, anomalies, duration_ns, think_ns;
+	uint32_t src_pid, src_exec, max_live;
 };
 /* Flush, write the thread table and the final header.  0 or -1. */
 int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char *errbuf,
@@ -203,6 +224,10 @@ uint64_t awl_writer_ops(const struct awl_writer *w);
 struct awl_thread {
 	uint32_t serial, tid;
 	uint64_t ops, calls, nchunks;
+	uint32_t parent;	/* index + 1; 0: a root (started by the replay) */
+	uint32_t live_at_start; /* threads alive in the trace once it started */
+	uint64_t spawn_op;	/* index of the SPAWN op in the parent's stream */
+	uint32_t max_chunk;	/* largest chunk payload: the decoder's buffer */
 	uint64_t *chunk_off; /* payload offsets */
 	uint32_t *chunk_len, *chunk_ops;
 };
@@ -210,6 +235,8 @@ struct awl_thread {
 struct awl_info {
 	uint32_t version, flags, nthreads;
 	uint64_t features, slots, ideal_peak, ops, waits, chunks, anomalies, duration_ns;
+	uint64_t think_ns;	      /* v2 */
+	uint32_t max_live, roots;     /* v2; version 1: threads, threads */
 	uint32_t src_pid, src_exec;
 	uint64_t calls[AWL_OP_CALL_LAST + 1]; /* [0] total */
 	uint64_t file_size;
@@ -234,19 +261,24 @@ struct awl_stream {
 	uint64_t chunk;	   /* next chunk index */
 	uint8_t *buf;	   /* current chunk payload */
 	size_t cap, len, pos;
+	int own_buf;	   /* buf is the caller's (awl_stream_init_buf) */
 	uint32_t left_ops; /* ops left in the current chunk */
 	uint64_t done;	   /* ops returned */
 	char err[160];
 };
 int awl_stream_init(awl_file *f, uint32_t t, struct awl_stream *s);
+/* The same decoding into the caller's buffer of cap >= the thread's
+ * max_chunk bytes (the replay maps its own, outside the allocator). */
+int awl_stream_init_buf(awl_file *f, uint32_t t, struct awl_stream *s, uint8_t *buf, size_t cap);
 /* 1 with *op filled, 0 at the end of the stream, -1 on corrupt data
  * (message in s->err). */
 int awl_stream_next(struct awl_stream *s, struct awl_op *op);
 void awl_stream_free(struct awl_stream *s);
-/* Drop cached pages of the chunks already consumed (replay RSS). */
 
 /* Decode every stream in a dependency-respecting order and check it:
- * opcodes and fields, slots < slots, WAIT targets, no deadlock, and that
+ * opcodes and fields, slots < slots, WAIT targets, SPAWNs (each non-root
+ * thread spawned once, at the op its table entry names, and running only
+ * after it), no deadlock, and that
  * every use of a slot by another thread than its last user is preceded by
  * a WAIT on that use, so a multi-threaded replay cannot race on a slot.
  * 0, or -1 with errbuf filled. */

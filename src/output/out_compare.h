@@ -29,6 +29,8 @@ struct cmp_col {
 	int ntun;
 	double *v[CMP_NMETRIC]; /* runs */
 	uint64_t count[4];
+	double ideal_mib;  /* the workload's ideal RSS */
+	char verdict[256]; /* rp_verdict_line: "NAME: -9% time (+-2%), +14% Max RSS" */
 };
 
 /* Median, min and max of n (1..256) values. */

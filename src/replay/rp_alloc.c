@@ -119,9 +119,27 @@ int rp_reexec(char **argv, const char *lib, const char *tunables, char *eb, size
 		return -1;
 	}
 #endif
-	if (lib[0] && setenv("LD_PRELOAD", lib, 1) < 0)
+	/* Keep liballoctrace.so if it is preloaded (`alloctrace record --
+	   alloctrace replay ...`: a user checking the replay's calls), in
+	   front of the allocator so that it sees every call; drop the rest. */
+	char pre[4096] = "";
+	const char *old = getenv("LD_PRELOAD");
+	if (old) {
+		char *dup = strdup(old), *sv = NULL;
+		for (char *t = dup ? strtok_r(dup, ": ", &sv) : NULL; t; t = strtok_r(NULL, ": ", &sv))
+			if (strstr(t, "liballoctrace") && strlen(pre) + strlen(t) + 2 < sizeof(pre)) {
+				strcat(pre, pre[0] ? ":" : "");
+				strcat(pre, t);
+			}
+		free(dup);
+	}
+	if (lib[0] && strlen(pre) + strlen(lib) + 2 < sizeof(pre)) {
+		strcat(pre, pre[0] ? ":" : "");
+		strcat(pre, lib);
+	}
+	if (pre[0] && setenv("LD_PRELOAD", pre, 1) < 0)
 		goto fail;
-	if (!lib[0])
+	if (!pre[0])
 		unsetenv("LD_PRELOAD");
 	if (tunables && tunables[0] && setenv("GLIBC_TUNABLES", tunables, 1) < 0)
 		goto fail;

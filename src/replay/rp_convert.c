@@ -64,6 +64,12 @@ static uint64_t dq_pop_front(struct deque *d)
 
 struct cthread {
 	uint32_t widx; /* workload thread index */
+	int exited;    /* its THREAD_EXIT was seen */
+	uint32_t alive_pos; /* index in conv.alive while not exited */
+	uint64_t last_seq; /* global index of its latest record */
+	int have_ret;  /* ret_ts valid */
+	uint64_t ret_ts;   /* when its latest call returned (ticks) */
+	uint64_t think_ticks; /* gap not yet written as a THINK op */
 	struct util_hmap waited;
 	struct deque freeq;
 	int rel_valid; /* a REALLOC_RELEASE waits for its realloc */
@@ -97,6 +103,21 @@ struct conv {
 	size_t recent_pos;
 	uint64_t reports[8];
 	int nomem;
+	atr_file *f;
+	/* thread lifetimes: a start (SPAWN) waits for the start before it and
+	   for the exits since; an exit (THREAD_EXIT) for the latest start.  So
+	   every thread starts with the threads alive that were alive in the
+	   trace; exits among themselves stay unordered. */
+	uint32_t sp_thread; /* workload index of the latest SPAWN, RP_NONE */
+	uint64_t sp_idx;    /* its op index */
+	struct { uint32_t w; uint64_t idx; } *exits; /* exits since that SPAWN */
+	uint32_t nexits, exits_cap;
+	uint32_t spawner; /* cthread that made the latest SPAWN, RP_NONE */
+	uint32_t nlive, max_live;
+	uint32_t *alive; /* threads not exited (cthread indices), nlive of them */
+	uint32_t alive_cap;
+	uint64_t think_total;
+	uint64_t floor_ticks, min_ticks; /* think_floor_ns, RP_THINK_MIN_NS */
 };
 
 enum { REP_UNKNOWN, REP_DOUBLE, REP_DUP, REP_UREALLOC };
@@ -113,6 +134,92 @@ static void report(struct conv *c, int kind, const struct atr_event *ev, const c
 }
 
 /* ------------------------------------------------------------ threads */
+/* A WAIT in thread ti for owner's first need ops, unless done already. */
+static void emit_wait_ops(struct conv *c, uint32_t ti, uint32_t owner, uint64_t need)
+{
+	uint32_t wi = c->th[ti].widx;
+	uint64_t have = 0;
+	struct cthread *t = &c->th[ti];
+	if (util_hmap_lookup(&t->waited, owner, &have) && have >= need)
+		return;
+	if (util_hmap_insert(&t->waited, owner, need, NULL) < 0) {
+		c->nomem = 1;
+		return;
+	}
+	uint8_t *p = awl_writer_reserve(c->w, wi, 32);
+	*p++ = AWL_OP_WAIT;
+	p = awl_put_uv(p, owner);
+	p = awl_put_uv(p, need);
+	awl_writer_commit(c->w, wi, p);
+	c->st->waits++;
+}
+
+/* Thread ti's next op is a SPAWN (spawn) or its THREAD_EXIT: the waits
+ * that keep starts and exits in the trace's order; returns its index. */
+static uint64_t lifecycle_op(struct conv *c, uint32_t ti, int spawn)
+{
+	uint32_t wi = c->th[ti].widx;
+	if (c->sp_thread != RP_NONE && c->sp_thread != wi)
+		emit_wait_ops(c, ti, c->sp_thread, c->sp_idx + 1);
+	if (spawn) {
+		for (uint32_t k = 0; k < c->nexits; k++)
+			if (c->exits[k].w != wi)
+				emit_wait_ops(c, ti, c->exits[k].w, c->exits[k].idx + 1);
+		c->nexits = 0;
+	}
+	uint64_t idx = awl_writer_thread_ops(c->w, wi);
+	if (spawn) {
+		c->sp_thread = wi;
+		c->sp_idx = idx;
+	} else {
+		if (c->nexits == c->exits_cap) {
+			uint32_t nc = c->exits_cap ? c->exits_cap * 2 : 16;
+			void *ne = realloc(c->exits, nc * sizeof(*c->exits));
+			if (!ne) {
+				c->nomem = 1;
+				return idx;
+			}
+			c->exits = ne;
+			c->exits_cap = nc;
+		}
+		c->exits[c->nexits].w = wi;
+		c->exits[c->nexits++].idx = idx;
+	}
+	return idx;
+}
+
+/* Thread nt (new, not the first) starts.  The trace does not say who
+ * created it: the thread that spawned the previous one does, while it is
+ * alive (threads are mostly created by one thread: main, a pool); else
+ * the thread that ran last and has not exited (the creator usually made
+ * the last call, e.g. glibc's calloc of the new thread's DTV).  Taking
+ * the last active thread every time made chains (each new thread created
+ * the next one), a wake-up per start in the replay. */
+static void spawn(struct conv *c, uint32_t nt)
+{
+	uint32_t par = RP_NONE;
+	if (c->spawner != RP_NONE && !c->th[c->spawner].exited)
+		par = c->spawner;
+	else {
+		for (uint32_t k = 0; k < c->nlive; k++) {
+			uint32_t i = c->alive[k];
+			if (i != nt && (par == RP_NONE || c->th[i].last_seq > c->th[par].last_seq))
+				par = i;
+		}
+		for (uint32_t i = 0; i < nt && c->nlive <= 1; i++) /* all others exited */
+			if (i != nt && (par == RP_NONE || c->th[i].last_seq > c->th[par].last_seq))
+				par = i;
+	}
+	c->spawner = par;
+	uint64_t idx = lifecycle_op(c, par, 1);
+	uint32_t pw = c->th[par].widx;
+	uint8_t *p = awl_writer_reserve(c->w, pw, 16);
+	*p++ = AWL_OP_SPAWN;
+	p = awl_put_uv(p, c->th[nt].widx);
+	awl_writer_commit(c->w, pw, p);
+	awl_writer_set_start(c->w, c->th[nt].widx, pw, idx, c->nlive);
+}
+
 static uint32_t thread_of(struct conv *c, const struct atr_event *ev)
 {
 	uint32_t s = ev->thread;
@@ -151,6 +258,22 @@ static uint32_t thread_of(struct conv *c, const struct atr_event *ev)
 	memset(t, 0, sizeof(*t));
 	t->widx = (uint32_t)wi;
 	c->by_serial[s] = c->nth;
+	if (c->nlive == c->alive_cap) {
+		uint32_t nc = c->alive_cap ? c->alive_cap * 2 : 16;
+		uint32_t *na = realloc(c->alive, nc * sizeof(*na));
+		if (!na) {
+			c->nomem = 1;
+			return RP_NONE;
+		}
+		c->alive = na;
+		c->alive_cap = nc;
+	}
+	t->alive_pos = c->nlive;
+	c->alive[c->nlive++] = c->nth;
+	if (c->nlive > c->max_live)
+		c->max_live = c->nlive;
+	if (c->nth)
+		spawn(c, c->nth);
 	return c->nth++;
 }
 
@@ -217,21 +340,7 @@ static inline void slot_release(struct conv *c, uint32_t ti, uint64_t slot)
 /* ---------------------------------------------------------------- ops */
 static void emit_wait_slow(struct conv *c, uint32_t ti, uint64_t slot, uint32_t owner)
 {
-	uint32_t wi = c->th[ti].widx;
-	uint64_t need = c->s_idx[slot] + 1, have = 0;
-	struct cthread *t = &c->th[ti];
-	if (util_hmap_lookup(&t->waited, owner, &have) && have >= need)
-		return;
-	if (util_hmap_insert(&t->waited, owner, need, NULL) < 0) {
-		c->nomem = 1;
-		return;
-	}
-	uint8_t *p = awl_writer_reserve(c->w, wi, 32);
-	*p++ = AWL_OP_WAIT;
-	p = awl_put_uv(p, owner);
-	p = awl_put_uv(p, need);
-	awl_writer_commit(c->w, wi, p);
-	c->st->waits++;
+	emit_wait_ops(c, ti, owner, c->s_idx[slot] + 1);
 }
 
 /* A WAIT before thread ti uses slot, if another thread used it last. */
@@ -578,8 +687,17 @@ static void on_meta(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		op_end(c, ti, p, 0);
 		break;
 	case ATR_T_THREAD_EXIT:
+		if (c->th[ti].exited)
+			break; /* once per thread */
+		lifecycle_op(c, ti, 0);
 		p = op_begin(c, ti, AWL_OP_THREAD_EXIT);
 		op_end(c, ti, p, 0);
+		c->th[ti].exited = 1;
+		{
+			uint32_t pos = c->th[ti].alive_pos, last = c->alive[--c->nlive];
+			c->alive[pos] = last;
+			c->th[last].alive_pos = pos;
+		}
 		break;
 	case ATR_T_MARKER: {
 		uint32_t len = ev->payload_len > AWL_MARKER_MAX ? AWL_MARKER_MAX : ev->payload_len;
@@ -603,6 +721,35 @@ static void on_meta(struct conv *c, uint32_t ti, const struct atr_event *ev)
 	default:
 		break;
 	}
+}
+
+/* Thread ti makes a call (ev): the time since its previous call returned,
+ * less the recorder's own share (think_floor_ns per gap), is think time;
+ * gaps add up until they reach RP_THINK_MIN_NS and go out as a THINK op
+ * before the call. */
+static void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev)
+{
+	struct cthread *t = &c->th[ti];
+	int rea = ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY;
+	/* the reader stamps a realloc with its end (docs/TRACE_FORMAT.md) */
+	uint64_t start = rea && ev->ts >= ev->duration ? ev->ts - ev->duration : ev->ts;
+	uint64_t ret = rea || !(ev->flags & ATR_FLAG_TIMED) ? ev->ts : ev->ts + ev->duration;
+	if (t->have_ret && start > t->ret_ts + c->floor_ticks) {
+		/* in ticks: no conversion per call */
+		t->think_ticks += start - t->ret_ts - c->floor_ticks;
+		if (t->think_ticks >= c->min_ticks) {
+			uint64_t ns = atr_ticks_to_ns_u64(c->f, t->think_ticks);
+			t->think_ticks = 0;
+			if (ns) {
+				uint8_t *p = op_begin(c, ti, AWL_OP_THINK);
+				p = awl_put_uv(p, ns);
+				op_end(c, ti, p, 0);
+				c->think_total += ns;
+			}
+		}
+	}
+	t->have_ret = 1;
+	t->ret_ts = ret;
 }
 
 static double now_s(void)
@@ -656,6 +803,16 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	memset(&c, 0, sizeof(c));
 	c.o = o;
 	c.st = st;
+	c.f = f;
+	c.sp_thread = RP_NONE;
+	c.spawner = RP_NONE;
+	{
+		double tpn = in->ticks_per_sec > 0 ? in->ticks_per_sec / 1e9 : 1.0;
+		c.floor_ticks = (uint64_t)((double)o->think_floor_ns * tpn + 0.5);
+		c.min_ticks = (uint64_t)((double)RP_THINK_MIN_NS * tpn + 0.5);
+		if (!c.min_ticks)
+			c.min_ticks = 1;
+	}
 	if (awl_writer_open(out, &c.w, eb, el) < 0) {
 		atr_close(f);
 		return 1;
@@ -683,8 +840,10 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		if (c.nomem)
 			break;
 		struct cthread *t = &c.th[ti];
+		t->last_seq = st->records;
 		if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) {
 			st->calls++;
+			think_before(&c, ti, ev);
 			unsigned shape = atr_call_args(ev->type);
 			if (shape == ATR_ARGS_PTR)
 				on_free(&c, ti, ev);
@@ -734,6 +893,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	st->ideal_peak = c.peak;
 	st->slots = c.nslots;
 	st->threads = c.nth;
+	st->think_ns = c.think_total;
+	st->max_live = c.max_live;
 	st->lost_records += in->header_lost + in->lost_blocks;
 	st->anomalies = st->unknown_frees + st->double_frees + st->dup_allocs + st->unknown_reallocs;
 	if (rc == 0) {
@@ -745,6 +906,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 			.duration_ns = st->records ? atr_ticks_to_ns_u64(f, last_ts - first_ts) : 0,
 			.src_pid = in->pid,
 			.src_exec = in->exec_seq,
+			.think_ns = c.think_total,
+			.max_live = c.max_live,
 		};
 		if (awl_writer_finish(c.w, &s, eb, el) < 0)
 			rc = 1;
@@ -758,6 +921,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		free(c.th[i].freeq.v);
 	}
 	free(c.th);
+	free(c.alive);
+	free(c.exits);
 	free(c.by_serial);
 	free(c.s_thread);
 	free(c.s_idx);

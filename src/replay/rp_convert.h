@@ -23,7 +23,16 @@ struct rp_convert_opts {
 	int progress;	/* 1: progress on stderr */
 	int quiet;	/* 1: no anomaly reports */
 	int max_reports; /* anomalies printed per kind (default 10) */
+	uint64_t think_floor_ns; /* the recorder's share of each gap between
+				    calls, not think time (RP_THINK_FLOOR_NS) */
 };
+
+/* Gaps between a call's return and the thread's next call shorter than
+ * this add up until they reach it (THINK ops stay rare). */
+#define RP_THINK_MIN_NS 1000u
+/* `convert`'s default think_floor_ns: the median gap between the calls of
+ * a tight malloc/free loop under `record` here (bench/replay/RESULTS.md). */
+#define RP_THINK_FLOOR_NS 20u
 
 struct rp_convert_stats {
 	uint32_t pid, nprocs;
@@ -31,6 +40,8 @@ struct rp_convert_stats {
 	uint64_t records, calls, ops, waits, slots, threads, ideal_peak;
 	uint64_t unknown_frees, double_frees, dup_allocs, unknown_reallocs, failed_allocs;
 	uint64_t lost_records, anomalies, bytes_out;
+	uint64_t think_ns;
+	uint32_t max_live;
 	double seconds;
 };
 

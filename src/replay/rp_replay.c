@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -284,30 +287,57 @@ struct slot {
 	uint64_t size;
 };
 
+/* Per workload thread, for the whole run: small (1000s of threads). */
 struct rthread {
 	struct replay *rp;
 	uint32_t t;
+	int exited; /* its THREAD_EXIT op ran (or its stream ended) */
 	pthread_t th;
-	struct awl_stream s;
+};
+
+/* A running replay thread's own state, on its stack; merged into the
+ * result when the thread ends, so memory follows the live threads. */
+struct rlocal {
 	struct rp_callstat st[RP_NTYPES + 1];
 	uint64_t ops, waits, sleeps, unexpected_ok, unexpected_fail;
-	uint64_t ns, cpu_ns;
-	long nivcsw;
-	int err;
-	char errmsg[200];
+	uint64_t create_ns, think_ns, think_debt;
+	size_t wpos;
+	uint8_t *wset; /* think working set (RP_THINK_WSET bytes) */
 };
 
 struct replay {
 	awl_file *f;
 	const struct rp_opts *o;
 	struct slot *slots;
+	size_t slots_bytes;
 	struct prog *prog;
 	struct rthread *th;
 	uint32_t n;
+	uint32_t version;
 	_Atomic uint32_t go;
+	_Atomic int abort;
 	_Atomic int stop_sampler;
 	size_t page;
 	uint64_t timer_floor; /* ticks an empty timed region measures */
+	unsigned spin, ncpu;
+	int membar;		   /* membarrier(PRIVATE_EXPEDITED) registered */
+	pthread_attr_t attr;
+	_Atomic uint32_t running;  /* replay threads between start and end */
+	_Atomic uint32_t live;	   /* between spawn and exit op, as the trace counts */
+	_Atomic uint32_t max_live;
+	_Atomic uint64_t spawned;  /* threads created (counted before the create) */
+	_Atomic uint64_t overlap_checked, overlap_diff;
+	_Atomic uint64_t dec_bytes, dec_peak;	    /* decoder buffers */
+	_Atomic uint64_t state_bytes, state_peak; /* stats + think sets */
+	_Atomic uint64_t exit_ns;
+	/* finished threads, for the reaper (main) */
+	pthread_mutex_t lock; /* also guards res and err */
+	uint32_t *zombies;
+	size_t nz;
+	_Atomic uint32_t zseq; /* futex word: bumped per finished thread */
+	struct rp_result *res;
+	int err;
+	char errmsg[200];
 };
 
 static long futex(_Atomic uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
@@ -315,30 +345,74 @@ static long futex(_Atomic uint32_t *uaddr, int op, uint32_t val, const struct ti
 	return syscall(SYS_futex, (uint32_t *)uaddr, op, val, ts, NULL, 0);
 }
 
-static void wait_for(struct replay *rp, struct rthread *me, uint32_t t, uint64_t need)
+/* A sleeper registers (waiters, wake_at) and then re-reads `done`; the
+ * publisher stores `done` and then reads `waiters`.  That store-load pair
+ * needs a full barrier on both sides; membarrier() puts the publisher's
+ * half on the sleeper (the slow path), so publishing stays a plain store
+ * and a load per op.  Without membarrier the publisher fences. */
+static int membarrier_register(void)
+{
+#ifdef SYS_membarrier
+	/* MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED = 16, ..._PRIVATE_EXPEDITED = 8 */
+	return syscall(SYS_membarrier, 16, 0, 0) == 0;
+#else
+	return 0;
+#endif
+}
+static void membarrier_now(void)
+{
+#ifdef SYS_membarrier
+	syscall(SYS_membarrier, 8, 0, 0);
+#endif
+}
+
+static void abort_all(struct replay *rp, const char *msg)
+{
+	pthread_mutex_lock(&rp->lock);
+	if (!rp->err) {
+		rp->err = 1;
+		snprintf(rp->errmsg, sizeof(rp->errmsg), "%s", msg);
+	}
+	pthread_mutex_unlock(&rp->lock);
+	atomic_store(&rp->abort, 1);
+	for (uint32_t i = 0; i < rp->n; i++) {
+		struct prog *p = &rp->prog[i];
+		atomic_store(&p->done, UINT64_MAX);
+		atomic_fetch_add(&p->fut, 1);
+		futex(&p->fut, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+	}
+}
+
+static void wait_for(struct replay *rp, struct rlocal *me, uint32_t t, uint64_t need)
 {
 	struct prog *p = &rp->prog[t];
 	if (atomic_load_explicit(&p->done, memory_order_acquire) >= need)
 		return;
 	me->waits++;
-	for (int i = 0; i < 2000; i++) {
+	/* Spin only while every running replay thread can have a core: with
+	   more threads than cores the thread we wait for may need ours. */
+	if (atomic_load_explicit(&rp->running, memory_order_relaxed) <= rp->ncpu)
+		for (unsigned i = 0; i < rp->spin; i++) {
 #if defined(__x86_64__) || defined(__i386__)
-		_mm_pause();
+			_mm_pause();
+#elif defined(__aarch64__)
+			__asm__ volatile("yield");
 #endif
-		if (atomic_load_explicit(&p->done, memory_order_acquire) >= need)
-			return;
-	}
+			if (atomic_load_explicit(&p->done, memory_order_acquire) >= need)
+				return;
+		}
 	atomic_fetch_add(&p->waiters, 1);
 	while (atomic_load_explicit(&p->done, memory_order_acquire) < need) {
 		uint32_t v = atomic_load(&p->fut);
 		uint64_t w = atomic_load(&p->wake_at);
 		while (need < w && !atomic_compare_exchange_weak(&p->wake_at, &w, need))
 			;
-		if (atomic_load_explicit(&p->done, memory_order_acquire) >= need)
+		if (rp->membar)
+			membarrier_now();
+		if (atomic_load(&p->done) >= need)
 			break;
-		/* the timeout only covers a wake-up lost to store/load
-		   reordering in publish(); normally the futex is woken */
-		struct timespec ts = {0, 200000};
+		/* a guard only: the futex is woken when done reaches wake_at */
+		struct timespec ts = {0, 100000000};
 		me->sleeps++;
 		futex(&p->fut, FUTEX_WAIT_PRIVATE, v, &ts);
 	}
@@ -365,6 +439,10 @@ static inline void publish(struct replay *rp, uint32_t t, uint64_t done)
 {
 	struct prog *p = &rp->prog[t];
 	atomic_store_explicit(&p->done, done, memory_order_release);
+	if (rp->membar)
+		atomic_signal_fence(memory_order_seq_cst);
+	else
+		atomic_thread_fence(memory_order_seq_cst);
 	if (__builtin_expect(atomic_load_explicit(&p->waiters, memory_order_relaxed) != 0, 0) &&
 	    done >= atomic_load_explicit(&p->wake_at, memory_order_relaxed)) {
 		atomic_store(&p->wake_at, UINT64_MAX);
@@ -393,6 +471,130 @@ static inline uint64_t mul_sat(uint64_t a, uint64_t b)
 	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
+/* The traced thread's time between calls: written through a per-thread
+ * working set, a cache line at a time, until the clock says it is spent
+ * (the first RP_THINK_SPIN_MAX_NS of it; the rest is slept).
+ * (Not the thread's own blocks: another thread may free them meanwhile,
+ * the workload orders only the calls.)  Overshoot is paid back by the
+ * next THINK. */
+static void think(struct rlocal *me, uint64_t ns)
+{
+	if (ns <= me->think_debt) {
+		me->think_debt -= ns;
+		return;
+	}
+	uint64_t t0 = mono_ns(), end = t0 + ns - me->think_debt, now;
+	uint64_t spin_end = end - t0 > RP_THINK_SPIN_MAX_NS ? t0 + RP_THINK_SPIN_MAX_NS : end;
+	volatile uint8_t *w = me->wset;
+	size_t pos = me->wpos;
+	do {
+		for (int i = 0; i < 16; i++) {
+			w[pos]++;
+			pos = (pos + 64) & (RP_THINK_WSET - 1);
+		}
+	} while ((now = mono_ns()) < spin_end);
+	if (now < end) {
+		/* a long gap: the traced thread more likely waited (I/O, a lock,
+		   a join) than computed; sleep, leave the core to others */
+		struct timespec ts = {(time_t)(end / 1000000000u), (long)(end % 1000000000u)};
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		now = mono_ns();
+	}
+	me->wpos = pos;
+	me->think_debt = now - end;
+	me->think_ns += now - t0;
+}
+
+static void *run_thread(void *arg);
+
+static void add_peak(_Atomic uint64_t *cur, _Atomic uint64_t *peak, uint64_t n)
+{
+	uint64_t d = atomic_fetch_add(cur, n) + n, m = atomic_load(peak);
+	while (d > m && !atomic_compare_exchange_weak(peak, &m, d))
+		;
+}
+
+static void lifecycle_exit(struct replay *rp, struct rthread *me)
+{
+	if (!me->exited) {
+		me->exited = 1;
+		atomic_fetch_sub(&rp->live, 1);
+	}
+}
+
+static void note_live(struct replay *rp, uint32_t live)
+{
+	uint32_t m = atomic_load(&rp->max_live);
+	while (live > m && !atomic_compare_exchange_weak(&rp->max_live, &m, live))
+		;
+}
+
+/* Start workload thread c (a SPAWN op, or a root at the start). */
+static int start_thread(struct replay *rp, struct rlocal *me, uint32_t c)
+{
+	struct rthread *ct = &rp->th[c];
+	const struct awl_thread *at = awl_get_thread(rp->f, c);
+	uint32_t live = atomic_fetch_add(&rp->live, 1) + 1;
+	note_live(rp, live);
+	if (me && at->live_at_start) {
+		atomic_fetch_add_explicit(&rp->overlap_checked, 1, memory_order_relaxed);
+		if (live != at->live_at_start)
+			atomic_fetch_add_explicit(&rp->overlap_diff, 1, memory_order_relaxed);
+	}
+	atomic_fetch_add(&rp->spawned, 1);
+	atomic_fetch_add(&rp->running, 1);
+	uint64_t a = mono_ns();
+	int e = pthread_create(&ct->th, &rp->attr, run_thread, ct);
+	if (me)
+		me->create_ns += mono_ns() - a;
+	if (e) {
+		atomic_fetch_sub(&rp->spawned, 1);
+		atomic_fetch_sub(&rp->running, 1);
+		char m[160];
+		snprintf(m, sizeof(m), "cannot create replay thread %" PRIu32 " of %" PRIu32 ": %s", c, rp->n,
+			 strerror(e));
+		abort_all(rp, m);
+		return -1;
+	}
+	return 0;
+}
+
+/* Thread teardown: merge this thread's numbers, hand it to the reaper. */
+static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *L, uint64_t ns, uint64_t cpu_ns,
+			  long nivcsw)
+{
+	struct rp_result *r = rp->res;
+	pthread_mutex_lock(&rp->lock);
+	r->ops += L->ops;
+	r->waits += L->waits;
+	r->sleeps += L->sleeps;
+	r->thread_ns_sum += ns;
+	r->thread_cpu_ns_sum += cpu_ns;
+	r->invol_switches += (uint64_t)(nivcsw > 0 ? nivcsw : 0);
+	r->unexpected_ok += L->unexpected_ok;
+	r->unexpected_fail += L->unexpected_fail;
+	r->thread_create_ns += L->create_ns;
+	r->think_ns += L->think_ns;
+	for (unsigned k = 0; k <= RP_NTYPES; k++) {
+		struct rp_callstat *d = &r->st[k], *s = &L->st[k];
+		if (!s->count)
+			continue;
+		d->count += s->count;
+		d->sum += s->sum;
+		if (s->max > d->max)
+			d->max = s->max;
+		for (unsigned b = 0; b < RP_HIST_BUCKETS; b++)
+			d->hist[b] += s->hist[b];
+		if (k && k < RP_NTYPES)
+			r->total_cycles += s->sum;
+	}
+	rp->zombies[rp->nz++] = me->t;
+	pthread_mutex_unlock(&rp->lock);
+	atomic_fetch_add(&rp->zseq, 1);
+	futex(&rp->zseq, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
 static void *run_thread(void *arg)
 {
 	struct rthread *me = arg;
@@ -401,22 +603,64 @@ static void *run_thread(void *arg)
 	int dry = rp->o->dry_run;
 	const enum rp_timing tm = rp->o->timing;
 	const uint64_t floor_ticks = rp->timer_floor;
+	const int thinking = rp->o->think == RP_THINK_ON;
 	uint64_t trim_every = rp->o->trim_interval, next_trim = trim_every;
+	/* stats and the think working set: mapped (zero pages cost nothing
+	   until touched), apart from the allocator, gone with the thread */
+	size_t lsize = (sizeof(struct rlocal) + RP_THINK_WSET + rp->page - 1) & ~(rp->page - 1);
+	struct rlocal *L = mmap(NULL, lsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (L == MAP_FAILED) {
+		abort_all(rp, "out of memory for a replay thread's state");
+		atomic_fetch_sub(&rp->running, 1);
+		pthread_mutex_lock(&rp->lock);
+		rp->zombies[rp->nz++] = me->t;
+		pthread_mutex_unlock(&rp->lock);
+		atomic_fetch_add(&rp->zseq, 1);
+		futex(&rp->zseq, FUTEX_WAKE_PRIVATE, 1, NULL);
+		return NULL;
+	}
+	L->wset = (uint8_t *)L + ((sizeof(struct rlocal) + 63) & ~(size_t)63);
+	add_peak(&rp->state_bytes, &rp->state_peak, lsize);
 	struct awl_op op;
-	int r;
+	int r = 0;
 	while (!atomic_load_explicit(&rp->go, memory_order_acquire))
 		futex(&rp->go, FUTEX_WAIT_PRIVATE, 0, NULL);
 	uint64_t t_start = mono_ns(), c_start = thread_cpu_ns();
 	long sw_start = thread_nivcsw();
 	int64_t live = 0;
-	while ((r = awl_stream_next(&me->s, &op)) > 0) {
+	/* the decoder's buffer: its own mapping, not the allocator's, and
+	   gone when the thread is */
+	const struct awl_thread *at = awl_get_thread(rp->f, me->t);
+	size_t cap = ((size_t)(at->max_chunk ? at->max_chunk : 1) + rp->page - 1) & ~(rp->page - 1);
+	uint8_t *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct awl_stream s;
+	if (buf == MAP_FAILED) {
+		abort_all(rp, "out of memory for a decoder buffer");
+		buf = NULL;
+		r = -1;
+		memset(&s, 0, sizeof(s));
+	} else {
+		add_peak(&rp->dec_bytes, &rp->dec_peak, cap);
+		awl_stream_init_buf(rp->f, me->t, &s, buf, cap);
+	}
+	while (buf && !atomic_load_explicit(&rp->abort, memory_order_relaxed) && (r = awl_stream_next(&s, &op)) > 0) {
 		uint64_t t0 = 0, t1 = 0;
 		void *res = NULL;
 		struct slot *dst = NULL, *src = NULL;
 		uint64_t size = 0;
 		switch (op.code) {
 		case AWL_OP_WAIT:
-			wait_for(rp, me, (uint32_t)op.a, op.b);
+			wait_for(rp, L, (uint32_t)op.a, op.b);
+			goto next;
+		case AWL_OP_THINK:
+			if (thinking)
+				think(L, op.a);
+			goto next;
+		case AWL_OP_SPAWN:
+			start_thread(rp, L, (uint32_t)op.a);
+			goto next;
+		case AWL_OP_THREAD_EXIT:
+			lifecycle_exit(rp, me);
 			goto next;
 		case AWL_OP_DROP:
 			src = &rp->slots[op.a];
@@ -428,7 +672,6 @@ static void *run_thread(void *arg)
 			goto next;
 		case AWL_OP_MARKER:
 		case AWL_OP_THREAD_START:
-		case AWL_OP_THREAD_EXIT:
 			goto next;
 		/* one case per traced function (atr_calls.h), by argument shape */
 #define DST(f) (f ? &rp->slots[f - 1] : NULL)
@@ -524,14 +767,14 @@ static void *run_thread(void *arg)
 					src->size = size;
 					live += (int64_t)size;
 					res = NULL;
-					me->unexpected_ok++;
+					L->unexpected_ok++;
 				}
 			}
 			break;
 		default:
 			goto next;
 		}
-		stat_add(&me->st[op.code], t1 - t0 > floor_ticks ? t1 - t0 - floor_ticks : 0);
+		stat_add(&L->st[op.code], t1 - t0 > floor_ticks ? t1 - t0 - floor_ticks : 0);
 		if (awl_op_args(op.code) != ATR_ARGS_PTR) { /* an allocation */
 			if (dry) {
 				if (dst) {
@@ -546,35 +789,39 @@ static void *run_thread(void *arg)
 				if (res)
 					touch(rp, res, size);
 				else
-					me->unexpected_fail++;
+					L->unexpected_fail++;
 			} else if (res) {
 				/* traced call failed, this one succeeded: let it go */
-				me->unexpected_ok++;
+				L->unexpected_ok++;
 				A.free(res);
 			}
 		}
 	next:
-		me->ops++;
-		publish(rp, me->t, me->ops);
+		L->ops++;
+		publish(rp, me->t, L->ops);
 		atomic_store_explicit(&mine->live, live, memory_order_relaxed);
-		if (trim_every && me->ops >= next_trim) {
+		if (trim_every && L->ops >= next_trim) {
 			next_trim += trim_every;
 			uint64_t a = tick(tm);
 			if (!dry)
 				A.trim(0);
 			uint64_t d = tick(tm) - a;
-			stat_add(&me->st[RP_TRIM], d > floor_ticks ? d - floor_ticks : 0);
+			stat_add(&L->st[RP_TRIM], d > floor_ticks ? d - floor_ticks : 0);
 		}
 	}
-	if (r < 0) {
-		me->err = 1;
-		snprintf(me->errmsg, sizeof(me->errmsg), "%s", me->s.err);
-		/* release anyone waiting on us */
-		publish(rp, me->t, UINT64_MAX);
+	if (r < 0 && buf)
+		abort_all(rp, s.err);
+	/* no THREAD_EXIT op: the traced thread lived to the end (main) */
+	uint64_t t_end = mono_ns();
+	if (buf) {
+		munmap(buf, cap);
+		atomic_fetch_sub(&rp->dec_bytes, cap);
 	}
-	me->ns = mono_ns() - t_start;
-	me->cpu_ns = thread_cpu_ns() - c_start;
-	me->nivcsw = thread_nivcsw() - sw_start;
+	atomic_fetch_sub(&rp->running, 1);
+	finish_thread(rp, me, L, t_end - t_start, thread_cpu_ns() - c_start, thread_nivcsw() - sw_start);
+	munmap(L, lsize);
+	atomic_fetch_sub(&rp->state_bytes, lsize);
+	atomic_fetch_add_explicit(&rp->exit_ns, mono_ns() - t_end, memory_order_relaxed);
 	return NULL;
 }
 
@@ -666,6 +913,43 @@ static int verify_forked(awl_file *f, char *eb, size_t el)
 	return -1;
 }
 
+/* Cores this process may run on (taskset counts). */
+static unsigned usable_cpus(void)
+{
+	cpu_set_t cs;
+	if (sched_getaffinity(0, sizeof(cs), &cs) == 0 && CPU_COUNT(&cs) > 0)
+		return (unsigned)CPU_COUNT(&cs);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+/* Join threads as they finish, until every started one is joined. */
+static void reap(struct replay *rp, struct rp_result *res)
+{
+	uint64_t joined = 0;
+	uint32_t *batch = malloc(sizeof(*batch) * (rp->n ? rp->n : 1));
+	for (;;) {
+		uint32_t z = atomic_load(&rp->zseq);
+		pthread_mutex_lock(&rp->lock);
+		size_t k = rp->nz;
+		if (batch)
+			memcpy(batch, rp->zombies, k * sizeof(*batch));
+		rp->nz = 0;
+		pthread_mutex_unlock(&rp->lock);
+		for (size_t i = 0; i < k; i++) {
+			uint64_t a = mono_ns();
+			pthread_join(rp->th[batch ? batch[i] : 0].th, NULL);
+			res->thread_exit_ns += mono_ns() - a;
+			joined++;
+		}
+		if (joined >= atomic_load(&rp->spawned))
+			break;
+		if (!k)
+			futex(&rp->zseq, FUTEX_WAIT_PRIVATE, z, NULL);
+	}
+	free(batch);
+}
+
 int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, char *eb, size_t el)
 {
 	memset(res, 0, sizeof(*res));
@@ -684,44 +968,55 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	rp.f = f;
 	rp.o = o;
 	rp.n = in->nthreads;
+	rp.version = in->version;
+	rp.res = res;
 	rp.page = (size_t)sysconf(_SC_PAGESIZE);
 	rp.timer_floor = timer_floor(o->timing);
+	rp.spin = o->spin == UINT_MAX ? 0 : o->spin ? o->spin : RP_SPIN_DEFAULT;
+	rp.ncpu = usable_cpus();
+	rp.membar = membarrier_register();
+	pthread_mutex_init(&rp.lock, NULL);
 	res->timer_floor = rp.timer_floor;
 	res->timing = o->timing;
-	rp.slots = calloc(in->slots ? in->slots : 1, sizeof(*rp.slots));
+	res->version = (int)in->version;
+	res->trace_max_live = in->max_live;
+	res->think_trace_ns = in->think_ns;
+	res->trace_duration_ns = in->duration_ns;
+	/* the replay's own tables: mapped, apart from the allocator's heap */
+	rp.slots_bytes = ((in->slots ? in->slots : 1) * sizeof(*rp.slots) + rp.page - 1) & ~(rp.page - 1);
+	rp.slots = mmap(NULL, rp.slots_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (rp.slots == MAP_FAILED)
+		rp.slots = NULL;
+	res->slot_table_bytes = rp.slots_bytes;
 	rp.prog = aligned_alloc(64, sizeof(struct prog) * (rp.n ? rp.n : 1));
 	rp.th = calloc(rp.n ? rp.n : 1, sizeof(*rp.th));
-	if (!rp.slots || !rp.prog || !rp.th) {
+	rp.zombies = calloc(rp.n ? rp.n : 1, sizeof(*rp.zombies));
+	if (!rp.slots || !rp.prog || !rp.th || !rp.zombies) {
 		snprintf(eb, el, "%s: out of memory for %" PRIu64 " slots", path, in->slots);
-		free(rp.slots);
+		if (rp.slots)
+			munmap(rp.slots, rp.slots_bytes);
 		free(rp.prog);
 		free(rp.th);
+		free(rp.zombies);
 		awl_close(f);
 		return 1;
 	}
 	memset(rp.prog, 0, sizeof(struct prog) * (rp.n ? rp.n : 1));
-	for (uint32_t i = 0; i < rp.n; i++)
-		atomic_store(&rp.prog[i].wake_at, UINT64_MAX);
-	res->threads = rp.n;
-	res->ideal_peak = in->ideal_peak;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 256 << 10);
-	uint32_t started = 0;
-	int rc = 0;
 	for (uint32_t i = 0; i < rp.n; i++) {
+		atomic_store(&rp.prog[i].wake_at, UINT64_MAX);
 		rp.th[i].rp = &rp;
 		rp.th[i].t = i;
-		awl_stream_init(f, i, &rp.th[i].s);
-		if (pthread_create(&rp.th[i].th, &attr, run_thread, &rp.th[i]) != 0) {
-			snprintf(eb, el, "cannot create replay thread %" PRIu32 " of %" PRIu32 ": %s", i, rp.n,
-				 strerror(errno));
-			rc = 1;
-			break;
-		}
-		started++;
 	}
-	pthread_attr_destroy(&attr);
+	res->threads = rp.n;
+	res->ideal_peak = in->ideal_peak;
+	pthread_attr_init(&rp.attr);
+	pthread_attr_setstacksize(&rp.attr, 256 << 10);
+	int rc = 0;
+	uint64_t c_create = mono_ns();
+	for (uint32_t i = 0; i < rp.n && !rc; i++)
+		if (awl_get_thread(f, i)->parent == 0 && start_thread(&rp, NULL, i) < 0)
+			rc = 1;
+	res->thread_create_ns += mono_ns() - c_create;
 	struct sampler smp = {.rp = &rp, .fd = -1};
 	pthread_t sth;
 	int sampling = 0;
@@ -730,7 +1025,7 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 		smp.fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 		if (!smp.out || smp.fd < 0) {
 			snprintf(eb, el, "%s: %s", o->timeline, strerror(errno));
-			rc = 1;
+			abort_all(&rp, eb);
 		} else {
 			fprintf(smp.out, "# ms vmsize_kb rss_kb ideal_kb\n");
 			smp.t0 = mono_ns();
@@ -738,18 +1033,12 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 		}
 	}
 	res->rss_before_kb = maxrss_kb();
-	if (rc) {
-		/* let the started threads run to the end on an empty start:
-		   mark everything done so they do not wait */
-		for (uint32_t i = 0; i < rp.n; i++)
-			atomic_store(&rp.prog[i].done, UINT64_MAX);
-	}
 	uint64_t w0 = mono_ns(), c0 = rp_ticks();
 	atomic_store_explicit(&rp.go, 1, memory_order_release);
 	futex(&rp.go, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
-	for (uint32_t i = 0; i < started; i++)
-		pthread_join(rp.th[i].th, NULL);
+	reap(&rp, res);
 	uint64_t c1 = rp_ticks(), w1 = mono_ns();
+	pthread_attr_destroy(&rp.attr);
 	if (sampling) {
 		atomic_store(&rp.stop_sampler, 1);
 		pthread_join(sth, NULL);
@@ -770,32 +1059,16 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	res->wall_ns = w1 - w0;
 	res->cycles = c1 - c0;
 	res->ticks_per_ns = res->wall_ns ? (double)res->cycles / (double)res->wall_ns : 1.0;
-	for (uint32_t i = 0; i < started; i++) {
-		struct rthread *t = &rp.th[i];
-		if (t->err && rc == 0) {
-			snprintf(eb, el, "%s", t->errmsg);
-			rc = 1;
-		}
-		res->ops += t->ops;
-		res->waits += t->waits;
-		res->sleeps += t->sleeps;
-		res->thread_ns_sum += t->ns;
-		res->thread_cpu_ns_sum += t->cpu_ns;
-		res->invol_switches += (uint64_t)(t->nivcsw > 0 ? t->nivcsw : 0);
-		res->unexpected_ok += t->unexpected_ok;
-		res->unexpected_fail += t->unexpected_fail;
-		for (unsigned k = 0; k <= RP_NTYPES; k++) {
-			struct rp_callstat *d = &res->st[k], *s = &t->st[k];
-			d->count += s->count;
-			d->sum += s->sum;
-			if (s->max > d->max)
-				d->max = s->max;
-			for (unsigned b = 0; b < RP_HIST_BUCKETS; b++)
-				d->hist[b] += s->hist[b];
-			if (k && k < RP_NTYPES)
-				res->total_cycles += s->sum;
-		}
-		awl_stream_free(&t->s);
+	res->threads_created = atomic_load(&rp.spawned);
+	res->max_live_threads = atomic_load(&rp.max_live);
+	res->overlap_checked = atomic_load(&rp.overlap_checked);
+	res->overlap_diff = atomic_load(&rp.overlap_diff);
+	res->decoder_peak_bytes = atomic_load(&rp.dec_peak);
+	res->thread_state_peak_bytes = atomic_load(&rp.state_peak);
+	res->thread_exit_ns += atomic_load(&rp.exit_ns);
+	if (rp.err && !rc) {
+		snprintf(eb, el, "%s", rp.errmsg);
+		rc = 1;
 	}
 	/* Blocks still live were measured as live at the end; release them
 	   now (untimed) so that leak checkers stay quiet. */
@@ -803,9 +1076,11 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 		for (uint64_t i = 0; i < in->slots; i++)
 			if (rp.slots[i].p)
 				A.free(rp.slots[i].p);
-	free(rp.slots);
+	munmap(rp.slots, rp.slots_bytes);
+	pthread_mutex_destroy(&rp.lock);
 	free(rp.prog);
 	free(rp.th);
+	free(rp.zombies);
 	awl_close(f);
 	return rc;
 }

@@ -1,8 +1,12 @@
 /* rp_replay.h - the workload simulator (`alloctrace replay`, `trace_run`).
  *
  * One thread per workload thread runs its op stream against the malloc of
- * this process (whatever LD_PRELOAD put there).  WAIT ops spin briefly,
- * then sleep on a futex.  Each call is timed with the cheapest stable clock
+ * this process (whatever LD_PRELOAD put there).  Root threads start with
+ * the replay; the others are created by their parent's SPAWN op and joined
+ * when their stream ends, so threads overlap as in the traced program.
+ * WAIT ops spin briefly (only while there is a core for every running
+ * replay thread), then sleep on a futex.  THINK ops spend the traced
+ * program's time between calls as memory-touching work (--think).  Each call is timed with the cheapest stable clock
  * (rp_ticks(), fenced: enum rp_timing) minus the clock's own floor;
  * decoding, slot bookkeeping and touching memory are outside the timed
  * region.
@@ -22,6 +26,14 @@ enum rp_touch { RP_TOUCH_NONE, RP_TOUCH_FIRST, RP_TOUCH_ALL };
  * read's latency measures as that latency); OFF times nothing (lowest
  * overhead: wall time only). */
 enum rp_timing { RP_TIMING_SERIAL, RP_TIMING_FAST, RP_TIMING_OFF };
+/* THINK ops: OFF skips them (calls back to back), ON spends them writing a
+ * per-thread working set (RP_THINK_WSET bytes). */
+enum rp_think { RP_THINK_ON, RP_THINK_OFF };
+#define RP_THINK_WSET (8u << 10)
+/* Of a longer gap, only this much is spent working, the rest sleeping. */
+#define RP_THINK_SPIN_MAX_NS 500000u
+/* Pause iterations a WAIT spins before it sleeps (docs/REPLAY.md). */
+#define RP_SPIN_DEFAULT 200u
 
 #define RP_HIST_BUCKETS 496
 #define RP_NTYPES (AWL_OP_CALL_LAST + 1) /* [0] unused */
@@ -34,6 +46,8 @@ struct rp_opts {
 	const char *timeline;	/* file for "ms vmsize_kb rss_kb ideal_kb" */
 	unsigned timeline_ms;	/* sampling period (default 10) */
 	enum rp_timing timing;
+	enum rp_think think;
+	unsigned spin; /* pauses before a wait sleeps; 0: RP_SPIN_DEFAULT, UINT_MAX: none */
 };
 
 struct rp_callstat {
@@ -44,6 +58,18 @@ struct rp_callstat {
 struct rp_result {
 	uint32_t threads;
 	uint64_t ops, waits, sleeps;
+	uint64_t threads_created;	 /* replay threads run (roots included) */
+	uint32_t max_live_threads;	 /* most alive at once (spawn .. exit op) */
+	uint32_t trace_max_live;	 /* the same in the trace (workload header) */
+	uint64_t overlap_checked, overlap_diff; /* starts whose live-thread count
+						    differed from the trace's */
+	uint64_t thread_create_ns, thread_exit_ns; /* pthread_create; teardown + join */
+	uint64_t decoder_peak_bytes;	 /* decoder buffers alive at once */
+	uint64_t thread_state_peak_bytes; /* per-thread stats + think sets (mapped) */
+	uint64_t slot_table_bytes;	 /* the replay's pointer table */
+	uint64_t think_ns, think_trace_ns; /* spent; in the workload */
+	uint64_t trace_duration_ns;	 /* the traced run, first to last record */
+	int version;			 /* workload format version */
 	uint64_t wall_ns, cycles, thread_ns_sum;
 	uint64_t thread_cpu_ns_sum;	/* CPU time of the replay threads */
 	uint64_t invol_switches;	/* their involuntary context switches */

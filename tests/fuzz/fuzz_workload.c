@@ -114,7 +114,19 @@ static uint8_t *make_trace(int k, size_t *len)
 		}
 		if (i % 17 == 0)
 			atw_marker(w, b, ts++, "m");
+		if (i % 9 == 0)
+			ts += 3000 + 1000 * (uint64_t)k; /* think time */
 	}
+	/* b exits; d starts after it (SPAWN, lifetime waits) and exits */
+	atw_meta(w, b, ts++, ATR_T_THREAD_EXIT, 2, NULL, 0);
+	uint32_t d = atw_thread(w, 4, ts++);
+	for (int i = 0; i < 10 + k; i++) {
+		atw_malloc(w, d, ts, 0x900000 + 32 * (uint64_t)i, 24, 0);
+		ts += 2500;
+		if (i % 2)
+			atw_free(w, a, ts++, 0x900000 + 32 * (uint64_t)i);
+	}
+	atw_meta(w, d, ts++, ATR_T_THREAD_EXIT, 4, NULL, 0);
 	uint8_t *buf;
 	if (atw_build(w, &buf, len, 1) < 0)
 		abort();
@@ -161,8 +173,11 @@ static void mutate(uint8_t *b, size_t *len)
 		case 2:
 			b[off] = (uint8_t)rnd();
 			break;
-		case 3: /* header fields */
-			off = rnd() % (n < 192 ? n : 192);
+		case 3: /* header fields, or the thread table at the end */
+			if (rnd() % 2)
+				off = rnd() % (n < AWL_H_END ? n : AWL_H_END);
+			else
+				off = n - 1 - rnd() % (n < 200 ? n : 200);
 			b[off] ^= (uint8_t)(1u << (rnd() % 8));
 			break;
 		default: { /* a word of edge values */
@@ -186,15 +201,46 @@ static void run(const uint8_t *p, size_t n)
 	free(c);
 }
 
+/* A committed workload (an old version: tests/fixtures). */
+static uint8_t *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "%s: cannot open\n", path);
+		abort();
+	}
+	uint8_t *b = malloc(1 << 20);
+	*len = b ? fread(b, 1, 1 << 20, f) : 0;
+	fclose(f);
+	if (!b || !*len)
+		abort();
+	return b;
+}
+
 int main(int argc, char **argv)
 {
 	long iters = argc > 1 ? strtol(argv[1], NULL, 10) : 6000;
-	enum { NS = 3 };
+	enum { NS = 4 };
 	uint8_t *tr[NS], *wl[NS];
 	size_t tl[NS], wll[NS], maxl = 0;
 	for (int k = 0; k < NS; k++) {
 		tr[k] = make_trace(k, &tl[k]);
-		wl[k] = to_workload(tr[k], tl[k], &wll[k]);
+		if (k == NS - 1 && argc > 2) /* the version-1 fixture */
+			wl[k] = read_file(argv[2], &wll[k]);
+		else
+			wl[k] = to_workload(tr[k], tl[k], &wll[k]);
+		{ /* the seeds hold every op: SPAWN, THINK, exits */
+			awl_file *f;
+			char eb[256];
+			if (awl_open_buffer(wl[k], wll[k], "seed", &f, eb, sizeof(eb)) < 0) {
+				fprintf(stderr, "seed %d: %s\n", k, eb);
+				abort();
+			}
+			const struct awl_info *in = awl_get_info(f);
+			if (in->version == AWL_VERSION && (!in->think_ns || in->roots >= in->nthreads))
+				abort();
+			awl_close(f);
+		}
 		maxl = tl[k] > maxl ? tl[k] : maxl;
 		maxl = wll[k] > maxl ? wll[k] : maxl;
 		run(wl[k], wll[k]);

@@ -7,7 +7,8 @@ add_executable(fuzz_workload_replay ${CMAKE_CURRENT_LIST_DIR}/fuzz_workload.c)
 target_compile_definitions(fuzz_workload_replay PRIVATE FUZZ_WORKLOAD_MAIN)
 target_link_libraries(fuzz_workload_replay PRIVATE atr_cmds atr_testwriter)
 atr_tool_flags(fuzz_workload_replay)
-add_test(NAME fuzz_workload_replay COMMAND fuzz_workload_replay 20000)
+add_test(NAME fuzz_workload_replay COMMAND fuzz_workload_replay 20000
+  ${CMAKE_SOURCE_DIR}/tests/fixtures/v1_three_threads.wl)
 
 if(ALLOCTRACE_FUZZ)
   file(GLOB ATR_FUZZ_WL_SRC CONFIGURE_DEPENDS

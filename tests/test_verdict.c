@@ -1,0 +1,56 @@
+/* test_verdict.c - compare's verdict line (golden strings): change and
+ * range from paired runs, rounding, the one-run form. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "replay/rp_verdict.h"
+
+static void line_of(const char *name, const double *wall, const double *bw, const double *rss,
+		    const double *br, int runs, char *out, size_t len)
+{
+	struct rp_verdict v;
+	rp_verdict_compute(wall, bw, rss, br, runs, 8.0, &v);
+	rp_verdict_line(out, len, name, &v);
+}
+
+static void test_golden(void **state)
+{
+	(void)state;
+	char b[256];
+	/* per-run time ratios 0.90, 0.93, 0.89, 0.91, 0.92: median -9%,
+	   spread 0.04 -> +-2%; RSS 114/100 every run */
+	const double bw[] = {100, 100, 100, 100, 100}, w[] = {90, 93, 89, 91, 92};
+	const double br[] = {10, 10, 10, 10, 10}, r[] = {11.4, 11.4, 11.4, 11.4, 11.4};
+	line_of("tcmalloc", w, bw, r, br, 5, b, sizeof(b));
+	assert_string_equal(b, "tcmalloc: -9% time (+-2%), +14% Max RSS");
+	/* slower and smaller; paired: run 2 was slow for both columns */
+	const double bw2[] = {200, 400, 210}, w2[] = {250, 500, 252};
+	const double br2[] = {64, 64, 64}, r2[] = {38.4, 38.0, 38.8};
+	line_of("glibc+glibc.malloc.arena_max=1", w2, bw2, r2, br2, 3, b, sizeof(b));
+	assert_string_equal(b, "glibc+glibc.malloc.arena_max=1: +25% time (+-3%), -40% Max RSS");
+	/* no change rounds to +0%, never -0% */
+	const double w3[] = {99.8, 100.2}, bw3[] = {100, 100}, r3[] = {10, 10};
+	line_of("same", w3, bw3, r3, r3, 2, b, sizeof(b));
+	assert_string_equal(b, "same: +0% time (+-0%), +0% Max RSS");
+	/* one run: no range */
+	const double w4[] = {120}, bw4[] = {100}, r4[] = {9}, br4[] = {10};
+	line_of("mimalloc", w4, bw4, r4, br4, 1, b, sizeof(b));
+	assert_string_equal(b, "mimalloc: +20% time (1 run: no range), -10% Max RSS");
+	struct rp_verdict v;
+	rp_verdict_compute(w, bw, r, br, 5, 8.0, &v);
+	assert_true(v.time_ms == 91 && v.rss_mib > 11.39 && v.rss_mib < 11.41 &&
+		    v.ideal_mib == 8.0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_golden),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
