@@ -6,7 +6,7 @@ set -euo pipefail
 
 pkgs=(cmake make gcc g++ pkg-config libcmocka-dev python3 git sqlite3 file procps
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-      libunwind-dev libdw-dev libelf-dev valgrind zlib1g-dev chromium)
+      libunwind-dev libdw-dev libelf-dev libiberty-dev binutils valgrind zlib1g-dev chromium)
 if [[ "${1:-}" == "--bench" ]]; then
   # allocators for replay/compare and bench/replay/real.sh; time for /usr/bin/time
   pkgs+=(heaptrack valgrind hyperfine libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 time)
