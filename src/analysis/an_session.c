@@ -231,7 +231,6 @@ int rep_list(int argc, char **argv, const struct rep_opts *o, const char *cmd, c
 		}
 		v = nb;
 		for (size_t i = 0; i < np; i++) {
-			char eb[512];
 			atr_file *f;
 			v[nv].path = p[i];
 			v[nv].records = 0;
