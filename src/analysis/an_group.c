@@ -11,23 +11,59 @@
 int an_group_is_wrapper(const char *n)
 {
 	static const char *const prefix[] = {
-	    "operator new",	 "_Znw",	"_Zna", "__gnu_cxx::new_allocator<",
-	    "std::__new_allocator<", "std::allocator<", "std::allocator_traits<",
+	    "operator new",
+	    "_Znw",
+	    "_Zna",
+	    "__gnu_cxx::new_allocator<",
+	    "std::__new_allocator<",
+	    "std::allocator<",
+	    "std::allocator_traits<",
 	};
 	/* malloc & co. by name (the loader's own, libc's internal callers),
 	 * and the checking wrappers of libiberty/GCC, GLib and CPython */
-	static const char *const exact[] = {
-	    "strdup",	      "__strdup",	"strndup",	    "__strndup",
-	    "malloc",	      "calloc",		"realloc",	    "__libc_malloc",
-	    "__libc_calloc",  "__libc_realloc", "xmalloc",	    "xcalloc",
-	    "xrealloc",	      "xstrdup",	"xstrndup",	    "xmemdup",
-	    "g_malloc",	      "g_malloc0",	"g_realloc",	    "g_try_malloc",
-	    "g_try_malloc0",  "g_try_realloc",	"g_malloc_n",	    "g_malloc0_n",
-	    "g_realloc_n",    "g_strdup",	"PyMem_RawMalloc",  "PyMem_RawCalloc",
-	    "PyMem_RawRealloc", "_PyMem_RawMalloc", "_PyMem_RawCalloc", "_PyMem_RawRealloc",
-	    "PyMem_Malloc",   "PyMem_Calloc",	"PyMem_Realloc",    "PyObject_Malloc",
-	    "PyObject_Calloc", "PyObject_Realloc", "_PyObject_Malloc", "_PyObject_Calloc",
-	    "_PyObject_Realloc", "pymalloc_alloc", "_PyObject_MallocWithType"};
+	static const char *const exact[] = {"strdup",
+					    "__strdup",
+					    "strndup",
+					    "__strndup",
+					    "malloc",
+					    "calloc",
+					    "realloc",
+					    "__libc_malloc",
+					    "__libc_calloc",
+					    "__libc_realloc",
+					    "xmalloc",
+					    "xcalloc",
+					    "xrealloc",
+					    "xstrdup",
+					    "xstrndup",
+					    "xmemdup",
+					    "g_malloc",
+					    "g_malloc0",
+					    "g_realloc",
+					    "g_try_malloc",
+					    "g_try_malloc0",
+					    "g_try_realloc",
+					    "g_malloc_n",
+					    "g_malloc0_n",
+					    "g_realloc_n",
+					    "g_strdup",
+					    "PyMem_RawMalloc",
+					    "PyMem_RawCalloc",
+					    "PyMem_RawRealloc",
+					    "_PyMem_RawMalloc",
+					    "_PyMem_RawCalloc",
+					    "_PyMem_RawRealloc",
+					    "PyMem_Malloc",
+					    "PyMem_Calloc",
+					    "PyMem_Realloc",
+					    "PyObject_Malloc",
+					    "PyObject_Calloc",
+					    "PyObject_Realloc",
+					    "_PyObject_Malloc",
+					    "_PyObject_Calloc",
+					    "_PyObject_Realloc",
+					    "pymalloc_alloc",
+					    "_PyObject_MallocWithType"};
 	if (!n)
 		return 0;
 	if (!strncmp(n, "__GI_", 5)) /* glibc's internal alias, as DWARF names it */
@@ -170,7 +206,8 @@ static int one_stack(struct gstate *s, const atr_file *f, struct an_symbols *sym
 		const struct an_frame *fr;
 		unsigned m = an_symbols_resolve(sym, ips[i], st->stack, &fr);
 		for (unsigned j = 0; j < m; j++) {
-			if (state == 0 && an_group_is_wrapper(fr[j].function) && !(i == nf - 1 && j == m - 1))
+			if (state == 0 && an_group_is_wrapper(fr[j].function) &&
+			    !(i == nf - 1 && j == m - 1))
 				continue;
 			long k = frame_key(g, &fr[j]);
 			long row = k < 0 ? -1 : row_of(s, (uint32_t)k, &fr[j]);
