@@ -229,10 +229,12 @@ static void text_group(const struct an_group *g, enum an_by by, size_t top)
 	size_t *idx;
 	long n = an_group_rank(g, by, &idx);
 	const char *what = g->kind == AN_GROUP_MODULE ? "modules" : "functions";
-	printf("\n%s by %s (%ld %s in %" PRIu32 " stacks; self: allocating there, total: there "
-	       "or in what it calls)\n",
+	char cn[UTIL_FMT_BUF], cs[UTIL_FMT_BUF];
+	printf("\n%s by %s (%s %s in %s stacks; self: allocating there, total: there or in what "
+	       "it calls)\n",
 	       g->kind == AN_GROUP_MODULE ? "allocating modules" : "allocating functions",
-	       an_by_name(by), n < 0 ? 0 : n, what, g->stacks);
+	       an_by_name(by), util_fmt_u64(cn, sizeof(cn), n < 0 ? 0 : (uint64_t)n), what,
+	       util_fmt_u64(cs, sizeof(cs), g->stacks));
 	printf("  %4s %12s %11s %11s %11s %12s %11s  %s\n", "#", "self calls", "self bytes",
 	       "self peak", "self leaked", "total calls", "total bytes",
 	       g->kind == AN_GROUP_MODULE ? "module" : "function");
@@ -447,7 +449,8 @@ static void text_list(struct rep_ctx *c, enum an_by by, size_t top, const char *
 	size_t *idx;
 	long n = an_report_rank(&c->r, by, &idx);
 	char a[UTIL_FMT_BUF], b[UTIL_FMT_BUF];
-	printf("\n%s (%ld %s)\n", title, n < 0 ? 0 : n, n == 1 ? "stack" : "stacks");
+	printf("\n%s (%s %s)\n", title, util_fmt_u64(a, sizeof(a), n < 0 ? 0 : (uint64_t)n),
+	       n == 1 ? "stack" : "stacks");
 	for (long i = 0; i < n && (top == 0 || (size_t)i < top); i++) {
 		const struct an_stack_stat *st = &c->r.st[idx[i]];
 		switch (by) {
@@ -578,8 +581,9 @@ static void print_text(struct rep_ctx *c, enum an_by by, size_t top, int first)
 		printf("  %-18s %s (blocks allocated before the attach)\n", "pre-attach frees",
 		       util_fmt_u64(a, sizeof(a), r->pre_attach_frees));
 	if (r->stacks)
-		printf("  %-18s %zu with allocations (%zu recorded)\n", "call stacks", used_stacks(r),
-		       atr_stack_count(c->f));
+		printf("  %-18s %s with allocations (%s recorded)\n", "call stacks",
+		       util_fmt_u64(a, sizeof(a), used_stacks(r)),
+		       util_fmt_u64(b, sizeof(b), atr_stack_count(c->f)));
 	else
 		printf("  %-18s none recorded: `alloctrace record --stacks` shows where "
 		       "allocations come from\n",

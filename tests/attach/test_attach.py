@@ -137,7 +137,7 @@ def case_window(at, prog, tmp):
 
 def case_single(at, busy, tmp):
     for i in range(5):
-        p = subprocess.Popen([busy, "700"], stdout=subprocess.PIPE, text=True)
+        p = subprocess.Popen([busy, "2000"], stdout=subprocess.PIPE, text=True)
         if p.stdout.readline().strip() != "ready":
             fail("attach_busy did not start")
         time.sleep(0.15)
@@ -159,7 +159,7 @@ def case_single(at, busy, tmp):
 def case_nopie(at, nopie, tmp):
     """A non-PIE program that takes malloc's address: the attach warns
     which GOT entries it could not redirect; -p --stacks is refused."""
-    p = subprocess.Popen([nopie, "1500"], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([nopie, "4000"], stdout=subprocess.PIPE, text=True)
     if p.stdout.readline().strip() != "ready":
         fail("attach_nopie did not start")
     tdir = os.path.join(tmp, "n")
