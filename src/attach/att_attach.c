@@ -679,7 +679,12 @@ static int patch_module(struct patcher *pt, struct module *m)
 				if (pt->nskips < sizeof(pt->skips) / sizeof(*pt->skips)) {
 					struct skip *k = &pt->skips[pt->nskips++];
 					const char *b = strrchr(m->path, '/');
-					snprintf(k->module, sizeof(k->module), "%s", b ? b + 1 : m->path);
+					const char *mn = b ? b + 1 : m->path;
+					size_t ml = strlen(mn);
+					if (ml >= sizeof(k->module))
+						ml = sizeof(k->module) - 1; /* cut */
+					memcpy(k->module, mn, ml);
+					k->module[ml] = 0;
 					k->f = f;
 					k->cur = cur;
 				}
