@@ -329,8 +329,9 @@ void an_group_sort_callers(struct an_group *g, enum an_by by)
 	rank_g = g;
 	rank_by = by;
 	for (size_t i = 0; i < g->nrows; i++)
-		qsort(g->rows[i].callers, g->rows[i].ncallers, sizeof(*g->rows[i].callers),
-		      caller_cmp);
+		if (g->rows[i].ncallers > 1)
+			qsort(g->rows[i].callers, g->rows[i].ncallers, sizeof(*g->rows[i].callers),
+			      caller_cmp);
 }
 
 static const char *const kind_names[] = {"stack", "function", "caller", "module"};
