@@ -13,8 +13,14 @@ struct blk {
 	uint32_t next_free;
 };
 
+/* blk.st of an allocation a filter left out */
+#define ST_EXCLUDED (UINT32_MAX - 1)
+
 struct rstate {
 	atr_file *f;
+	const struct an_filter *flt;
+	uint64_t from_ts, to_ts; /* window in ticks (to_ts UINT64_MAX: none) */
+	int in_window;
 	struct an_report *r;
 	struct util_hmap live;	   /* ptr -> index in blks */
 	struct util_hmap by_stack; /* canonical id -> index in r->st */
@@ -69,6 +75,8 @@ static uint32_t stat_of(struct rstate *s, uint32_t stack_id)
 		}
 		memset(&r->st[idx], 0, sizeof(r->st[idx]));
 		r->st[idx].stack = canon;
+		r->st[idx].excluded =
+		    s->flt && s->flt->stack_ok && !s->flt->stack_ok(s->flt->stack_arg, canon);
 		r->nst++;
 	}
 	s->have_last = 1;
@@ -94,12 +102,14 @@ static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t ts
 	if (util_hmap_lookup(&s->live, ptr, &old)) {
 		/* the trace missed its release: replace it */
 		struct blk *b = &s->blks[old];
-		struct an_stack_stat *os = &r->st[b->st];
-		touch(s, os);
-		os->live_bytes -= b->size;
-		os->live_blocks--;
-		r->live_bytes -= b->size;
-		r->live_blocks--;
+		if (b->st != ST_EXCLUDED) {
+			struct an_stack_stat *os = &r->st[b->st];
+			touch(s, os);
+			os->live_bytes -= b->size;
+			os->live_blocks--;
+			r->live_bytes -= b->size;
+			r->live_blocks--;
+		}
 		b->size = size;
 		b->ts = ts;
 		b->st = sti;
@@ -128,6 +138,8 @@ static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t ts
 			return;
 		}
 	}
+	if (sti == ST_EXCLUDED)
+		return;
 	struct an_stack_stat *st = &r->st[sti];
 	touch(s, st);
 	st->live_bytes += size;
@@ -163,7 +175,12 @@ static uint32_t kill_ptr(struct rstate *s, uint64_t ptr, uint64_t ts)
 		return UINT32_MAX;
 	}
 	struct blk *b = &s->blks[bi];
-	struct an_stack_stat *st = &r->st[b->st];
+	uint32_t sti = b->st;
+	b->next_free = s->free_head;
+	s->free_head = (uint32_t)bi;
+	if (sti == ST_EXCLUDED)
+		return sti;
+	struct an_stack_stat *st = &r->st[sti];
 	touch(s, st);
 	st->live_bytes -= b->size;
 	st->live_blocks--;
@@ -172,16 +189,65 @@ static uint32_t kill_ptr(struct rstate *s, uint64_t ptr, uint64_t ts)
 	r->freed_blocks++;
 	uint64_t life = ts >= b->ts ? atr_ticks_to_ns_u64(s->f, ts - b->ts) : 0;
 	r->life_hist[bucket(life)]++;
-	uint32_t sti = b->st;
-	b->next_free = s->free_head;
-	s->free_head = (uint32_t)bi;
 	return sti;
+}
+
+static int thread_kept(const struct an_filter *flt, const struct atr_event *ev)
+{
+	if (!flt || !flt->nthreads)
+		return 1;
+	for (size_t i = 0; i < flt->nthreads; i++) {
+		uint32_t t = flt->threads[i];
+		if ((t & AN_FILTER_SERIAL) ? (t & ~AN_FILTER_SERIAL) == ev->thread : t == ev->tid)
+			return 1;
+	}
+	return 0;
+}
+
+/* An allocation a filter leaves out: tracked only (see struct an_filter). */
+static void on_excluded(struct rstate *s, const struct atr_event *ev)
+{
+	s->r->excluded_calls++;
+	if (ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY) {
+		if (!ev->ret)
+			return;
+		if (ev->ptr && ev->ret == ev->ptr)
+			kill_ptr(s, ev->ptr, ev->ts);
+	}
+	if (ev->ret)
+		make_live(s, ev->ret, ev->size, ev->ts, ST_EXCLUDED);
 }
 
 static void on_call(struct rstate *s, const struct atr_event *ev)
 {
 	struct an_report *r = s->r;
+	if (ev->type != ATR_T_FREE) {
+		uint32_t sti = ST_EXCLUDED;
+		if (s->in_window && thread_kept(s->flt, ev)) {
+			sti = stat_of(s, ev->stack_id);
+			if (sti == UINT32_MAX)
+				return; /* out of memory */
+		}
+		if (sti == ST_EXCLUDED || r->st[sti].excluded) {
+			on_excluded(s, ev);
+			return;
+		}
+	}
 	struct an_report_thread *th = thread_of(r, ev->thread);
+	if (ev->type == ATR_T_FREE && s->flt) {
+		/* a filtered pass counts only the frees of blocks it keeps (and
+		 * free(NULL) in its window and threads, unless it selects
+		 * stacks: free(NULL) has none) */
+		uint64_t bi;
+		if (!ev->ptr) {
+			if (!s->in_window || !thread_kept(s->flt, ev) || s->flt->stack_ok)
+				return;
+		} else if (!util_hmap_lookup(&s->live, ev->ptr, &bi) ||
+			   s->blks[bi].st == ST_EXCLUDED) {
+			kill_ptr(s, ev->ptr, ev->ts);
+			return;
+		}
+	}
 	r->calls[ev->type]++;
 	r->total_calls++;
 	if (th) {
@@ -198,7 +264,7 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 		}
 		int temp = th && th->has_last && th->last_alloc == ev->ptr;
 		uint32_t sti = kill_ptr(s, ev->ptr, ev->ts);
-		if (temp && sti != UINT32_MAX) {
+		if (temp && sti != UINT32_MAX && sti != ST_EXCLUDED) {
 			r->temporary++;
 			r->st[sti].temporary++;
 		}
@@ -238,12 +304,31 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 		r->failed++;
 }
 
+/* --from/--to given as a label: 1 if ev is the marker with that text. */
+static int is_marker(const struct atr_event *ev, const char *label)
+{
+	size_t n = strlen(label);
+	return ev->type == ATR_T_MARKER && ev->payload_len == n && !memcmp(ev->payload, label, n);
+}
+
+static uint64_t secs_to_ticks(const atr_file *f, double sec)
+{
+	double t = sec * atr_get_info(f)->ticks_per_sec;
+	return t <= 0 ? 0 : t >= 1.8e19 ? UINT64_MAX : (uint64_t)t;
+}
+
 int an_report_compute(atr_file *f, struct an_report *r)
 {
 	return an_report_compute_tl(f, r, NULL);
 }
 
 int an_report_compute_tl(atr_file *f, struct an_report *r, struct an_timeline *tl)
+{
+	return an_report_compute_filtered(f, r, tl, NULL);
+}
+
+int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timeline *tl,
+			       const struct an_filter *flt)
 {
 	memset(r, 0, sizeof(*r));
 	int rc = atr_stacks_load(f);
@@ -271,6 +356,10 @@ int an_report_compute_tl(atr_file *f, struct an_report *r, struct an_timeline *t
 	s.epoch = 1;
 	s.fork_child = (in->status & ATR_STATUS_FORK_CHILD) != 0;
 	s.attached = (in->status & ATR_STATUS_ATTACHED) != 0;
+	s.flt = flt;
+	s.in_window = !flt || !flt->have_from;
+	s.from_ts = flt && flt->have_from && !flt->from_label ? secs_to_ticks(f, flt->from_s) : 0;
+	s.to_ts = flt && flt->have_to && !flt->to_label ? secs_to_ticks(f, flt->to_s) : UINT64_MAX;
 	if (stat_of(&s, 0) == UINT32_MAX) { /* stack 0 always exists */
 		rc = ATR_E_NOMEM;
 		goto out;
@@ -284,6 +373,16 @@ int an_report_compute_tl(atr_file *f, struct an_report *r, struct an_timeline *t
 	util_progress_start(&prog, "report", in->records_hint);
 	while ((rc = atr_iter_next(it, &ev)) > 0) {
 		util_progress_update(&prog, ev.seq);
+		if (flt) {
+			if (flt->have_to && (flt->to_label ? is_marker(&ev, flt->to_label)
+							   : ev.ts > s.to_ts)) {
+				r->window_closed = 1;
+				break;
+			}
+			if (!s.in_window &&
+			    (flt->from_label ? is_marker(&ev, flt->from_label) : ev.ts >= s.from_ts))
+				s.in_window = r->window_open = 1;
+		}
 		if (ev.type == ATR_EV_REALLOC_RELEASE) {
 			kill_ptr(&s, ev.ptr, ev.ts);
 		} else {
@@ -307,6 +406,8 @@ int an_report_compute_tl(atr_file *f, struct an_report *r, struct an_timeline *t
 	}
 	util_progress_done(&prog);
 	atr_iter_free(it);
+	if (rc > 0)
+		rc = 0; /* ended at --to */
 	if (tl && tl->nomem)
 		s.nomem = 1;
 	if (s.nomem)
@@ -371,7 +472,7 @@ long an_report_rank(const struct an_report *r, enum an_by by, size_t **out)
 		return -1;
 	size_t n = 0;
 	for (size_t i = 0; i < r->nst; i++)
-		if (an_stack_value(&r->st[i], by) > 0)
+		if (an_stack_value(&r->st[i], by) > 0 && !(by == AN_BY_LEAKED && r->st[i].suppressed))
 			v[n++] = i;
 	rank_r = r;
 	rank_by = by;

@@ -35,6 +35,10 @@ struct an_stack_stat {
 	uint64_t peak_bytes;		  /* after the pass: at the peak */
 	uint64_t temporary;
 	uint64_t at_peak, mod_epoch; /* internal: the lazy snapshot */
+	int excluded;		     /* an_filter's stack_ok said no */
+	int suppressed;		     /* its leaks match a suppression (set by
+					the caller; an_report_rank by leaked
+					skips it) */
 };
 
 /* bucket 0: value 0; bucket b >= 1: [2^(b-1), 2^b - 1] */
@@ -61,6 +65,8 @@ struct an_report {
 	uint64_t size_hist[AN_HIST_BUCKETS];
 	uint64_t life_hist[AN_HIST_BUCKETS]; /* nanoseconds */
 	uint64_t freed_blocks;
+	uint64_t excluded_calls; /* allocation calls a filter left out */
+	int window_open, window_closed; /* --from/--to labels: seen */
 	int timing; /* ATR_FEAT_TIMING */
 	int stacks; /* ATR_FEAT_STACKS */
 	struct an_stack_stat *st;
@@ -69,12 +75,34 @@ struct an_report {
 	uint32_t nthreads;
 };
 
+/* What a pass keeps (report, flamegraph, diff, export: --thread, --from,
+ * --to, --function, --module).  An allocation that is not kept is still
+ * tracked, so that its free is neither counted nor taken for an unknown
+ * one, but it adds to no total, list, histogram or peak. */
+struct an_filter {
+	const uint32_t *threads; /* kept threads: kernel tids, or serials | */
+	size_t nthreads;	 /* AN_FILTER_SERIAL ("T3"); 0 = all */
+	/* window: allocations from..to; the pass ends at "to" (leaks are then
+	 * what is live there).  A label starts/ends it at the first marker
+	 * with that text, else seconds since the trace began. */
+	int have_from, have_to;
+	double from_s, to_s;
+	const char *from_label, *to_label;
+	/* allocations whose (canonical) stack this returns 0 for are not kept */
+	int (*stack_ok)(void *arg, uint32_t stack);
+	void *stack_arg;
+};
+#define AN_FILTER_SERIAL 0x80000000u
+
 /* Calls atr_stacks_load(f) first.  r is freed with an_report_free() in any
  * case.  0, or a negative atr_err (message via atr_last_error(f)). */
 int an_report_compute(atr_file *f, struct an_report *r);
 /* The same, also filling tl (an_timeline_init()ed by the caller; may be
  * NULL) during the pass: live heap bytes, calls per thread, markers. */
 int an_report_compute_tl(atr_file *f, struct an_report *r, struct an_timeline *tl);
+/* ... with a filter (NULL: keep everything). */
+int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timeline *tl,
+			       const struct an_filter *flt);
 void an_report_free(struct an_report *r);
 
 uint64_t an_stack_value(const struct an_stack_stat *s, enum an_by by);

@@ -2,21 +2,359 @@
 #include "analysis/an_session.h"
 #include "util_json.h"
 
+#include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util_msg.h"
 
+const char rep_opts_usage[] =
+    "  --names demangled|raw|short  C++ names as addr2line -C prints them (default),\n"
+    "             mangled, or with template arguments elided (std::vector<>::push_back)\n"
+    "  --pid PID  only that process (default: every process, the busiest first)\n"
+    "  --thread T allocations of that thread: kernel tid, or T<serial> as shown\n"
+    "             (repeatable)\n"
+    "  --from X, --to X  allocations from/to X: seconds since the trace began,\n"
+    "             or the label of an alloctrace_marker(); leaks = live at --to\n"
+    "  --module M allocations with a frame in module M (basename or path)\n"
+    "  --function REGEX  allocations with a frame whose function matches\n"
+    "             (POSIX extended regex, searched in the demangled name)\n"
+    "  --suppress FILE  leak suppressions (docs/REPORT.md, \"Suppressions\")\n";
+
+void rep_opts_init(struct rep_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->pid = -1;
+	o->flt.threads = o->threads;
+}
+
+void rep_opts_free(struct rep_opts *o)
+{
+	if (o->have_fre)
+		regfree(&o->fre);
+	for (size_t i = 0; i < o->nsupp; i++)
+		free(o->supp[i]);
+	free(o->supp);
+	memset(o, 0, sizeof(*o));
+}
+
+/* One suppression pattern: "leak:" prefix optional; '*' wildcards; a match
+ * anywhere unless anchored with '^' / '$' (LeakSanitizer's syntax). */
+static int add_supp(struct rep_opts *o, const char *line)
+{
+	if (!strncmp(line, "leak:", 5))
+		line += 5;
+	size_t n = strlen(line);
+	int head = line[0] == '^', tail = n > (size_t)head && line[n - 1] == '$';
+	char *p = malloc(n + 3), *w = p;
+	char **ns = realloc(o->supp, (o->nsupp + 1) * sizeof(*ns));
+	if (!p || !ns) {
+		free(p);
+		if (ns)
+			o->supp = ns;
+		return -1;
+	}
+	o->supp = ns;
+	if (!head)
+		*w++ = '*';
+	memcpy(w, line + head, n - (size_t)head - (size_t)tail);
+	w += n - (size_t)head - (size_t)tail;
+	if (!tail)
+		*w++ = '*';
+	*w = 0;
+	o->supp[o->nsupp++] = p;
+	return 0;
+}
+
+static int read_supp(struct rep_opts *o, const char *path, const char *cmd)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		util_err("%s: --suppress %s: %s", cmd, path, strerror(errno));
+		return -1;
+	}
+	char line[4096];
+	unsigned no = 0;
+	int rc = 0;
+	while (rc == 0 && fgets(line, sizeof(line), f)) {
+		no++;
+		char *p = line + strspn(line, " \t");
+		size_t n = strcspn(p, "\r\n");
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		p[n] = 0;
+		if (!*p || *p == '#')
+			continue;
+		if (strchr(p, ':') && strncmp(p, "leak:", 5)) {
+			util_err("%s: %s:%u: only \"leak:\" suppressions are known: '%s'", cmd, path,
+				 no, p);
+			rc = -1;
+		} else if (!strcmp(p, "leak:") || add_supp(o, p) < 0) {
+			util_err("%s: %s:%u: empty pattern or out of memory", cmd, path, no);
+			rc = -1;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+static int parse_when(const char *arg, double *sec, const char **label)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (end != arg && !*end && !errno && v >= 0) {
+		*sec = v;
+		*label = NULL;
+	} else {
+		*label = arg;
+	}
+	return 0;
+}
+
+int rep_opt(struct rep_opts *o, int c, const char *arg, const char *cmd)
+{
+	if (c < REP_OPT_BASE || c > REP_OPT_BASE + 8)
+		return 0;
+	char *end;
+	switch (c - REP_OPT_BASE) {
+	case 0: {
+		int n = an_names_parse(arg);
+		if (n < 0) {
+			util_err("%s: unknown --names '%s' (demangled, raw, short)", cmd, arg);
+			return -1;
+		}
+		o->names = (enum an_names)n;
+		return 1;
+	}
+	case 1: {
+		unsigned long v = strtoul(arg, &end, 10);
+		if (*end || end == arg || v > 0x7fffffffUL) {
+			util_err("%s: bad --pid '%s'", cmd, arg);
+			return -1;
+		}
+		o->pid = (long)v;
+		return 1;
+	}
+	case 2: {
+		int serial = arg[0] == 'T' || arg[0] == 't';
+		unsigned long v = strtoul(arg + serial, &end, 10);
+		if (*end || end == arg + serial || v == 0 || v >= AN_FILTER_SERIAL ||
+		    o->flt.nthreads == sizeof(o->threads) / sizeof(*o->threads)) {
+			util_err("%s: bad --thread '%s' (a tid, or T<serial>)", cmd, arg);
+			return -1;
+		}
+		o->threads[o->flt.nthreads++] = (uint32_t)v | (serial ? AN_FILTER_SERIAL : 0);
+		o->any_filter = 1;
+		return 1;
+	}
+	case 3:
+		o->flt.have_from = 1;
+		o->any_filter = 1;
+		return parse_when(arg, &o->flt.from_s, &o->flt.from_label) < 0 ? -1 : 1;
+	case 4:
+		o->flt.have_to = 1;
+		o->any_filter = 1;
+		return parse_when(arg, &o->flt.to_s, &o->flt.to_label) < 0 ? -1 : 1;
+	case 5:
+		o->module = arg;
+		o->any_filter = 1;
+		return 1;
+	case 6: {
+		if (o->have_fre)
+			regfree(&o->fre);
+		int e = regcomp(&o->fre, arg, REG_EXTENDED | REG_NOSUB);
+		if (e) {
+			char eb[256];
+			regerror(e, &o->fre, eb, sizeof(eb));
+			util_err("%s: bad --function '%s': %s", cmd, arg, eb);
+			o->have_fre = 0;
+			return -1;
+		}
+		o->have_fre = 1;
+		o->any_filter = 1;
+		return 1;
+	}
+	case 7:
+		return read_supp(o, arg, cmd) < 0 ? -1 : 1;
+	case 8: {
+		int g = an_group_parse(arg);
+		if (g < 0) {
+			util_err("%s: unknown --group '%s' (stack, function, caller, module)", cmd, arg);
+			return -1;
+		}
+		o->group = (enum an_group_kind)g;
+		return 1;
+	}
+	}
+	return 0;
+}
+
+struct busy {
+	char *path;
+	uint64_t records;
+	uint32_t pid;
+};
+
+static int busy_cmp(const void *pa, const void *pb)
+{
+	const struct busy *a = pa, *b = pb;
+	if (a->records != b->records)
+		return a->records > b->records ? -1 : 1;
+	return strcmp(a->path, b->path);
+}
+
+int rep_list(int argc, char **argv, const struct rep_opts *o, const char *cmd, char ***paths,
+	     size_t *n)
+{
+	struct busy *v = NULL;
+	size_t nv = 0;
+	int rc = 0;
+	*paths = NULL;
+	*n = 0;
+	for (int a = 0; a < argc; a++) {
+		char **p;
+		size_t np;
+		char eb[512];
+		if (atr_list(argv[a], &p, &np, eb, sizeof(eb)) < 0) {
+			util_err("%s", eb);
+			rc = 1;
+			continue;
+		}
+		struct busy *nb = realloc(v, (nv + np + 1) * sizeof(*nb));
+		if (!nb) {
+			atr_list_free(p, np);
+			rc = 1;
+			break;
+		}
+		v = nb;
+		for (size_t i = 0; i < np; i++) {
+			atr_file *f;
+			v[nv].path = p[i];
+			v[nv].records = 0;
+			v[nv].pid = 0;
+			if (atr_open(p[i], &f, eb, sizeof(eb)) == 0) {
+				/* the block headers' count misses the staging
+				 * blocks: small traces are counted exactly */
+				v[nv].records = atr_get_info(f)->records_hint;
+				if (v[nv].records < 1000000)
+					atr_count_records(f, &v[nv].records);
+				v[nv].pid = atr_get_info(f)->pid;
+				atr_close(f);
+			}
+			if (o && o->pid >= 0 && v[nv].pid != (uint32_t)o->pid)
+				free(p[i]);
+			else
+				nv++;
+		}
+		free(p);
+	}
+	if (o && o->pid >= 0 && nv == 0 && rc == 0) {
+		util_err("%s: no trace of process %ld", cmd, o->pid);
+		rc = 1;
+	}
+	qsort(v, nv, sizeof(*v), busy_cmp);
+	char **out = malloc((nv ? nv : 1) * sizeof(*out));
+	if (!out) {
+		for (size_t i = 0; i < nv; i++)
+			free(v[i].path);
+		free(v);
+		util_err("%s: out of memory", cmd);
+		return 1;
+	}
+	for (size_t i = 0; i < nv; i++)
+		out[i] = v[i].path;
+	free(v);
+	*paths = out;
+	*n = nv;
+	return rc;
+}
+
+/* an_filter.stack_ok: --module and --function. */
+struct match_arg {
+	const struct rep_opts *o;
+	int module_hit, function_hit;
+};
+
+static void match_frame(void *arg, const struct an_frame *fr)
+{
+	struct match_arg *m = arg;
+	if (m->o->module && fr->module &&
+	    (!strcmp(fr->module, m->o->module) || !strcmp(an_basename(fr->module), m->o->module)))
+		m->module_hit = 1;
+	char b[256];
+	if (m->o->have_fre && !m->function_hit &&
+	    regexec(&m->o->fre, an_frame_name(fr, b, sizeof(b)), 0, NULL, 0) == 0)
+		m->function_hit = 1;
+}
+
+static int stack_ok(void *arg, uint32_t stack)
+{
+	struct rep_ctx *c = arg;
+	struct match_arg m = {c->o, 0, 0};
+	rep_frames_outer_first(c, stack, match_frame, &m);
+	return (!c->o->module || m.module_hit) && (!c->o->have_fre || m.function_hit);
+}
+
+struct supp_arg {
+	const struct rep_opts *o;
+	int hit;
+};
+
+static void supp_frame(void *arg, const struct an_frame *fr)
+{
+	struct supp_arg *m = arg;
+	char b[256];
+	const char *name = an_frame_name(fr, b, sizeof(b));
+	for (size_t i = 0; i < m->o->nsupp && !m->hit; i++) {
+		const char *p = m->o->supp[i];
+		m->hit = !fnmatch(p, name, 0) ||
+			 (fr->module && !fnmatch(p, an_basename(fr->module), 0)) ||
+			 (fr->file && !fnmatch(p, fr->file, 0));
+	}
+}
+
+/* Mark the leaking stacks a suppression matches. */
+static void apply_supp(struct rep_ctx *c)
+{
+	for (size_t i = 0; i < c->r.nst; i++) {
+		struct an_stack_stat *st = &c->r.st[i];
+		if (!st->live_blocks)
+			continue;
+		struct supp_arg m = {c->o, 0};
+		rep_frames_outer_first(c, st->stack, supp_frame, &m);
+		if (m.hit) {
+			st->suppressed = 1;
+			c->supp_bytes += st->live_bytes;
+			c->supp_blocks += st->live_blocks;
+		}
+	}
+}
+
 int rep_open(const char *path, struct rep_ctx *c, uint32_t tl_buckets)
+{
+	return rep_open_opts(path, c, tl_buckets, NULL);
+}
+
+int rep_open_opts(const char *path, struct rep_ctx *c, uint32_t tl_buckets,
+		  const struct rep_opts *o)
 {
 	char eb[512];
 	memset(c, 0, sizeof(*c));
+	c->o = o;
 	if (atr_open(path, &c->f, eb, sizeof(eb)) < 0) {
 		util_err("%s", eb);
 		return 1;
 	}
-	int r = 0;
+	/* stacks and symbols first: the pass's --function/--module filter
+	 * resolves frames */
+	int r = atr_stacks_load(c->f);
+	if (r >= 0 && !(c->sym = an_symbols_new(c->f)))
+		r = ATR_E_NOMEM;
+	else if (r >= 0 && o)
+		an_symbols_set_names(c->sym, o->names);
 	if (tl_buckets) {
 		uint32_t maxser = 0;
 		for (uint32_t i = 0; i < atr_thread_count(c->f); i++)
@@ -27,10 +365,24 @@ int rep_open(const char *path, struct rep_ctx *c, uint32_t tl_buckets)
 		else
 			c->have_tl = 1;
 	}
+	struct an_filter flt;
+	if (o) {
+		flt = o->flt;
+		if (o->module || o->have_fre) {
+			flt.stack_ok = stack_ok;
+			flt.stack_arg = c;
+		}
+	}
 	if (r >= 0)
-		r = an_report_compute_tl(c->f, &c->r, c->have_tl ? &c->tl : NULL);
-	if (r >= 0 && !(c->sym = an_symbols_new(c->f)))
-		r = ATR_E_NOMEM;
+		r = an_report_compute_filtered(c->f, &c->r, c->have_tl ? &c->tl : NULL,
+					       o && o->any_filter ? &flt : NULL);
+	if (r >= 0 && o && o->nsupp)
+		apply_supp(c);
+	if (r >= 0 && o && o->flt.have_from && o->flt.from_label && !c->r.window_open)
+		util_warn("%s: no marker '%s' (--from): nothing selected", path, o->flt.from_label);
+	if (r >= 0 && o && o->flt.have_to && o->flt.to_label && !c->r.window_closed)
+		util_warn("%s: no marker '%s' (--to): selected up to the end", path,
+			  o->flt.to_label);
 	if (r < 0) {
 		if (r == ATR_E_NOMEM)
 			util_err("%s: out of memory", path);
@@ -84,66 +436,6 @@ unsigned rep_frames_outer_first(struct rep_ctx *c, uint32_t stack, rep_frame_fn 
 		}
 	}
 	return total;
-}
-
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
-static int str_rehash(struct rep_strtab *t, size_t nslots)
-{
-	uint32_t *sl = calloc(nslots, sizeof(*sl));
-	if (!sl)
-		return -1;
-	for (size_t i = 0; i < t->n; i++) {
-		size_t h = (size_t)str_hash(t->s[i]) & (nslots - 1);
-		while (sl[h])
-			h = (h + 1) & (nslots - 1);
-		sl[h] = (uint32_t)(i + 1);
-	}
-	free(t->slots);
-	t->slots = sl;
-	t->nslots = nslots;
-	return 0;
-}
-
-long rep_str_intern(struct rep_strtab *t, const char *s)
-{
-	if ((t->n + 1) * 2 > t->nslots && str_rehash(t, t->nslots ? t->nslots * 2 : 256) < 0)
-		return -1;
-	size_t h = (size_t)str_hash(s) & (t->nslots - 1);
-	while (t->slots[h]) {
-		if (!strcmp(t->s[t->slots[h] - 1], s))
-			return (long)t->slots[h] - 1;
-		h = (h + 1) & (t->nslots - 1);
-	}
-	if (t->n == t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 256;
-		char **ns = realloc(t->s, nc * sizeof(*ns));
-		if (!ns)
-			return -1;
-		t->s = ns;
-		t->cap = nc;
-	}
-	char *d = strdup(s);
-	if (!d)
-		return -1;
-	t->s[t->n] = d;
-	t->slots[h] = (uint32_t)(t->n + 1);
-	return (long)t->n++;
-}
-
-void rep_str_free(struct rep_strtab *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		free(t->s[i]);
-	free(t->s);
-	free(t->slots);
-	memset(t, 0, sizeof(*t));
 }
 
 void rep_json_ident(struct json_writer *w, struct rep_ctx *c)

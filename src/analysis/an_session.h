@@ -9,14 +9,62 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <regex.h>
+
+#include "analysis/an_group.h"
 #include "analysis/an_report.h"
 #include "analysis/an_symbols.h"
 #include "analysis/an_timeline.h"
 #include "atr_reader.h"
 #include "atr_rss.h"
+#include "util_strtab.h"
+
+/* The options every analysis command shares (docs/CLI.md, "Filters"). */
+struct rep_opts {
+	enum an_names names;	  /* --names demangled|raw|short */
+	enum an_group_kind group; /* --group (report) */
+	long pid;		  /* --pid, -1 = every process */
+	struct an_filter flt;	  /* --thread --from --to (+ stack_ok below) */
+	uint32_t threads[64];
+	const char *module; /* --module NAME: a frame in that module */
+	regex_t fre;	    /* --function REGEX (POSIX extended) */
+	int have_fre;
+	char **supp; /* --suppress FILE: leak patterns */
+	size_t nsupp;
+	int any_filter;
+};
+
+#define REP_OPT_BASE 1000
+/* Entries for a getopt_long table; handled by rep_opt(). */
+#define REP_OPTIONS                                                                         \
+	{"names", required_argument, NULL, REP_OPT_BASE + 0},                               \
+	    {"pid", required_argument, NULL, REP_OPT_BASE + 1},                             \
+	    {"thread", required_argument, NULL, REP_OPT_BASE + 2},                          \
+	    {"from", required_argument, NULL, REP_OPT_BASE + 3},                            \
+	    {"to", required_argument, NULL, REP_OPT_BASE + 4},                              \
+	    {"module", required_argument, NULL, REP_OPT_BASE + 5},                          \
+	    {"function", required_argument, NULL, REP_OPT_BASE + 6},                        \
+	    {"suppress", required_argument, NULL, REP_OPT_BASE + 7},                        \
+	    {"group", required_argument, NULL, REP_OPT_BASE + 8}
+/* The usage lines of REP_OPTIONS. */
+extern const char rep_opts_usage[];
+
+void rep_opts_init(struct rep_opts *o);
+void rep_opts_free(struct rep_opts *o);
+/* Option c of getopt_long: 1 taken, 0 not one of REP_OPTIONS, -1 bad value
+ * (message shown, prefixed with cmd). */
+int rep_opt(struct rep_opts *o, int c, const char *arg, const char *cmd);
+
+/* Every trace file of the arguments, --pid applied, the busiest (most
+ * records) first.  0, or 1 with a message shown (a path that failed is
+ * reported, the others are still listed).  Free with atr_list_free. */
+int rep_list(int argc, char **argv, const struct rep_opts *o, const char *cmd, char ***paths,
+	     size_t *n);
 
 struct rep_ctx {
 	atr_file *f;
+	const struct rep_opts *o; /* NULL: defaults */
+	uint64_t supp_bytes, supp_blocks; /* leaks --suppress hid */
 	struct an_symbols *sym;
 	struct an_report r;
 	struct an_timeline tl;
@@ -29,6 +77,9 @@ struct rep_ctx {
  * buckets when tl_buckets > 0, and the RSS samples next to the trace).
  * 0, or 1 with the error shown (c is then closed). */
 int rep_open(const char *path, struct rep_ctx *c, uint32_t tl_buckets);
+/* The same with options (names, filters, suppressions; o stays alive). */
+int rep_open_opts(const char *path, struct rep_ctx *c, uint32_t tl_buckets,
+		  const struct rep_opts *o);
 void rep_close(struct rep_ctx *c);
 
 /* Call fn for every frame of stack, outermost first (inlined frames as
@@ -36,15 +87,16 @@ void rep_close(struct rep_ctx *c);
 typedef void (*rep_frame_fn)(void *arg, const struct an_frame *fr);
 unsigned rep_frames_outer_first(struct rep_ctx *c, uint32_t stack, rep_frame_fn fn, void *arg);
 
-/* Interned strings: index of s (added if new), -1 on out of memory. */
-struct rep_strtab {
-	char **s;
-	size_t n, cap;
-	uint32_t *slots; /* open addressing: index + 1, 0 = empty */
-	size_t nslots;
-};
-long rep_str_intern(struct rep_strtab *t, const char *s);
-void rep_str_free(struct rep_strtab *t);
+/* Interned strings (util_strtab.h). */
+#define rep_strtab util_strtab
+static inline long rep_str_intern(struct util_strtab *t, const char *s)
+{
+	return util_str_intern(t, s);
+}
+static inline void rep_str_free(struct util_strtab *t)
+{
+	util_str_free(t);
+}
 
 /* Trace-relative nanoseconds of an RSS sample (may be negative: before the
  * trace began). */

@@ -9,7 +9,8 @@
  * under /usr/lib/debug) is used when present.  What cannot be resolved stays
  * raw: module + offset, or the bare address.
  *
- * Without libdw (ATR_HAVE_LIBDW undefined) everything stays raw.
+ * Without libdw (ATR_HAVE_LIBDW undefined) everything stays raw; without
+ * libiberty (ATR_HAVE_LIBIBERTY) names stay mangled.
  * Results are cached per address; strings live until an_symbols_free().
  */
 #ifndef AN_SYMBOLS_H
@@ -32,9 +33,22 @@ struct an_frame {
 
 struct an_symbols;
 
+/* How functions are named: demangled as `addr2line -C` does (libiberty's
+ * cplus_demangle, DMGL_PARAMS | DMGL_ANSI; the default), raw (linkage
+ * names as in the ELF and DWARF), or demangled with every template
+ * argument list elided ("std::vector<>::push_back(int const&)", as
+ * heaptrack's "shorten templates"). */
+enum an_names { AN_NAMES_DEMANGLED, AN_NAMES_RAW, AN_NAMES_SHORT };
+
 /* f must stay open and have atr_stacks_load() done. */
 struct an_symbols *an_symbols_new(const atr_file *f);
 void an_symbols_free(struct an_symbols *s);
+/* Before the first an_symbols_resolve(). */
+void an_symbols_set_names(struct an_symbols *s, enum an_names names);
+/* "demangled" | "raw" | "short" -> enum an_names, -1 if unknown. */
+int an_names_parse(const char *s);
+/* Elide template argument lists in place (AN_NAMES_SHORT). */
+void an_shorten_templates(char *name);
 
 /* Frames of one return address of stack stack_id, innermost first (the
  * inlined ones, then the real function).  Returns the count (>= 1; on out

@@ -606,8 +606,18 @@ struct slot {
 	uint64_t addr, orig, ours;
 };
 
+/* A GOT entry left alone: bound to something else than the allocator our
+ * hooks call (reported: such calls are not traced). */
+struct skip {
+	char module[64];
+	int f;
+	uint64_t cur;
+};
+
 struct patcher {
 	struct target *t;
+	struct skip skips[16];
+	size_t nskips;
 	uint64_t real[NFUNCS], ours[NFUNCS];
 	uint64_t self_dev, self_ino;
 	struct slot *slots;
@@ -666,6 +676,18 @@ static int patch_module(struct patcher *pt, struct module *m)
 			int lazy = type == R_X86_64_JUMP_SLOT && cur >= m->lo && cur < m->hi;
 			if (cur != pt->real[f] && !lazy) {
 				pt->skipped++;
+				if (pt->nskips < sizeof(pt->skips) / sizeof(*pt->skips)) {
+					struct skip *k = &pt->skips[pt->nskips++];
+					const char *b = strrchr(m->path, '/');
+					const char *mn = b ? b + 1 : m->path;
+					size_t ml = strlen(mn);
+					if (ml >= sizeof(k->module))
+						ml = sizeof(k->module) - 1; /* cut */
+					memcpy(k->module, mn, ml);
+					k->module[ml] = 0;
+					k->f = f;
+					k->cur = cur;
+				}
 				continue;
 			}
 			if (pt->nslots == pt->cap) {
@@ -691,6 +713,38 @@ static int patch_module(struct patcher *pt, struct module *m)
 		m->done = 0;
 	elf_close(&e);
 	return 0;
+}
+
+static const char *module_of(const struct patcher *pt, uint64_t a)
+{
+	for (size_t i = 0; i < pt->nmods; i++)
+		if (a >= pt->mods[i].lo && a < pt->mods[i].hi) {
+			const char *b = strrchr(pt->mods[i].path, '/');
+			return b ? b + 1 : pt->mods[i].path;
+		}
+	return "?";
+}
+
+/* Say which calls are not traced and why (docs/ATTACH.md, "What is not
+ * redirected").  The usual cause: a non-PIE program that takes the
+ * address of malloc or free gets a "canonical PLT" entry; the dynamic
+ * linker then resolves every module's malloc to that stub, dlsym finds it
+ * first, and our hooks call it: the program's own GOT entry holds libc's
+ * malloc and cannot be redirected to hooks that would call back through
+ * it. */
+static void report_skips(const struct patcher *pt)
+{
+	for (size_t i = 0; i < pt->nskips; i++) {
+		const struct skip *k = &pt->skips[i];
+		fprintf(stderr,
+			"alloctrace: warning: %s's %s not redirected: it is bound to 0x%llx (%s), "
+			"the tracer calls 0x%llx (%s); calls through it are NOT traced\n",
+			k->module, funcs[k->f], (unsigned long long)k->cur, module_of(pt, k->cur),
+			(unsigned long long)pt->real[k->f], module_of(pt, pt->real[k->f]));
+	}
+	if (pt->nskips)
+		fprintf(stderr, "alloctrace: warning: the trace misses those calls; record the "
+				"program from its start (LD_PRELOAD) to see them (docs/ATTACH.md)\n");
 }
 
 static int same_module(const struct module *a, const struct module *b)
@@ -1038,6 +1092,7 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 		"redirected (%zu bound elsewhere, left alone); tracing %s\n",
 		(int)pid, pt.nslots, pt.modules, pt.skipped,
 		duration > 0 ? "for the given duration" : "until Ctrl-C");
+	report_skips(&pt);
 
 	/* 3. trace; patch modules loaded meanwhile */
 	uint64_t end = duration > 0 ? ta_hi + (uint64_t)(duration * 1e9) : UINT64_MAX;

@@ -5,7 +5,9 @@
  * to inner: "main;c;malloc"), not by address or stack id: two runs load
  * code at different addresses and number their stacks differently.
  * Stacks of one trace that symbolize alike are added together.  Each side
- * is the first process of what was named (a directory may hold several).
+ * is one process: --pid's, else the busiest of what was named (a warning
+ * says which when a directory holds several).  The filters of report
+ * (analysis/an_session.h) apply to both sides.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -17,6 +19,7 @@
 #include "analysis/an_symbols.h"
 #include "atr_reader.h"
 #include "cmds/cmds.h"
+#include "analysis/an_session.h"
 #include "util_fmt.h"
 #include "util_json.h"
 #include "util_msg.h"
@@ -27,9 +30,8 @@ struct side {
 	const char *name;
 	char **paths;
 	size_t npaths;
-	atr_file *f;
-	struct an_symbols *sym;
-	struct an_report r;
+	struct rep_ctx c;
+	int open;
 };
 
 struct entry {
@@ -39,10 +41,14 @@ struct entry {
 
 static void diff_usage(FILE *out)
 {
-	fprintf(out, "usage: alloctrace diff [--by calls|bytes|peak|leaked|temporary] [--top N] "
+	fprintf(out,
+		"usage: alloctrace diff [--by calls|bytes|peak|leaked|temporary] [--top N] "
 		     "[--json] OLD NEW\n"
 		     "What grew and shrank from OLD to NEW, by call stack (matched by function\n"
-		     "names).  Default --by bytes, --top 20 (0 = all).\n");
+		     "names).  Default --by bytes, --top 20 (0 = all).  Text shows the\n"
+		     "innermost frames with template arguments elided; --json the whole stack.\n"
+		     "%s",
+		rep_opts_usage);
 }
 
 /* The folded key of a stack: outermost frame first, ';'-separated. */
@@ -50,7 +56,7 @@ static char *stack_key(struct side *s, uint32_t stack)
 {
 	const uint64_t *ips;
 	uint32_t n;
-	if (!atr_stack_get(s->f, stack, &ips, &n))
+	if (!atr_stack_get(s->c.f, stack, &ips, &n))
 		return strdup("[no stack]");
 	size_t cap = 256, len = 0;
 	char *k = malloc(cap);
@@ -59,7 +65,7 @@ static char *stack_key(struct side *s, uint32_t stack)
 	k[0] = 0;
 	for (uint32_t i = n; i-- > 0;) {
 		const struct an_frame *fr;
-		unsigned m = an_symbols_resolve(s->sym, ips[i], stack, &fr);
+		unsigned m = an_symbols_resolve(s->c.sym, ips[i], stack, &fr);
 		for (unsigned j = m; j-- > 0;) {
 			char b[256];
 			const char *name = an_frame_name(&fr[j], b, sizeof(b));
@@ -82,36 +88,30 @@ static char *stack_key(struct side *s, uint32_t stack)
 	return k;
 }
 
-static int open_side(struct side *s)
+static int open_side(struct side *s, const struct rep_opts *o)
 {
-	char eb[512];
-	if (cmdu_list(s->name, &s->paths, &s->npaths))
+	if (rep_list(1, (char **)&s->name, o, "diff", &s->paths, &s->npaths) || !s->npaths) {
+		if (!s->npaths)
+			util_err("diff: no trace in %s", s->name);
 		return 1;
+	}
 	if (s->npaths > 1)
-		util_warn("diff: %s holds %zu processes; using the first, %s", s->name, s->npaths,
-			  s->paths[0]);
-	if (atr_open(s->paths[0], &s->f, eb, sizeof(eb)) < 0) {
-		util_err("%s", eb);
+		util_warn("diff: %s holds %zu processes; using the busiest, %s (--pid to choose)",
+			  s->name, s->npaths, s->paths[0]);
+	if (rep_open_opts(s->paths[0], &s->c, 0, o))
 		return 1;
-	}
-	int r = an_report_compute(s->f, &s->r);
-	if (r >= 0 && !(s->sym = an_symbols_new(s->f)))
-		r = ATR_E_NOMEM;
-	if (r < 0) {
-		util_err("%s", r == ATR_E_NOMEM ? "out of memory" : atr_last_error(s->f));
-		return 1;
-	}
-	if (!s->r.stacks)
-		util_warn("diff: %s was recorded without --stacks: everything is one stack",
+	s->open = 1;
+	if (!s->c.r.stacks)
+		util_warn("diff: %s was recorded without --stacks: everything is one stack "
+			  "(record --stacks to compare call paths)",
 			  s->paths[0]);
 	return 0;
 }
 
 static void close_side(struct side *s)
 {
-	an_symbols_free(s->sym);
-	an_report_free(&s->r);
-	atr_close(s->f);
+	if (s->open)
+		rep_close(&s->c);
 	if (s->paths)
 		atr_list_free(s->paths, s->npaths);
 }
@@ -124,13 +124,13 @@ static int cmp_key(const void *a, const void *b)
 /* Entries of both sides, keys unique, values summed per side. */
 static struct entry *collect(struct side *sd, size_t *count)
 {
-	size_t n = sd[0].r.nst + sd[1].r.nst, k = 0;
+	size_t n = sd[0].c.r.nst + sd[1].c.r.nst, k = 0;
 	struct entry *e = calloc(n ? n : 1, sizeof(*e));
 	if (!e)
 		return NULL;
 	for (int s = 0; s < 2; s++)
-		for (size_t i = 0; i < sd[s].r.nst; i++) {
-			const struct an_stack_stat *st = &sd[s].r.st[i];
+		for (size_t i = 0; i < sd[s].c.r.nst; i++) {
+			const struct an_stack_stat *st = &sd[s].c.r.st[i];
 			if (!(e[k].key = stack_key(&sd[s], st->stack)))
 				goto nomem;
 			for (int b = 0; b < NBY; b++)
@@ -189,15 +189,63 @@ static void json_totals(struct json_writer *w, const char *name, uint64_t o, uin
 	json_end_object(w);
 }
 
-static void text_total(const char *name, uint64_t o, uint64_t n)
+static const char *fmt_val(char *b, size_t len, uint64_t v, int bytes)
 {
-	char a[32], b[32];
+	return bytes ? util_fmt_bytes(b, len, v) : util_fmt_u64(b, len, v);
+}
+
+static const char *fmt_delta(char *b, size_t len, int64_t d, int bytes)
+{
+	char t[UTIL_FMT_BUF];
+	uint64_t a = d < 0 ? (uint64_t)-d : (uint64_t)d;
+	snprintf(b, len, "%s%s", d < 0 ? "-" : d > 0 ? "+" : "", fmt_val(t, sizeof(t), a, bytes));
+	return b;
+}
+
+static void text_total(const char *name, uint64_t o, uint64_t n, int bytes)
+{
+	char a[32], b[32], c[40];
 	int64_t d = (int64_t)(n - o);
-	printf("  %-18s %16s -> %-16s %+" PRId64 "", name, util_fmt_u64(a, sizeof(a), o),
-	       util_fmt_u64(b, sizeof(b), n), d);
+	printf("  %-16s %12s %12s %13s", name, fmt_val(a, sizeof(a), o, bytes),
+	       fmt_val(b, sizeof(b), n, bytes), fmt_delta(c, sizeof(c), d, bytes));
 	if (o)
-		printf(" (%+.1f%%)", 100.0 * (double)d / (double)o);
+		printf("  %+.1f%%", 100.0 * (double)d / (double)o);
 	printf("\n");
+}
+
+/* A folded key for people: innermost frame first, " <- " between frames,
+ * template arguments elided, at most width characters. */
+static void print_short_key(const char *key, size_t width)
+{
+	size_t len = strlen(key), out = 0;
+	char *k = strdup(key);
+	if (!k) {
+		printf("%.*s", (int)width, key);
+		return;
+	}
+	for (size_t end = len; end > 0;) {
+		size_t start = end;
+		while (start > 0 && k[start - 1] != ';')
+			start--;
+		k[end] = 0;
+		char *fr = k + start;
+		an_shorten_templates(fr);
+		size_t fl = strlen(fr);
+		if (out && out + 4 + fl > width) {
+			printf(" <- ...");
+			break;
+		}
+		if (out) {
+			printf(" <- ");
+			out += 4;
+		}
+		if (fl > width)
+			fl = width;
+		printf("%.*s", (int)fl, fr);
+		out += fl;
+		end = start ? start - 1 : 0;
+	}
+	free(k);
 }
 
 int cmd_diff(int argc, char **argv)
@@ -207,13 +255,23 @@ int cmd_diff(int argc, char **argv)
 	    {"top", required_argument, NULL, 't'},
 	    {"by", required_argument, NULL, 'b'},
 	    {"help", no_argument, NULL, 'h'},
+	    REP_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
 	int json = 0, c;
 	enum an_by by = AN_BY_BYTES;
 	size_t top = 20;
+	struct rep_opts ro;
+	rep_opts_init(&ro);
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "jt:b:h", opts, NULL)) != -1) {
+		int k = rep_opt(&ro, c, optarg, "diff");
+		if (k < 0) {
+			rep_opts_free(&ro);
+			return 2;
+		}
+		if (k > 0)
+			continue;
 		switch (c) {
 		case 'j':
 			json = 1;
@@ -256,7 +314,7 @@ int cmd_diff(int argc, char **argv)
 	memset(sd, 0, sizeof(sd));
 	sd[0].name = argv[optind];
 	sd[1].name = argv[optind + 1];
-	int rc = open_side(&sd[0]) || open_side(&sd[1]);
+	int rc = open_side(&sd[0], &ro) || open_side(&sd[1], &ro);
 	size_t n = 0;
 	struct entry *e = rc ? NULL : collect(sd, &n);
 	if (!rc && !e) {
@@ -267,7 +325,7 @@ int cmd_diff(int argc, char **argv)
 		sort_by = by;
 		qsort(e, n, sizeof(*e), cmp_delta);
 		size_t shown = 0;
-		const struct an_report *o = &sd[0].r, *nw = &sd[1].r;
+		const struct an_report *o = &sd[0].c.r, *nw = &sd[1].c.r;
 		if (json) {
 			struct json_writer w;
 			json_init(&w, stdout, 1);
@@ -308,23 +366,34 @@ int cmd_diff(int argc, char **argv)
 			json_finish(&w);
 		} else {
 			printf("old: %s\nnew: %s\n\n", sd[0].paths[0], sd[1].paths[0]);
-			text_total("calls", o->total_calls, nw->total_calls);
-			text_total("bytes requested", o->bytes_requested, nw->bytes_requested);
-			text_total("peak live bytes", o->peak_live_bytes, nw->peak_live_bytes);
-			text_total("leaked bytes", o->live_bytes, nw->live_bytes);
-			text_total("temporary", o->temporary, nw->temporary);
-			printf("\nstacks that changed, by %s (largest change first):\n",
+			printf("  %-16s %12s %12s %13s\n", "", "old", "new", "change");
+			text_total("calls", o->total_calls, nw->total_calls, 0);
+			text_total("bytes requested", o->bytes_requested, nw->bytes_requested, 1);
+			text_total("peak live bytes", o->peak_live_bytes, nw->peak_live_bytes, 1);
+			text_total("leaked bytes", o->live_bytes, nw->live_bytes, 1);
+			text_total("temporary", o->temporary, nw->temporary, 0);
+			int isb = by == AN_BY_BYTES || by == AN_BY_PEAK || by == AN_BY_LEAKED;
+			printf("\nstacks that changed, by %s (largest change first; innermost frame "
+			       "first):\n",
 			       an_by_name(by));
+			printf("  %13s %12s %12s  %s\n", "change", "old", "new", "stack");
 			for (size_t i = 0; i < n && (!top || shown < top); i++) {
 				int64_t d = delta(&e[i], by);
 				if (!d)
 					break;
-				char a[32], b[32];
-				printf("  %+14" PRId64 "  (%s -> %s)  %s\n", d,
-				       util_fmt_u64(a, sizeof(a), e[i].v[0][by]),
-				       util_fmt_u64(b, sizeof(b), e[i].v[1][by]), e[i].key);
+				char a[32], b[32], dc[40];
+				printf("  %13s %12s %12s  ", fmt_delta(dc, sizeof(dc), d, isb),
+				       fmt_val(a, sizeof(a), e[i].v[0][by], isb),
+				       fmt_val(b, sizeof(b), e[i].v[1][by], isb));
+				print_short_key(e[i].key, 100);
+				printf("\n");
 				shown++;
 			}
+			size_t more = 0;
+			for (size_t i = shown; i < n; i++)
+				more += delta(&e[i], by) != 0;
+			if (more)
+				printf("  ... %zu more (--top 0 shows all)\n", more);
 			if (!shown)
 				printf("  (none)\n");
 		}
@@ -334,6 +403,7 @@ int cmd_diff(int argc, char **argv)
 	free(e);
 	close_side(&sd[0]);
 	close_side(&sd[1]);
+	rep_opts_free(&ro);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		util_err("diff: write error on standard output");
 		rc = 1;

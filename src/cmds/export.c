@@ -26,7 +26,8 @@
 
 static void export_usage(FILE *out)
 {
-	fprintf(out, "usage: alloctrace export --format FORMAT [-o FILE] [--by KEY] [--pid PID]\n"
+	fprintf(out,
+		"usage: alloctrace export --format FORMAT [-o FILE] [--by KEY] [--pid PID]\n"
 		     "                         FILE_OR_DIR...\n"
 		     "Write a trace in another tool's format (docs/EXPORT.md):\n"
 		     "  folded    folded stacks for flamegraph.pl / speedscope (--by: calls,\n"
@@ -37,26 +38,43 @@ static void export_usage(FILE *out)
 		     "            inuse_objects, inuse_space (inuse = live at exit) per stack\n"
 		     "  massif    valgrind massif output for ms_print / massif-visualizer:\n"
 		     "            heap over time, detailed trees at the peak and at exit\n"
-		     "pprof and massif hold one process: the first (the one started first)\n"
-		     "unless --pid PID names another.\n"
-		     "  -o, --output FILE  output file (default: standard output)\n");
+		     "Processes come the busiest first; pprof and massif hold one: the\n"
+		     "busiest unless --pid PID names another.\n"
+		     "  -o, --output FILE  output file (default: standard output)\n"
+		     "%s",
+		rep_opts_usage);
 }
 
 /* ---- command ------------------------------------------------------------------ */
+
+static int export_opts(int argc, char **argv, const struct option *opts, struct rep_opts *ro);
 
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
-	    {"by", required_argument, NULL, 'b'},     {"pid", required_argument, NULL, 'p'},
-	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
+	    {"by", required_argument, NULL, 'b'},     {"help", no_argument, NULL, 'h'},
+	    REP_OPTIONS,			      {NULL, 0, NULL, 0},
 	};
+	struct rep_opts ro;
+	rep_opts_init(&ro);
+	int rc = export_opts(argc, argv, opts, &ro);
+	rep_opts_free(&ro);
+	return rc;
+}
+
+static int export_opts(int argc, char **argv, const struct option *opts, struct rep_opts *ro)
+{
 	const char *format = NULL, *outpath = NULL;
 	enum an_by by = AN_BY_BYTES;
-	long want_pid = -1;
 	int c;
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "f:o:b:p:h", opts, NULL)) != -1) {
+		int k = rep_opt(ro, c == 'p' ? REP_OPT_BASE + 1 : c, optarg, "export");
+		if (k < 0)
+			return 2;
+		if (k > 0)
+			continue;
 		switch (c) {
 		case 'f':
 			format = optarg;
@@ -73,16 +91,6 @@ int cmd_export(int argc, char **argv)
 				return 2;
 			}
 			by = (enum an_by)b;
-			break;
-		}
-		case 'p': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < 0) {
-				util_err("export: bad --pid '%s'", optarg);
-				return 2;
-			}
-			want_pid = v;
 			break;
 		}
 		case 'h':
@@ -115,29 +123,10 @@ int cmd_export(int argc, char **argv)
 		export_usage(stderr);
 		return 2;
 	}
-	/* the trace files, in order */
+	/* the trace files, the busiest first */
 	char **all = NULL;
 	size_t nall = 0;
-	int rc = 0;
-	for (int a = optind; a < argc; a++) {
-		char **paths;
-		size_t n;
-		if (cmdu_list(argv[a], &paths, &n)) {
-			rc = 1;
-			continue;
-		}
-		char **na = realloc(all, (nall + n) * sizeof(*na));
-		if (!na) {
-			atr_list_free(paths, n);
-			util_err("export: out of memory");
-			rc = 1;
-			break;
-		}
-		all = na;
-		for (size_t i = 0; i < n; i++)
-			all[nall++] = strdup(paths[i]);
-		atr_list_free(paths, n);
-	}
+	int rc = rep_list(argc - optind, argv + optind, ro, "export", &all, &nall);
 	FILE *out = stdout;
 	if (!rc && nall && outpath && !(out = fopen(outpath, "wb"))) {
 		util_err("export: %s: %s", outpath, strerror(errno));
@@ -151,7 +140,7 @@ int cmd_export(int argc, char **argv)
 	} else if (fmt == F_FOLDED) {
 		for (size_t i = 0; i < nall; i++) {
 			struct rep_ctx cx;
-			if (!all[i] || rep_open(all[i], &cx, 0)) {
+			if (!all[i] || rep_open_opts(all[i], &cx, 0, ro)) {
 				rc = 1;
 				continue;
 			}
@@ -162,7 +151,7 @@ int cmd_export(int argc, char **argv)
 		struct rep_ctx *cs = calloc(nall, sizeof(*cs));
 		size_t n = 0;
 		for (size_t i = 0; cs && i < nall; i++) {
-			if (!all[i] || rep_open(all[i], &cs[n], tlb))
+			if (!all[i] || rep_open_opts(all[i], &cs[n], tlb, ro))
 				rc = 1;
 			else
 				n++;
@@ -177,21 +166,17 @@ int cmd_export(int argc, char **argv)
 			rep_close(&cs[i]);
 		free(cs);
 	} else {
-		/* one process: --pid, else the first */
+		/* one process: --pid's (rep_list kept only it), else the busiest */
 		struct rep_ctx cx;
 		int found = 0;
 		for (size_t i = 0; i < nall && !found; i++) {
-			if (!all[i] || rep_open(all[i], &cx, tlb)) {
+			if (!all[i] || rep_open_opts(all[i], &cx, tlb, ro)) {
 				rc = 1;
 				continue;
 			}
-			if (want_pid >= 0 && atr_get_info(cx.f)->pid != (uint32_t)want_pid) {
-				rep_close(&cx);
-				continue;
-			}
 			found = 1;
-			if (nall > 1 && want_pid < 0)
-				util_warn("export: %zu processes; writing the first, pid %u (--pid "
+			if (nall > 1)
+				util_warn("export: %zu processes; writing the busiest, pid %u (--pid "
 					  "chooses)",
 					  nall, atr_get_info(cx.f)->pid);
 			if ((fmt == F_PPROF ? rep_write_pprof(out, &cx)
@@ -199,11 +184,8 @@ int cmd_export(int argc, char **argv)
 				rc = 1;
 			rep_close(&cx);
 		}
-		if (!found) {
-			if (want_pid >= 0)
-				util_err("export: no trace of pid %ld", want_pid);
+		if (!found)
 			rc = 1;
-		}
 	}
 	if (out && (fflush(out) != 0 || ferror(out))) {
 		util_err("export: write error on %s", outpath ? outpath : "standard output");
@@ -213,8 +195,6 @@ int cmd_export(int argc, char **argv)
 		util_err("export: %s: %s", outpath, strerror(errno));
 		rc = 1;
 	}
-	for (size_t i = 0; i < nall; i++)
-		free(all[i]);
-	free(all);
+	atr_list_free(all, nall);
 	return rc;
 }

@@ -517,7 +517,16 @@ int cmd_record(int argc, char **argv)
 			util_err("record: empty -o DIR");
 			return 2;
 		}
-		if (o.no_children || o.stacks || o.timing || o.no_start || o.buffer_kb ||
+		if (o.stacks) {
+			/* the tracer's constructor loads libunwind only when
+			 * ALLOCTRACE_STACKS is set at load; an attach sets the
+			 * tracer up after its constructor ran */
+			util_err("record: -p cannot record stacks (the tracer loads its unwinder "
+				 "when the program starts); record the program from its start with "
+				 "--stacks");
+			return 2;
+		}
+		if (o.no_children || o.timing || o.no_start || o.buffer_kb ||
 		    o.stack_depth || o.no_rss)
 			util_warn("record: with -p only -o, --force and --duration apply; the other "
 				  "options are ignored (docs/ATTACH.md)");

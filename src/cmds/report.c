@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/an_group.h"
 #include "analysis/an_report.h"
 #include "analysis/an_symbols.h"
 #include "atr_reader.h"
@@ -38,16 +39,24 @@ static void report_usage(FILE *out)
 		"             calls/s per thread, histograms, flame graph, top tables\n"
 		"  --top N    stacks per list (default 10, 0 = all)\n"
 		"  --by KEY   order of the \"top\" list: calls (default), bytes, peak,\n"
-		"             leaked, temporary\n");
+		"             leaked, temporary\n"
+		"  --group stack|function|caller|module  totals per call stack (default),\n"
+		"             per allocating function (self and total), per function with\n"
+		"             its callers, or per module\n"
+		"%s",
+		rep_opts_usage);
 }
 
 static void flame_usage(FILE *out)
 {
-	fprintf(out, "usage: alloctrace flamegraph [--by calls|bytes|leaked|peak|temporary] "
-		     "[--svg FILE] FILE_OR_DIR...\n"
-		     "Print folded stacks (\"outer;...;inner VALUE\" per line) for\n"
-		     "flamegraph.pl or speedscope.  Default --by bytes.\n"
-		     "  --svg FILE  write a standalone SVG flame graph to FILE instead\n");
+	fprintf(out,
+		"usage: alloctrace flamegraph [--by calls|bytes|leaked|peak|temporary] "
+		"[--svg FILE] FILE_OR_DIR...\n"
+		"Print folded stacks (\"outer;...;inner VALUE\" per line) for\n"
+		"flamegraph.pl or speedscope.  Default --by bytes.\n"
+		"  --svg FILE  write a standalone SVG flame graph to FILE instead\n"
+		"%s",
+		rep_opts_usage);
 }
 
 /* ---- frames ------------------------------------------------------------- */
@@ -110,7 +119,8 @@ static void text_frames(struct rep_ctx *c, uint32_t stack)
 	const uint64_t *ips;
 	uint32_t n;
 	if (!atr_stack_get(c->f, stack, &ips, &n)) {
-		printf("      (no stack recorded)\n");
+		printf("      (no stack recorded%s)\n",
+		       c->r.stacks ? "" : ": record with --stacks to see call paths");
 		return;
 	}
 	unsigned shown = 0, total = 0;
@@ -134,6 +144,136 @@ static void text_frames(struct rep_ctx *c, uint32_t stack)
 	}
 	if (total > shown)
 		printf("      ... %u more frames\n", total - shown);
+}
+
+/* ---- --group ------------------------------------------------------------ */
+
+static void json_gval(struct json_writer *w, const char *key, const struct an_group_val *v)
+{
+	json_key(w, key);
+	json_begin_object(w);
+	json_key(w, "calls");
+	json_u64(w, v->calls);
+	json_key(w, "bytes");
+	json_u64(w, v->bytes);
+	json_key(w, "peak_bytes");
+	json_u64(w, v->peak_bytes);
+	json_key(w, "leaked_bytes");
+	json_u64(w, v->leaked_bytes);
+	json_key(w, "leaked_blocks");
+	json_u64(w, v->leaked_blocks);
+	json_key(w, "temporary");
+	json_u64(w, v->temporary);
+	json_end_object(w);
+}
+
+/* "groups": {"group": KIND, "by": KEY, "stacks": N, "rows": [...]} */
+static void json_group(struct json_writer *w, const struct an_group *g, enum an_by by, size_t top)
+{
+	size_t *idx;
+	long n = an_group_rank(g, by, &idx);
+	json_key(w, "groups");
+	json_begin_object(w);
+	json_key(w, "group");
+	json_string(w, an_group_name(g->kind));
+	json_key(w, "by");
+	json_string(w, an_by_name(by));
+	json_key(w, "stacks");
+	json_u64(w, g->stacks);
+	json_key(w, "count");
+	json_u64(w, n < 0 ? 0 : (uint64_t)n);
+	json_key(w, "rows");
+	json_begin_array(w);
+	for (long i = 0; i < n && (top == 0 || (size_t)i < top); i++) {
+		const struct an_group_row *row = &g->rows[idx[i]];
+		json_begin_object(w);
+		json_key(w, g->kind == AN_GROUP_MODULE ? "module" : "function");
+		json_string(w, g->names.s[row->name]);
+		if (g->kind != AN_GROUP_MODULE) {
+			json_key(w, "module");
+			json_string(w, g->names.s[row->module]);
+			json_key(w, "file");
+			if (row->file != UINT32_MAX)
+				json_string(w, g->names.s[row->file]);
+			else
+				json_null(w);
+			json_key(w, "line");
+			if (row->line)
+				json_u64(w, row->line);
+			else
+				json_null(w);
+		}
+		json_gval(w, "self", &row->self);
+		json_gval(w, "total", &row->total);
+		if (g->kind == AN_GROUP_CALLER) {
+			json_key(w, "callers");
+			json_begin_array(w);
+			for (size_t k = 0; k < row->ncallers && (top == 0 || k < top); k++) {
+				json_begin_object(w);
+				json_key(w, "function");
+				json_string(w, g->names.s[row->callers[k].name]);
+				json_gval(w, "self", &row->callers[k].v);
+				json_end_object(w);
+			}
+			json_end_array(w);
+		}
+		json_end_object(w);
+	}
+	json_end_array(w);
+	json_end_object(w);
+	free(idx);
+}
+
+static void text_group(const struct an_group *g, enum an_by by, size_t top)
+{
+	size_t *idx;
+	long n = an_group_rank(g, by, &idx);
+	const char *what = g->kind == AN_GROUP_MODULE ? "modules" : "functions";
+	char cn[UTIL_FMT_BUF], cs[UTIL_FMT_BUF];
+	printf("\n%s by %s (%s %s in %s stacks; self: allocating there, total: there or in what "
+	       "it calls)\n",
+	       g->kind == AN_GROUP_MODULE ? "allocating modules" : "allocating functions",
+	       an_by_name(by), util_fmt_u64(cn, sizeof(cn), n < 0 ? 0 : (uint64_t)n), what,
+	       util_fmt_u64(cs, sizeof(cs), g->stacks));
+	printf("  %4s %12s %11s %11s %11s %12s %11s  %s\n", "#", "self calls", "self bytes",
+	       "self peak", "self leaked", "total calls", "total bytes",
+	       g->kind == AN_GROUP_MODULE ? "module" : "function");
+	for (long i = 0; i < n && (top == 0 || (size_t)i < top); i++) {
+		const struct an_group_row *row = &g->rows[idx[i]];
+		char a[UTIL_FMT_BUF], b[UTIL_FMT_BUF], pk[UTIL_FMT_BUF], l[UTIL_FMT_BUF],
+		    tc[UTIL_FMT_BUF], tb[UTIL_FMT_BUF];
+		printf("  %4ld %12s %11s %11s %11s %12s %11s  %s", i + 1,
+		       util_fmt_u64(a, sizeof(a), row->self.calls),
+		       util_fmt_bytes(b, sizeof(b), row->self.bytes),
+		       util_fmt_bytes(pk, sizeof(pk), row->self.peak_bytes),
+		       util_fmt_bytes(l, sizeof(l), row->self.leaked_bytes),
+		       util_fmt_u64(tc, sizeof(tc), row->total.calls),
+		       util_fmt_bytes(tb, sizeof(tb), row->total.bytes), g->names.s[row->name]);
+		if (g->kind != AN_GROUP_MODULE) {
+			if (row->file != UINT32_MAX)
+				printf("  %s:%u", an_basename(g->names.s[row->file]), row->line);
+			printf("  [%s]", g->names.s[row->module]);
+		}
+		printf("\n");
+		if (g->kind != AN_GROUP_CALLER)
+			continue;
+		for (size_t k = 0; k < row->ncallers && (top == 0 || k < top); k++) {
+			const struct an_group_caller *cl = &row->callers[k];
+			if (!an_group_value(&cl->v, by))
+				continue;
+			printf("  %4s %12s %11s %11s %11s %12s %11s    <- %s\n", "",
+			       util_fmt_u64(a, sizeof(a), cl->v.calls),
+			       util_fmt_bytes(b, sizeof(b), cl->v.bytes),
+			       util_fmt_bytes(pk, sizeof(pk), cl->v.peak_bytes),
+			       util_fmt_bytes(l, sizeof(l), cl->v.leaked_bytes), "", "",
+			       g->names.s[cl->name]);
+		}
+		if (top && row->ncallers > top)
+			printf("  %4s %12s ... %zu more callers\n", "", "", row->ncallers - top);
+	}
+	if (top && n > (long)top)
+		printf("  ... %ld more (--top 0 shows all)\n", n - (long)top);
+	free(idx);
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
@@ -227,6 +367,12 @@ static void print_json(struct json_writer *w, struct rep_ctx *c, enum an_by by, 
 	json_u64(w, r->live_blocks);
 	json_key(w, "bytes");
 	json_u64(w, r->live_bytes);
+	if (c->o && c->o->nsupp) {
+		json_key(w, "suppressed_blocks");
+		json_u64(w, c->supp_blocks);
+		json_key(w, "suppressed_bytes");
+		json_u64(w, c->supp_bytes);
+	}
 	json_key(w, "stacks");
 	json_stack_list(w, c, AN_BY_LEAKED, top);
 	json_end_object(w);
@@ -246,6 +392,18 @@ static void print_json(struct json_writer *w, struct rep_ctx *c, enum an_by by, 
 	json_key(w, "stacks");
 	json_stack_list(w, c, AN_BY_TEMPORARY, top);
 	json_end_object(w);
+	if (c->o && c->o->group != AN_GROUP_STACK) {
+		struct an_group g;
+		if (an_group_build(&g, c->o->group, c->f, r, c->sym) == 0) {
+			an_group_sort_callers(&g, by);
+			json_group(w, &g, by, top);
+			an_group_free(&g);
+		}
+	}
+	if (c->o && c->o->any_filter) {
+		json_key(w, "filtered_out_calls");
+		json_u64(w, r->excluded_calls);
+	}
 	json_key(w, "size_histogram");
 	json_hist(w, r->size_hist, "min", "max");
 	json_key(w, "lifetime_histogram");
@@ -291,7 +449,8 @@ static void text_list(struct rep_ctx *c, enum an_by by, size_t top, const char *
 	size_t *idx;
 	long n = an_report_rank(&c->r, by, &idx);
 	char a[UTIL_FMT_BUF], b[UTIL_FMT_BUF];
-	printf("\n%s (%ld stacks)\n", title, n < 0 ? 0 : n);
+	printf("\n%s (%s %s)\n", title, util_fmt_u64(a, sizeof(a), n < 0 ? 0 : (uint64_t)n),
+	       n == 1 ? "stack" : "stacks");
 	for (long i = 0; i < n && (top == 0 || (size_t)i < top); i++) {
 		const struct an_stack_stat *st = &c->r.st[idx[i]];
 		switch (by) {
@@ -318,10 +477,26 @@ static void text_list(struct rep_ctx *c, enum an_by by, size_t top, const char *
 		}
 		text_frames(c, st->stack);
 	}
+	if (top && n > (long)top)
+		printf("  ... %ld more (--top 0 shows all)\n", n - (long)top);
 	free(idx);
 }
 
-static void text_hist(const uint64_t *h, const char *unit)
+/* "850 ns", "1.0 us", "2.1 s": the bounds of a lifetime bucket. */
+static void fmt_ns_short(char *b, size_t len, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(b, len, "%" PRIu64 " ns", ns);
+	else if (ns < 1000000)
+		snprintf(b, len, "%.1f us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(b, len, "%.1f ms", (double)ns / 1e6);
+	else
+		snprintf(b, len, "%.1f s", (double)ns / 1e9);
+}
+
+/* Power-of-two buckets with their bounds in human units (KiB, ms). */
+static void text_hist(const uint64_t *h, int ns)
 {
 	uint64_t max = 0;
 	for (unsigned b = 0; b < AN_HIST_BUCKETS; b++)
@@ -330,15 +505,42 @@ static void text_hist(const uint64_t *h, const char *unit)
 	for (unsigned b = 0; b < AN_HIST_BUCKETS; b++) {
 		if (!h[b])
 			continue;
-		char lo[32], cnt[UTIL_FMT_BUF];
-		if (b == 0)
-			snprintf(lo, sizeof(lo), "0");
-		else
-			snprintf(lo, sizeof(lo), "%" PRIu64 "..", UINT64_C(1) << (b - 1));
+		char lo[UTIL_FMT_BUF], hi[UTIL_FMT_BUF], cnt[UTIL_FMT_BUF];
+		uint64_t l = b ? UINT64_C(1) << (b - 1) : 0;
+		uint64_t u = b == 0 ? 0 : b == 64 ? UINT64_MAX : (UINT64_C(1) << b) - 1;
+		if (ns) {
+			fmt_ns_short(lo, sizeof(lo), l);
+			fmt_ns_short(hi, sizeof(hi), u);
+		} else {
+			util_fmt_bytes(lo, sizeof(lo), l);
+			util_fmt_bytes(hi, sizeof(hi), u);
+		}
 		int bar = (int)(40.0 * (double)h[b] / (double)max + 0.5);
-		printf("  %22s %-3s %14s  %.*s\n", lo, unit, util_fmt_u64(cnt, sizeof(cnt), h[b]), bar,
+		printf("  %12s .. %-12s %14s  %.*s\n", lo, b ? hi : lo,
+		       util_fmt_u64(cnt, sizeof(cnt), h[b]), bar,
 		       "########################################");
 	}
+}
+
+/* Stacks with allocations (what the lists count), the no-stack group
+ * included. */
+static size_t used_stacks(const struct an_report *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nst; i++)
+		n += r->st[i].calls > 0;
+	return n;
+}
+
+static const struct an_report *thr_r;
+
+static int thr_cmp(const void *pa, const void *pb)
+{
+	const struct an_report_thread *a = &thr_r->threads[*(const uint32_t *)pa];
+	const struct an_report_thread *b = &thr_r->threads[*(const uint32_t *)pb];
+	if (a->calls != b->calls)
+		return a->calls > b->calls ? -1 : 1;
+	return a->serial < b->serial ? -1 : a->serial > b->serial;
 }
 
 static void print_text(struct rep_ctx *c, enum an_by by, size_t top, int first)
@@ -366,79 +568,110 @@ static void print_text(struct rep_ctx *c, enum an_by by, size_t top, int first)
 	       pns % 1000000000u);
 	printf("  %-18s %s bytes in %s blocks\n", "leaked (at exit)",
 	       util_fmt_u64(a, sizeof(a), r->live_bytes), util_fmt_u64(b, sizeof(b), r->live_blocks));
+	if (c->o && c->o->nsupp)
+		printf("  %-18s %s bytes in %s blocks (--suppress)\n", "suppressed leaks",
+		       util_fmt_u64(a, sizeof(a), c->supp_bytes),
+		       util_fmt_u64(b, sizeof(b), c->supp_blocks));
+	if (c->o && c->o->any_filter)
+		printf("  %-18s %s allocation calls (not counted above)\n", "filtered out",
+		       util_fmt_u64(a, sizeof(a), r->excluded_calls));
 	printf("  %-18s %s\n", "temporary", util_fmt_u64(a, sizeof(a), r->temporary));
 	printf("  %-18s %s\n", "failed allocs", util_fmt_u64(a, sizeof(a), r->failed));
 	if (atr_get_info(c->f)->status & ATR_STATUS_ATTACHED)
 		printf("  %-18s %s (blocks allocated before the attach)\n", "pre-attach frees",
 		       util_fmt_u64(a, sizeof(a), r->pre_attach_frees));
-	printf("  %-18s %zu%s\n", "distinct stacks", atr_stack_count(c->f),
-	       r->stacks ? "" : " (recorded without --stacks)");
-	text_list(c, by, top, by == AN_BY_CALLS ? "hottest call paths by calls"
-			      : by == AN_BY_BYTES ? "hottest call paths by bytes"
-			      : by == AN_BY_PEAK ? "live at the peak"
-			      : by == AN_BY_LEAKED ? "leaks (live at exit)"
-						   : "temporary allocations");
-	if (by != AN_BY_BYTES)
-		text_list(c, AN_BY_BYTES, top, "hottest call paths by bytes");
-	if (by != AN_BY_LEAKED)
-		text_list(c, AN_BY_LEAKED, top, "leaks (live at exit)");
-	if (by != AN_BY_PEAK)
-		text_list(c, AN_BY_PEAK, top, "live at the peak");
-	if (by != AN_BY_TEMPORARY)
-		text_list(c, AN_BY_TEMPORARY, top, "temporary allocations");
+	if (r->stacks)
+		printf("  %-18s %s with allocations (%s recorded)\n", "call stacks",
+		       util_fmt_u64(a, sizeof(a), used_stacks(r)),
+		       util_fmt_u64(b, sizeof(b), atr_stack_count(c->f)));
+	else
+		printf("  %-18s none recorded: `alloctrace record --stacks` shows where "
+		       "allocations come from\n",
+		       "call stacks");
+	if (c->o && c->o->group != AN_GROUP_STACK) {
+		struct an_group g;
+		if (an_group_build(&g, c->o->group, c->f, r, c->sym) < 0) {
+			util_err("report: out of memory");
+		} else {
+			an_group_sort_callers(&g, by);
+			text_group(&g, by, top);
+			if (by != AN_BY_LEAKED && r->live_blocks) {
+				an_group_sort_callers(&g, AN_BY_LEAKED);
+				text_group(&g, AN_BY_LEAKED, top);
+			}
+			an_group_free(&g);
+		}
+	} else {
+		text_list(c, by, top, by == AN_BY_CALLS ? "hottest call paths by calls"
+				      : by == AN_BY_BYTES ? "hottest call paths by bytes"
+				      : by == AN_BY_PEAK ? "live at the peak"
+				      : by == AN_BY_LEAKED ? "leaks (live at exit)"
+							   : "temporary allocations");
+		if (by != AN_BY_BYTES)
+			text_list(c, AN_BY_BYTES, top, "hottest call paths by bytes");
+		if (by != AN_BY_LEAKED)
+			text_list(c, AN_BY_LEAKED, top, "leaks (live at exit)");
+		if (by != AN_BY_PEAK)
+			text_list(c, AN_BY_PEAK, top, "live at the peak");
+		if (by != AN_BY_TEMPORARY)
+			text_list(c, AN_BY_TEMPORARY, top, "temporary allocations");
+	}
 	printf("\nrequested sizes\n");
-	text_hist(r->size_hist, "B");
+	text_hist(r->size_hist, 0);
 	printf("\nlifetimes of freed blocks\n");
-	text_hist(r->life_hist, "ns");
-	printf("\n  %-8s %10s %14s %18s %12s %8s\n", "thread", "tid", "calls", "bytes", "run",
+	text_hist(r->life_hist, 1);
+	/* the busiest threads first, --top of them */
+	uint32_t *order = malloc((r->nthreads ? r->nthreads : 1) * sizeof(*order));
+	uint32_t nshow = r->nthreads;
+	if (order) {
+		for (uint32_t i = 0; i < r->nthreads; i++)
+			order[i] = i;
+		thr_r = r;
+		qsort(order, r->nthreads, sizeof(*order), thr_cmp);
+		if (top && nshow > top)
+			nshow = (uint32_t)top;
+	}
+	printf("\nthreads (%" PRIu32 ", the busiest first)\n", r->nthreads);
+	printf("  %-8s %10s %14s %12s %12s %8s\n", "thread", "tid", "calls", "bytes", "run",
 	       "in alloc");
-	for (uint32_t i = 0; i < r->nthreads; i++) {
-		const struct an_report_thread *t = &r->threads[i];
+	for (uint32_t i = 0; i < nshow; i++) {
+		const struct an_report_thread *t = &r->threads[order ? order[i] : i];
 		uint64_t run = t->seen ? ns(c->f, t->last_ts - t->first_ts) : 0;
 		char rb[32], share[16] = "-";
 		if (r->timing && run)
 			snprintf(share, sizeof(share), "%.1f%%",
 				 100.0 * (double)ns(c->f, t->alloc_ticks) / (double)run);
-		printf("  T%-7" PRIu32 " %10" PRIu32 " %14s %18s %12s %8s\n", t->serial, t->tid,
-		       util_fmt_u64(a, sizeof(a), t->calls), util_fmt_u64(b, sizeof(b), t->bytes),
+		printf("  T%-7" PRIu32 " %10" PRIu32 " %14s %12s %12s %8s\n", t->serial, t->tid,
+		       util_fmt_u64(a, sizeof(a), t->calls), util_fmt_bytes(b, sizeof(b), t->bytes),
 		       util_fmt_ns(rb, sizeof(rb), run), share);
 	}
+	if (nshow < r->nthreads)
+		printf("  ... %" PRIu32 " more threads (--top 0 shows all)\n", r->nthreads - nshow);
+	free(order);
 }
 
 /* ---- commands --------------------------------------------------------------- */
 
 /* --html: every process of every argument into one page. */
-static int run_html(int argc, char **argv, const char *out, size_t top)
+static int run_html(int argc, char **argv, const char *out, size_t top, const struct rep_opts *o)
 {
 	struct rep_ctx *cs = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	for (int a = 0; a < argc; a++) {
-		char **paths;
-		size_t np;
-		if (cmdu_list(argv[a], &paths, &np)) {
-			rc = 1;
-			continue;
-		}
-		for (size_t i = 0; i < np; i++) {
-			if (n == cap) {
-				size_t nc = cap ? cap * 2 : 8;
-				struct rep_ctx *ncs = realloc(cs, nc * sizeof(*ncs));
-				if (!ncs) {
-					util_err("report: out of memory");
-					rc = 1;
-					break;
-				}
-				cs = ncs;
-				cap = nc;
-			}
-			if (rep_open(paths[i], &cs[n], AN_TL_DEFAULT_BUCKETS))
-				rc = 1;
-			else
-				n++;
-		}
-		atr_list_free(paths, np);
+	size_t n = 0;
+	char **paths;
+	size_t np;
+	int rc = rep_list(argc, argv, o, "report", &paths, &np);
+	if (np && !(cs = calloc(np, sizeof(*cs)))) {
+		util_err("report: out of memory");
+		rc = 1;
+		np = 0;
 	}
+	for (size_t i = 0; i < np; i++) {
+		if (rep_open_opts(paths[i], &cs[n], AN_TL_DEFAULT_BUCKETS, o))
+			rc = 1;
+		else
+			n++;
+	}
+	atr_list_free(paths, np);
 	if (n) {
 		FILE *f = fopen(out, "w");
 		if (!f) {
@@ -514,6 +747,9 @@ static int write_svg(struct out_flame *fl, const char *path, enum an_by by)
 	return 0;
 }
 
+static int run_opts(int argc, char **argv, int flame, const struct option *opts,
+		    struct rep_opts *o);
+
 static int run(int argc, char **argv, int flame)
 {
 	/* one table each, so that --list-options, completion and "did you
@@ -521,14 +757,26 @@ static int run(int argc, char **argv, int flame)
 	static const struct option report_opts[] = {
 	    {"json", no_argument, NULL, 'j'},	    {"top", required_argument, NULL, 't'},
 	    {"by", required_argument, NULL, 'b'},   {"html", required_argument, NULL, 'H'},
-	    {"help", no_argument, NULL, 'h'},	    {NULL, 0, NULL, 0},
+	    {"help", no_argument, NULL, 'h'},	    REP_OPTIONS,
+	    {NULL, 0, NULL, 0},
 	};
 	static const struct option flame_opts[] = {
 	    {"by", required_argument, NULL, 'b'},
 	    {"svg", required_argument, NULL, 'S'},
 	    {"help", no_argument, NULL, 'h'},
+	    REP_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
+	struct rep_opts o;
+	rep_opts_init(&o);
+	int rc = run_opts(argc, argv, flame, flame ? flame_opts : report_opts, &o);
+	rep_opts_free(&o);
+	return rc;
+}
+
+static int run_opts(int argc, char **argv, int flame, const struct option *opts,
+		    struct rep_opts *o)
+{
 	int json = 0, c;
 	const char *html = NULL, *svg = NULL;
 	struct out_flame *fl = NULL;
@@ -536,8 +784,12 @@ static int run(int argc, char **argv, int flame)
 	size_t top = 10;
 	void (*usage)(FILE *) = flame ? flame_usage : report_usage;
 	optind = 1;
-	while ((c = cmdu_getopt(argc, argv, flame ? "b:h" : "jt:b:h", flame ? flame_opts : report_opts,
-				NULL)) != -1) {
+	while ((c = cmdu_getopt(argc, argv, flame ? "b:h" : "jt:b:h", opts, NULL)) != -1) {
+		int k = rep_opt(o, c, optarg, flame ? "flamegraph" : "report");
+		if (k < 0)
+			return 2;
+		if (k > 0)
+			continue;
 		switch (c) {
 		case 'H':
 			if (flame) {
@@ -598,7 +850,7 @@ static int run(int argc, char **argv, int flame)
 		return 2;
 	}
 	if (html)
-		return run_html(argc - optind, argv + optind, html, top);
+		return run_html(argc - optind, argv + optind, html, top, o);
 	if (svg && !(fl = out_flame_new())) {
 		util_err("flamegraph: out of memory");
 		return 1;
@@ -611,32 +863,27 @@ static int run(int argc, char **argv, int flame)
 		json_key(&w, "processes");
 		json_begin_array(&w);
 	}
-	for (int a = optind; a < argc; a++) {
-		char **paths;
-		size_t n;
-		if (cmdu_list(argv[a], &paths, &n)) {
+	char **paths;
+	size_t n;
+	rc = rep_list(argc - optind, argv + optind, o, flame ? "flamegraph" : "report", &paths, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct rep_ctx cx;
+		if (rep_open_opts(paths[i], &cx, 0, o)) {
 			rc = 1;
 			continue;
+		} else if (fl) {
+			rc |= fold_into(fl, &cx, by);
+		} else if (flame) {
+			rep_print_folded(stdout, &cx, by);
+		} else if (json) {
+			print_json(&w, &cx, by, top);
+		} else {
+			print_text(&cx, by, top, !shown);
 		}
-		for (size_t i = 0; i < n; i++) {
-			struct rep_ctx cx;
-			if (rep_open(paths[i], &cx, 0)) {
-				rc = 1;
-				continue;
-			} else if (fl) {
-				rc |= fold_into(fl, &cx, by);
-			} else if (flame) {
-				rep_print_folded(stdout, &cx, by);
-			} else if (json) {
-				print_json(&w, &cx, by, top);
-			} else {
-				print_text(&cx, by, top, !shown);
-			}
-			shown++;
-			rep_close(&cx);
-		}
-		atr_list_free(paths, n);
+		shown++;
+		rep_close(&cx);
 	}
+	atr_list_free(paths, n);
 	if (json) {
 		json_end_array(&w);
 		json_end_object(&w);

@@ -30,7 +30,7 @@ void rep_print_folded(FILE *out, struct rep_ctx *c, enum an_by by)
 		uint32_t nf;
 		fputs(exe && *exe ? exe : "?", out);
 		if (!atr_stack_get(c->f, st->stack, &ips, &nf))
-			fputs(";[no stack]", out);
+			fputs(c->r.stacks ? ";[no stack]" : ";[no stack: record with --stacks]", out);
 		else
 			rep_frames_outer_first(c, st->stack, fold_frame, &fa);
 		fprintf(out, " %" PRIu64 "\n", an_stack_value(st, by));

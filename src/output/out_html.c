@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "output/out_assets.h"
+#include "analysis/an_group.h"
 #include "output/output.h"
 #include "util_fmt.h"
 #include "util_json.h"
@@ -128,6 +129,57 @@ static void json_top(struct json_writer *w, struct rep_ctx *c, enum an_by by, si
 	json_end_array(w);
 	json_end_object(w);
 	free(idx);
+}
+
+/* "functions": {"total": N, "rows": [[name, module, "file:line" | null,
+ * self calls, self bytes, self peak, self leaked, total calls, total
+ * bytes, total leaked], ...]}: report --group function, the sortable
+ * table (rows by self calls, --top of them; 0 = all). */
+static void json_functions(struct json_writer *w, struct rep_ctx *c, size_t top)
+{
+	struct an_group g;
+	json_key(w, "functions");
+	json_begin_object(w);
+	if (an_group_build(&g, AN_GROUP_FUNCTION, c->f, &c->r, c->sym) < 0) {
+		json_key(w, "total");
+		json_u64(w, 0);
+		json_key(w, "rows");
+		json_begin_array(w);
+		json_end_array(w);
+		json_end_object(w);
+		return;
+	}
+	size_t *idx;
+	long n = an_group_rank(&g, AN_BY_CALLS, &idx);
+	json_key(w, "total");
+	json_u64(w, n < 0 ? 0 : (uint64_t)n);
+	json_key(w, "rows");
+	json_begin_array(w);
+	for (long i = 0; i < n && (top == 0 || (size_t)i < top); i++) {
+		const struct an_group_row *r = &g.rows[idx[i]];
+		char loc[512];
+		json_begin_array(w);
+		json_string(w, g.names.s[r->name]);
+		json_string(w, g.names.s[r->module]);
+		if (r->file != UINT32_MAX) {
+			snprintf(loc, sizeof(loc), "%s:%u", an_basename(g.names.s[r->file]), r->line);
+			json_string(w, loc);
+		} else {
+			json_null(w);
+		}
+		json_u64(w, r->self.calls);
+		json_u64(w, r->self.bytes);
+		json_u64(w, r->self.peak_bytes);
+		json_u64(w, r->self.leaked_bytes);
+		json_u64(w, r->total.calls);
+		json_u64(w, r->total.bytes);
+		json_u64(w, r->total.leaked_bytes);
+		json_end_array(w);
+	}
+	json_end_array(w);
+	json_end_object(w);
+	free(idx);
+	an_group_free(&g);
 }
 
 static void json_hist(struct json_writer *w, const uint64_t *h)
@@ -429,6 +481,7 @@ static int json_process(struct json_writer *w, struct rep_ctx *c, size_t top)
 	json_top(w, c, AN_BY_PEAK, top);
 	json_top(w, c, AN_BY_TEMPORARY, top);
 	json_end_object(w);
+	json_functions(w, c, top);
 	json_end_object(w);
 	return na.nomem ? -1 : 0;
 }

@@ -4,6 +4,11 @@
  * remote dlopen must not run from there.  Each block carries its slot and
  * size in its head; exit status 0 only if all are intact at the end.
  * "ready" on stdout when the loop starts.  usage: attach_busy RUN_MS
+ *
+ * Built a second time -no-pie with ATT_TAKE_ADDRESS (attach_nopie, case
+ * "nopie"): taking malloc's and free's addresses in a non-PIE program gives
+ * them canonical PLT entries, which `record -p` cannot redirect (python3.11
+ * on Debian is such a program) and must say so.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,10 +25,22 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+#ifdef ATT_TAKE_ADDRESS
+/* taken in non-PIC code (an absolute address in an instruction), which is
+ * what needs the canonical PLT entry; a data initializer would get a
+ * dynamic relocation instead */
+void *(*volatile att_malloc)(size_t);
+void (*volatile att_free)(void *);
+#endif
+
 int main(int argc, char **argv)
 {
 	static uint64_t *slot[SLOTS];
 	static size_t size[SLOTS];
+#ifdef ATT_TAKE_ADDRESS
+	att_malloc = malloc;
+	att_free = free;
+#endif
 	uint64_t run = (argc > 1 ? strtoull(argv[1], NULL, 10) : 1000) * 1000000ull;
 	uint32_t x = 1;
 	long bad = 0;

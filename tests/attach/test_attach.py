@@ -137,7 +137,7 @@ def case_window(at, prog, tmp):
 
 def case_single(at, busy, tmp):
     for i in range(5):
-        p = subprocess.Popen([busy, "700"], stdout=subprocess.PIPE, text=True)
+        p = subprocess.Popen([busy, "2000"], stdout=subprocess.PIPE, text=True)
         if p.stdout.readline().strip() != "ready":
             fail("attach_busy did not start")
         time.sleep(0.15)
@@ -154,6 +154,29 @@ def case_single(at, busy, tmp):
             fail("run %d: %s" % (i, json.dumps(s)[:400]))
         shutil.rmtree(tdir)
     print("5 attaches to a program busy in malloc: unharmed")
+
+
+def case_nopie(at, nopie, tmp):
+    """A non-PIE program that takes malloc's address: the attach warns
+    which GOT entries it could not redirect; -p --stacks is refused."""
+    p = subprocess.Popen([nopie, "4000"], stdout=subprocess.PIPE, text=True)
+    if p.stdout.readline().strip() != "ready":
+        fail("attach_nopie did not start")
+    tdir = os.path.join(tmp, "n")
+    r = record(at, ["-p", str(p.pid), "-o", tdir + "s", "--stacks", "--duration", "0.1"])
+    if r.returncode != 2 or "cannot record stacks" not in r.stderr:
+        fail("-p --stacks: %d %s" % (r.returncode, r.stderr))
+    r = record(at, ["-p", str(p.pid), "-o", tdir, "--duration", "0.2"])
+    check_permission(r)
+    rc = p.wait(timeout=15)
+    if r.returncode != 0 or rc != 0:
+        fail("record -p %d, program %d: %s" % (r.returncode, rc, r.stderr))
+    for fn in ("malloc", "free"):
+        if "attach_nopie's %s not redirected" % fn not in r.stderr:
+            fail("no warning for %s:\n%s" % (fn, r.stderr))
+    if "NOT traced" not in r.stderr:
+        fail("the warning does not say the calls are missed:\n" + r.stderr)
+    print(r.stderr.strip())
 
 
 def case_dlopen(at, tdir_base, tmp):
@@ -266,7 +289,7 @@ def case_errors(at, prog, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
-    ap.add_argument("case", choices=["window", "single", "dlopen", "fpu", "errors"])
+    ap.add_argument("case", choices=["window", "single", "dlopen", "fpu", "errors", "nopie"])
     a = ap.parse_args()
     at = os.path.join(a.build, "alloctrace")
     prog = os.path.join(a.build, "tests", "attach", "attach_prog")
@@ -277,6 +300,8 @@ def main():
             case_fpu(at, os.path.join(os.path.dirname(prog), "attach_fp"), tmp)
         elif a.case == "dlopen":
             case_dlopen(at, prog, tmp)
+        elif a.case == "nopie":
+            case_nopie(at, os.path.join(os.path.dirname(prog), "attach_nopie"), tmp)
         elif a.case == "single":
             case_single(at, os.path.join(os.path.dirname(prog), "attach_busy"), tmp)
         else:

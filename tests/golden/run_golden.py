@@ -40,12 +40,56 @@ CASES = {
     "didyoumean_option": ("seed1", None, ["info", "--jsno", "t.atr"]),
     "didyoumean_option_arg": ("seed1", None, ["report", "--topp=3", "t.atr"]),
     "didyoumean_value": ("seed1", None, ["report", "--by", "clals", "t.atr"]),
+    # grouped views and filters: real-stacks-phases is stk_phases (2 threads,
+    # markers "start", "phase 2", "end") recorded --stacks from a path that no
+    # longer exists, so its own frames stay raw and only the system's resolve
+    "report_group_function": ("real-stacks-phases", None,
+                              ["report", "--group", "function", "--top", "5", "t.atr"]),
+    "report_group_caller": ("real-stacks-phases", None,
+                            ["report", "--group", "caller", "--by", "bytes", "--top", "3", "t.atr"]),
+    "report_group_module_json": ("real-stacks-phases", None,
+                                 ["report", "--group", "module", "--json", "--top", "3", "t.atr"]),
+    "report_filter_thread": ("real-stacks-phases", None,
+                             ["report", "--thread", "T2", "--top", "2", "t.atr"]),
+    "report_filter_window": ("real-stacks-phases", None,
+                             ["report", "--from", "phase 2", "--to", "end", "--group", "function",
+                              "--top", "3", "t.atr"]),
+    "report_filter_no_marker": ("real-stacks-phases", None,
+                                ["report", "--from", "nope", "--top", "1", "t.atr"]),
+    "report_filter_seconds": ("seed1", None,
+                              ["report", "--from", "0.00000002", "--to", "0.0000001", "t.atr"]),
+    "report_filter_function": ("real-stacks-phases", None,
+                               ["report", "--function", "^allocate_dtv$", "--top", "2", "t.atr"]),
+    "report_filter_module": ("real-stacks-phases", None,
+                             ["report", "--module", "ld-linux-x86-64.so.2", "--group", "module",
+                              "t.atr"]),
+    "report_filter_pid": ("real-stacks-phases", None,
+                          ["report", "--pid", "7854", "--group", "function", "--top", "1", "t.atr"]),
+    "report_filter_pid_missing": ("real-stacks-phases", None, ["report", "--pid", "1", "t.atr"]),
+    "report_suppress": ("real-stacks-phases", None,
+                        ["report", "--suppress", "supp", "--by", "leaked", "--top", "2", "t.atr"],
+                        {"supp": "# known\nleak:_dl_allocate_tls\nphases+0x1233\n"}),
+    "flamegraph_filter_thread": ("real-stacks-phases", None,
+                                 ["flamegraph", "--thread", "T2", "t.atr"]),
+    "diff_stacks": ("seed-stacks", "real-stacks-phases", ["diff", "t.atr", "u.atr"]),
+    "diff_filter_thread_json": ("real-stacks-phases", "real-stacks-phases",
+                                ["diff", "--json", "--thread", "T1", "t.atr", "u.atr"]),
+    "export_folded_filters": ("real-stacks-phases", None,
+                                 ["export", "--format", "folded", "--by", "calls", "--pid", "7854",
+                                  "--from", "phase 2", "--names", "short", "t.atr"]),
+    "report_names_raw_short": ("real-stacks-phases", None,
+                               ["report", "--names", "raw", "--group", "function", "--top", "3",
+                                "t.atr"]),
 }
 
 
 def run(build, case):
-    t, u, args = CASES[case]
+    t, u, args = CASES[case][:3]
+    files = CASES[case][3] if len(CASES[case]) > 3 else {}
     with tempfile.TemporaryDirectory(prefix="atr-golden.") as d:
+        for name, text in files.items():
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
         shutil.copy(os.path.join(CORPUS, t), os.path.join(d, "t.atr"))
         if u:
             shutil.copy(os.path.join(CORPUS, u), os.path.join(d, "u.atr"))

@@ -73,17 +73,44 @@ def find_chromium():
     return None
 
 
-def chromium_dump(chrome, page, tmp):
+def chromium_dump(chrome, page, tmp, frag=""):
     prof = tempfile.mkdtemp(dir=tmp)
     cmd = [chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
            "--no-first-run", "--disable-background-networking", "--disable-component-update",
            "--disable-sync", "--user-data-dir=" + prof, "--window-size=1400,2000",
-           "--dump-dom", "file://" + page]
+           "--dump-dom", "file://" + page + frag]
     t0 = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, timeout=60)
     if r.returncode != 0 or not r.stdout:
         fail("chromium exited %d: %s" % (r.returncode, r.stderr.decode(errors="replace")[-2000:]))
     return r.stdout.decode("utf-8", errors="replace"), time.monotonic() - t0
+
+
+UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+
+
+def table_column(dom_text, box_id, col):
+    """The values of one column of the table inside element box_id, in
+    page order (numbers parsed from "1,234" / "12.5 KiB")."""
+    start = dom_text.find('id="%s"' % box_id)
+    if start < 0:
+        fail("no element %s" % box_id)
+    end = dom_text.find("</table>", start)
+    tab = dom_text[start:end]
+    heads = re.findall(r'<th[^>]*data-col="([^"]+)"', tab)
+    if col not in heads:
+        fail("no column %s in %s (%r)" % (col, box_id, heads))
+    k = heads.index(col)
+    out = []
+    for row in re.findall(r"<tr>(.*?)</tr>", tab.split("<tbody>", 1)[1], re.S):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        v = re.sub(r"<[^>]+>", "", cells[k]).strip()
+        if k == 0:
+            out.append(v.split(" ")[0])
+            continue
+        m = re.match(r"([\d.,]+)\s*(\w*)", v)
+        out.append(float(m.group(1).replace(",", "")) * UNITS.get(m.group(2), 1))
+    return out
 
 
 class Dom(html.parser.HTMLParser):
@@ -149,6 +176,27 @@ def case_chromium(args, tmp):
         fail("top tables missing")
     print("chromium %s: rendered in %.1f s wall, script %s ms, load %s ms, page %d bytes"
           % (chrome, secs, d.body.get("data-render-ms"), d.body.get("data-load-ms"), len(src)))
+
+    # the functions table sorts by any column; the flame graph searches and
+    # zooms (page state from the URL fragment, as a shared link would set it)
+    vals = table_column(dom_text, "functions-%d" % pid, "self_calls")  # the default order
+    if len(vals) < 3 or vals != sorted(vals, reverse=True):
+        fail("functions table not sorted by self calls: %r" % vals[:8])
+    for frag, col, asc in (("#sort=total_bytes&search=%5Emain%24&zoom=main", "total_bytes", False),
+                           ("#sort=function-asc", "function", True)):
+        dt, _ = chromium_dump(chrome, page, tmp, frag)
+        vals = table_column(dt, "functions-%d" % pid, col)
+        if len(vals) < 3 or vals != sorted(vals, reverse=not asc):
+            fail("functions table not sorted by %s%s: %r" % (col, " asc" if asc else "", vals[:8]))
+        if "search" in frag:
+            d3 = Dom()
+            d3.feed(dt)
+            t3 = "".join(d3.text)
+            if "search matched" not in t3 or "zoomed to main" not in t3:
+                fail("flame graph search/zoom from the URL: %r"
+                     % [x for x in d3.text if "total" in x][:3])
+            if not re.search(r'class="[^"]*\bhit\b', dt):
+                fail("no frame highlighted by the search")
 
     # the check must catch a broken page
     broken = os.path.join(tmp, "broken.html")

@@ -374,6 +374,17 @@
     return root;
   }
 
+  /* Page state from the URL: #search=REGEX&zoom=FUNCTION&sort=COLUMN[-asc]
+   * (shareable links; the headless test drives the page with it). */
+  function hashParam(k) {
+    var m = (location.hash || '').slice(1).split('&');
+    for (var i = 0; i < m.length; i++) {
+      var kv = m[i].split('=');
+      if (kv[0] === k && kv.length > 1) return decodeURIComponent(kv.slice(1).join('='));
+    }
+    return null;
+  }
+
   function flameGraph(p, W) {
     var box = el('div', { cls: 'chart' });
     var tabs = el('div', { cls: 'tabs' });
@@ -466,7 +477,67 @@
     box.appendChild(tabs);
     box.appendChild(info);
     box.appendChild(fg);
-    render();
+    var hq = hashParam('search');
+    if (hq) { search.value = hq; search.dispatchEvent(new Event('input')); } else render();
+    var hz = hashParam('zoom');
+    if (hz && root) {
+      /* the heaviest frame of that name */
+      var best = null;
+      (function f(n) { if (n.name === hz && (!best || n.v > best.v)) best = n; n.kids.forEach(f); })(root);
+      if (best) { zoom = best; render(); }
+    }
+    return box;
+  }
+
+  /* ---- allocating functions: a table sorted by any column ---------------- */
+  var FCOLS = [['function', 'function', 0], ['self_calls', 'self calls', 3], ['self_bytes', 'self bytes', 4],
+    ['self_peak', 'self at peak', 5], ['self_leaked', 'self leaked', 6], ['total_calls', 'total calls', 7],
+    ['total_bytes', 'total bytes', 8], ['total_leaked', 'total leaked', 9]];
+
+  function functionTable(p) {
+    var f = p.functions || { total: 0, rows: [] };
+    var box = el('div');
+    box.id = 'functions-' + p.pid;
+    var col = 1, asc = false;
+    var hs = hashParam('sort');
+    if (hs) {
+      asc = /-asc$/.test(hs);
+      var name = hs.replace(/-asc$/, '');
+      FCOLS.forEach(function (c, i) { if (c[0] === name) col = i; });
+    }
+    function show() {
+      var k = FCOLS[col][2];
+      var rows = f.rows.slice().sort(function (a, b) {
+        var x = a[k], y = b[k], d = typeof x === 'string' ? (x < y ? -1 : x > y ? 1 : 0) : x - y;
+        if (!asc) d = -d;
+        return d || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+      });
+      var h = ['<table class="top fn"><thead><tr>'];
+      FCOLS.forEach(function (c, i) {
+        h.push('<th class="' + (i ? 'num' : 'stack') + ' sortable' + (i === col ? ' sorted' : '') + '" data-col="' + c[0] +
+          '" title="click to sort">' + esc(c[1]) + (i === col ? (asc ? ' ▲' : ' ▼') : '') + '</th>');
+      });
+      h.push('</tr></thead><tbody>');
+      rows.forEach(function (r) {
+        h.push('<tr><td class="stack">' + esc(r[0]) + ' <span class="note">' + esc((r[2] ? r[2] + '  ' : '') + '[' + r[1] + ']') +
+          '</span></td><td class="num">' + num(r[3]) + '</td><td class="num">' + bytes(r[4]) + '</td><td class="num">' + bytes(r[5]) +
+          '</td><td class="num">' + bytes(r[6]) + '</td><td class="num">' + num(r[7]) + '</td><td class="num">' + bytes(r[8]) +
+          '</td><td class="num">' + bytes(r[9]) + '</td></tr>');
+      });
+      if (!rows.length) h.push('<tr><td colspan="8" class="stack">none</td></tr>');
+      h.push('</tbody></table>');
+      if (f.total > f.rows.length) h.push('<div class="note">' + num(f.rows.length) + ' of ' + num(f.total) + ' functions (the most self calls; report --html --top N, 0 = all)</div>');
+      box.innerHTML = h.join('');
+      box.setAttribute('data-sort', FCOLS[col][0] + (asc ? '-asc' : ''));
+    }
+    box.addEventListener('click', function (ev) {
+      var th = ev.target.closest('th[data-col]');
+      if (!th) return;
+      var i = FCOLS.findIndex(function (c) { return c[0] === th.getAttribute('data-col'); });
+      if (i === col) asc = !asc; else { col = i; asc = i === 0; }
+      show();
+    });
+    show();
     return box;
   }
 
@@ -571,6 +642,8 @@
     sec.appendChild(flameGraph(p, W));
     if (!p.stacks_recorded) sec.appendChild(el('div', { cls: 'note', text: 'Recorded without --stacks: every allocation is one stack.' }));
 
+    sec.appendChild(el('h2', { text: 'Allocating functions (self: allocated there; total: there or in what it calls)' }));
+    sec.appendChild(functionTable(p));
     sec.appendChild(el('h2', { text: 'Top call stacks' }));
     sec.appendChild(topTables(p));
     sec.appendChild(el('h2', { text: 'Threads' }));
