@@ -36,7 +36,9 @@ struct rep_opts {
 
 #define REP_OPT_BASE 1000
 /* Entries for a getopt_long table; handled by rep_opt(). */
-#define REP_OPTIONS                                                                         \
+/* Entries for a getopt_long table; handled by rep_opt().  REP_FILTER_OPTIONS
+ * for every analysis command, REP_OPTIONS (adds --group) for report. */
+#define REP_FILTER_OPTIONS                                                                  \
 	{"names", required_argument, NULL, REP_OPT_BASE + 0},                               \
 	    {"pid", required_argument, NULL, REP_OPT_BASE + 1},                             \
 	    {"thread", required_argument, NULL, REP_OPT_BASE + 2},                          \
@@ -44,8 +46,8 @@ struct rep_opts {
 	    {"to", required_argument, NULL, REP_OPT_BASE + 4},                              \
 	    {"module", required_argument, NULL, REP_OPT_BASE + 5},                          \
 	    {"function", required_argument, NULL, REP_OPT_BASE + 6},                        \
-	    {"suppress", required_argument, NULL, REP_OPT_BASE + 7},                        \
-	    {"group", required_argument, NULL, REP_OPT_BASE + 8}
+	    {"suppress", required_argument, NULL, REP_OPT_BASE + 7}
+#define REP_OPTIONS REP_FILTER_OPTIONS, {"group", required_argument, NULL, REP_OPT_BASE + 8}
 /* The usage lines of REP_OPTIONS. */
 extern const char rep_opts_usage[];
 

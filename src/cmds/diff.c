@@ -255,7 +255,7 @@ int cmd_diff(int argc, char **argv)
 	    {"top", required_argument, NULL, 't'},
 	    {"by", required_argument, NULL, 'b'},
 	    {"help", no_argument, NULL, 'h'},
-	    REP_OPTIONS,
+	    REP_FILTER_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
 	int json = 0, c;

@@ -54,7 +54,7 @@ int cmd_export(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
 	    {"by", required_argument, NULL, 'b'},     {"help", no_argument, NULL, 'h'},
-	    REP_OPTIONS,			      {NULL, 0, NULL, 0},
+	    REP_FILTER_OPTIONS,			      {NULL, 0, NULL, 0},
 	};
 	struct rep_opts ro;
 	rep_opts_init(&ro);

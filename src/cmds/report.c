@@ -764,7 +764,7 @@ static int run(int argc, char **argv, int flame)
 	    {"by", required_argument, NULL, 'b'},
 	    {"svg", required_argument, NULL, 'S'},
 	    {"help", no_argument, NULL, 'h'},
-	    REP_OPTIONS,
+	    REP_FILTER_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
 	struct rep_opts o;
