@@ -112,7 +112,7 @@ struct atr_event {
 	/* meta records */
 	uint32_t arg;
 	uint32_t payload_len;
-	const uint8_t *payload; /* points into the mapped file */
+	const uint8_t *payload; /* valid until the next event is asked for */
 	/* allocations in a file with ATR_FEAT_CHUNK_FLAGS: glibc's chunk
 	 * flag bits (ATR_CHUNK_MMAPPED, ATR_CHUNK_NON_MAIN) of ret; 0
 	 * otherwise */
