@@ -333,7 +333,8 @@ long atr_v2_decode(const uint8_t *in, size_t len, uint64_t features, uint8_t *ou
 				return fail(why, "frame decodes to more than its block size");
 			put64(out + pos, w0);
 			put64(out + pos + 8, w1);
-			memset(out + pos + need - 8, 0, 8);
+			if (need > 16)
+				memset(out + pos + need - 8, 0, 8); /* padding */
 			memcpy(out + pos + 16, b.p, plen);
 			b.p += plen;
 			pos += need;

@@ -40,6 +40,12 @@ CASES = {
     "didyoumean_option": ("seed1", None, ["info", "--jsno", "t.atr"]),
     "didyoumean_option_arg": ("seed1", None, ["report", "--topp=3", "t.atr"]),
     "didyoumean_value": ("seed1", None, ["report", "--by", "clals", "t.atr"]),
+    # a v1 trace recorded before format v2 still reads (issue 9)
+    "info_v1_recorded": ("real-v1-calls", None, ["info", "t.atr"]),
+    # the same events from v2 (compressed) as from v1: compare with
+    # info_threads_timing / report_threads_timing
+    "info_v2_threads_timing": ("v2-real-mt-timing", None, ["info", "t.atr"]),
+    "report_v2_threads_timing": ("v2-real-mt-timing", None, ["report", "t.atr"]),
 }
 
 
