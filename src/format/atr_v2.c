@@ -19,7 +19,9 @@
 #define V2_SEC_DELTA 9u	  /* secondary pointer: >= 9 = delta + 9 */
 
 struct v2_state {
-	uint64_t prev_ts, base;
+	uint64_t prev_ts;
+	uint64_t base;	/* last allocation's address: allocations' deltas */
+	uint64_t fbase; /* last free's address: frees' deltas */
 	uint64_t cache[V2_CACHE];
 	uint64_t cmask;		   /* chunk flag bits of ret (glibc) or 0 */
 	unsigned dflt[ATR_T_CALL_LAST + 1]; /* default flags per call type */
@@ -178,8 +180,11 @@ size_t atr_v2_encode(const uint8_t *v1, size_t n, uint64_t features, uint8_t *ou
 			put_byte(&w, (unsigned)(w0 & 0xff));
 		put_var(&w, zz((int64_t)(ts - s.prev_ts)));
 		s.prev_ts = ts;
+		uint64_t *dbase = type == ATR_T_FREE ? &s.fbase : &s.base;
 		if (ci < 0)
-			put_var(&w, p ? zz((int64_t)(p - s.base)) + 1 : 0);
+			put_var(&w, p ? zz((int64_t)(p - *dbase)) + 1 : 0);
+		if (type == ATR_T_FREE && p)
+			s.fbase = p;
 		unsigned opt = k; /* index of the first optional word */
 		if (type == ATR_T_FREE) {
 			if (flags & ATR_FLAG_WIDE)
@@ -358,8 +363,10 @@ long atr_v2_decode(const uint8_t *in, size_t len, uint64_t features, uint8_t *ou
 				return fail(why, "empty address cache entry");
 		} else {
 			uint64_t v = get_var(&b);
-			p = v ? s.base + (uint64_t)unzz(v - 1) : 0;
+			p = v ? (type == ATR_T_FREE ? s.fbase : s.base) + (uint64_t)unzz(v - 1) : 0;
 		}
+		if (type == ATR_T_FREE && p)
+			s.fbase = p;
 		unsigned opt = atr_call_words(type);
 		uint64_t w1 = p;
 		if (type == ATR_T_FREE) {
