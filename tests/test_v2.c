@@ -153,6 +153,16 @@ static void test_round_trip(void **state)
 			if (atr_v1_to_v2(v1, len, level, &v2, &l2, err, sizeof err))
 				fail_msg("%s: %s", corpus[i], err);
 			same_events(v1, len, v2, l2, NULL);
+			/* record's count: from frame headers and staging blocks */
+			atr_file *f1, *f2;
+			uint64_t c1, c2;
+			assert_int_equal(atr_open_buffer(v1, len, "a", &f1, err, sizeof err), 0);
+			assert_int_equal(atr_open_buffer(v2, l2, "b", &f2, err, sizeof err), 0);
+			assert_int_equal(atr_count_calls(f1, &c1), 0);
+			assert_int_equal(atr_count_calls_quick(f2, &c2), 0);
+			assert_int_equal(c1, c2);
+			atr_close(f1);
+			atr_close(f2);
 			/* the file path: pread, no mapping */
 			char tmp[] = "/tmp/atr-test-v2.XXXXXX";
 			int fd = mkstemp(tmp);

@@ -383,7 +383,7 @@ static int report(const char *dir)
 			rc = 1;
 			continue;
 		}
-		if (atr_count_calls(f, &c) < 0) {
+		if (atr_count_calls_quick(f, &c) < 0) {
 			util_err("%s", atr_last_error(f));
 			rc = 1;
 		}

@@ -33,6 +33,7 @@
 struct atr_sblk {
 	uint64_t off; /* of the block (v1) or unit (v2) header */
 	int staging;
+	uint32_t calls; /* v2 FRAME: from its header */
 };
 
 struct atr_thr {
@@ -204,7 +205,7 @@ static int cmp_u64(uint64_t a, uint64_t b)
 /* Scan-time description of a block that belongs to a thread. */
 struct atr_scan {
 	uint64_t seq, off;
-	uint32_t serial, tid, kind;
+	uint32_t serial, tid, kind, calls;
 };
 
 static int scan_cmp(const void *pa, const void *pb)
@@ -401,6 +402,7 @@ static int scan_push(struct scan_list *l, const uint8_t *h, uint64_t off, uint32
 	e->serial = rd32(h + ATR_B_THREAD);
 	e->tid = rd32(h + ATR_B_TID);
 	e->kind = kind;
+	e->calls = kind == ATR_BLOCK_DATA ? rd32(h + ATR_U_CALLS) : 0; /* v2 only */
 	return ATR_OK;
 }
 
@@ -618,6 +620,7 @@ static int scan_blocks(atr_file *f, char *eb, size_t el)
 				last_seq = sc[k].seq;
 				f->stream[ns].off = sc[k].off;
 				f->stream[ns].staging = 0;
+				f->stream[ns].calls = sc[k].calls;
 				ns++;
 			} else {
 				/* sorted by seq: the last staging block wins
@@ -1265,6 +1268,38 @@ int atr_count_calls(atr_file *f, uint64_t *count)
 	if (r == ATR_OK && count)
 		*count = f->ncalls;
 	return r;
+}
+
+int atr_count_calls_quick(atr_file *f, uint64_t *count)
+{
+	if (!f->v2 || f->info.walked)
+		return atr_count_calls(f, count);
+	/* FRAMEs say how many calls they hold: decode only staging blocks */
+	uint64_t n = 0;
+	struct atr_cur c;
+	struct atr_event ev;
+	for (uint32_t t = 0; t < f->nthr; t++) {
+		const struct atr_thr *th = &f->thr[t];
+		for (uint64_t i = 0; i < th->n; i++) {
+			const struct atr_sblk *sb = &f->stream[th->first + i];
+			if (!sb->staging) {
+				n += sb->calls;
+				continue;
+			}
+			cur_init(f, &c, t);
+			c.si = i;
+			int r;
+			while ((r = cur_next(f, &c, &ev)) > 0)
+				;
+			cur_free(&c);
+			if (r < 0)
+				return r;
+			n += c.calls;
+		}
+	}
+	if (count)
+		*count = n;
+	return ATR_OK;
 }
 
 /* ---- merge iterator ---------------------------------------------------- */
