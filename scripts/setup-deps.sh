@@ -8,7 +8,7 @@ set -euo pipefail
 # suite replays under each (tests/test_allocators.py).
 pkgs=(cmake make gcc g++ pkg-config libcmocka-dev python3 git sqlite3 file procps
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-      libunwind-dev libdw-dev libelf-dev libiberty-dev binutils valgrind zlib1g-dev chromium
+      libunwind-dev libdw-dev libelf-dev libiberty-dev binutils valgrind zlib1g-dev libzstd-dev chromium
       man-db bash-completion debhelper dpkg-dev fakeroot lintian
       libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0)
 if [[ "${1:-}" == "--bench" ]]; then

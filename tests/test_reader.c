@@ -451,7 +451,7 @@ static void poke_magic(uint8_t *b, size_t n)
 static void poke_version(uint8_t *b, size_t n)
 {
 	(void)n;
-	put32(b + ATR_H_VERSION, 2);
+	put32(b + ATR_H_VERSION, 3);
 }
 static void poke_features(uint8_t *b, size_t n)
 {
@@ -501,7 +501,7 @@ static void test_bad_headers(void **state)
 	assert_non_null(strstr(err, "bad.atr"));
 	assert_non_null(strstr(err, "magic"));
 	assert_int_equal(open_with(small_trace(), poke_version, err, sizeof(err)), ATR_E_VERSION);
-	assert_non_null(strstr(err, "version 2"));
+	assert_non_null(strstr(err, "version 3"));
 	assert_int_equal(open_with(small_trace(), poke_features, err, sizeof(err)), ATR_E_FEATURES);
 	assert_non_null(strstr(err, "feature"));
 	assert_int_equal(open_with(small_trace(), poke_bsize, err, sizeof(err)), ATR_E_HEADER);
@@ -541,7 +541,7 @@ static void test_unknown_call_type(void **state)
 	assert_int_equal(iter_error(w, msg, sizeof(msg)), ATR_E_RECORD);
 	assert_non_null(strstr(msg, "unknown record type 12"));
 	assert_non_null(strstr(msg, "t.atr"));
-	assert_non_null(strstr(msg, "block 0"));
+	assert_non_null(strstr(msg, "block at offset 0x1000"));
 	assert_non_null(strstr(msg, "offset"));
 }
 
@@ -614,7 +614,7 @@ static void test_overrun_record(void **state)
 	memcpy(&used, d + ATR_B_USED, 4);
 	put32(d + ATR_B_USED, used - 8);
 	assert_int_equal(iter_error(w, msg, sizeof(msg)), ATR_E_RECORD);
-	assert_non_null(strstr(msg, "block 1"));
+	assert_non_null(strstr(msg, "block at offset 0x2000")); /* block 1 */
 
 	/* a zero word inside a data block */
 	w = atw_new(4096);

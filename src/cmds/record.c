@@ -54,6 +54,8 @@ static void record_usage(FILE *out)
 		"      --stack-depth N  frames kept per stack (1..256, default 64)\n"
 		"      --timing       record the time spent in each call\n"
 		"      --no-start     start paused; the program calls alloctrace_start()\n"
+		"      --zstd-level N  compression of full blocks, 0 (none: compact\n"
+		"                     encoding only, least CPU) to 19; default 1\n"
 		"      --buffer-kb N  per-thread block size in KiB (power of two, 4..65536;\n"
 		"                     default 256)\n"
 		"      --no-rss       do not sample PROG's RSS/VmSize every 10 ms into\n"
@@ -252,6 +254,7 @@ struct rec_opts {
 	int explicit_dir, force, no_children, stacks, timing, no_start, no_rss;
 	const char *buffer_kb;
 	const char *stack_depth;
+	const char *zstd_level;
 };
 
 /* In the child: environment, then exec.  Never returns. */
@@ -275,6 +278,7 @@ static void child_exec(const struct rec_opts *o, const char *lib, const char *ab
 	bad |= set_env("ALLOCTRACE_STACK_DEPTH", o->stack_depth);
 	bad |= set_env("ALLOCTRACE_START", o->no_start ? "0" : NULL);
 	bad |= set_env("ALLOCTRACE_BUFFER_KB", o->buffer_kb);
+	bad |= set_env("ALLOCTRACE_ZSTD_LEVEL", o->zstd_level);
 	if (tps) {
 		snprintf(buf, sizeof(buf), "%" PRIu64, tps);
 		bad |= set_env("ALLOCTRACE_TICKS_PER_SEC", buf);
@@ -383,7 +387,7 @@ static int report(const char *dir)
 			rc = 1;
 			continue;
 		}
-		if (atr_count_calls(f, &c) < 0) {
+		if (atr_count_calls_quick(f, &c) < 0) {
 			util_err("%s", atr_last_error(f));
 			rc = 1;
 		}
@@ -409,7 +413,7 @@ static int report(const char *dir)
 int cmd_record(int argc, char **argv)
 {
 	enum { O_FORCE = 256, O_NOCHILD, O_STACKS, O_TIMING, O_NOSTART, O_BUFKB, O_DEPTH, O_NORSS,
-	       O_DURATION };
+	       O_DURATION, O_ZSTD };
 	static const struct option opts[] = {
 	    {"output", required_argument, NULL, 'o'},
 	    {"force", no_argument, NULL, O_FORCE},
@@ -419,6 +423,7 @@ int cmd_record(int argc, char **argv)
 	    {"no-start", no_argument, NULL, O_NOSTART},
 	    {"buffer-kb", required_argument, NULL, O_BUFKB},
 	    {"stack-depth", required_argument, NULL, O_DEPTH},
+	    {"zstd-level", required_argument, NULL, O_ZSTD},
 	    {"no-rss", no_argument, NULL, O_NORSS},
 	    {"pid", required_argument, NULL, 'p'},
 	    {"duration", required_argument, NULL, O_DURATION},
@@ -488,6 +493,17 @@ int cmd_record(int argc, char **argv)
 			o.buffer_kb = optarg;
 			break;
 		}
+		case O_ZSTD: {
+			char *end;
+			errno = 0;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || v > 19) {
+				util_err("record: --zstd-level %s: must be 0 to 19", optarg);
+				return 2;
+			}
+			o.zstd_level = optarg;
+			break;
+		}
 		case O_DEPTH: {
 			char *end;
 			errno = 0;
@@ -527,7 +543,7 @@ int cmd_record(int argc, char **argv)
 			return 2;
 		}
 		if (o.no_children || o.timing || o.no_start || o.buffer_kb ||
-		    o.stack_depth || o.no_rss)
+		    o.stack_depth || o.no_rss || o.zstd_level)
 			util_warn("record: with -p only -o, --force and --duration apply; the other "
 				  "options are ignored (docs/ATTACH.md)");
 		char alib[PATH_MAX], adir[PATH_MAX];

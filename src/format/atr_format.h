@@ -15,7 +15,8 @@
 #include "atr_calls.h"
 
 #define ATR_MAGIC "ALCTRACE"	      /* 8 bytes, no NUL */
-#define ATR_VERSION 1u
+#define ATR_VERSION 2u	      /* what the recorder writes */
+#define ATR_VERSION_V1 1u     /* still read */
 #define ATR_HEADER_SIZE 4096u
 #define ATR_BLOCK_MAGIC 0x4b4c4254u   /* "TBLK" read as LE u32 */
 #define ATR_BLOCK_HEADER_SIZE 64u
@@ -34,8 +35,10 @@ enum {
 	ATR_FEAT_CHUNK_FLAGS = 1u << 5,	  /* glibc: bits 1-2 of an allocation's
 					     ret word carry its chunk flags
 					     (ATR_CHUNK_*); see below */
+	ATR_FEAT_ZSTD = 1u << 6,	  /* v2: FRAME payloads are zstd frames
+					     (else the compact encoding as is) */
 };
-#define ATR_FEATURES_KNOWN 0x3fULL
+#define ATR_FEATURES_KNOWN 0x7fULL
 
 /* ATR_FEAT_CHUNK_FLAGS (glibc only, docs/ARENAS.md): the returned-pointer
  * word of every allocation record holds ret | (chunk size word & 6), the
@@ -102,12 +105,35 @@ enum {
 	ATR_B_RESERVED = 36, /* zero up to byte 64 */
 };
 
+/* Version 2 unit header (docs/TRACE_FORMAT.md): the same first 36 bytes as
+ * a v1 block header, then: */
+enum {
+	ATR_U_CSIZE = 36,    /* u32 FRAME: payload bytes after the header */
+	ATR_U_FIRST_TS = 40, /* u64 FRAME: smallest timestamp in the frame */
+	ATR_U_LAST_TS = 48,  /* u64 FRAME: largest timestamp (or realloc end) */
+	ATR_U_CALLS = 56,    /* u32 FRAME: call records in the frame */
+	ATR_U_CHECK = 60,    /* u32 FRAME: atr_unit_check() of bytes 0..59 */
+};
+#define ATR_UNIT_ALIGN 8u    /* every unit starts at a multiple of this */
+
+/* FNV-1a of a v2 unit header's bytes 0..59: lets a reader that skips a
+ * hole (space reserved by a writer killed before it wrote) trust the next
+ * header it finds. */
+static inline uint32_t atr_unit_check(const uint8_t *h)
+{
+	uint32_t x = 2166136261u;
+	for (unsigned i = 0; i < ATR_U_CHECK; i++)
+		x = (x ^ h[i]) * 16777619u;
+	return x ? x : 1u;
+}
+
 enum {
 	ATR_BLOCK_FREE = 0,    /* never written (all zero) */
 	ATR_BLOCK_DATA = 1,    /* a full or flushed block of records */
 	ATR_BLOCK_STAGING = 2, /* a thread's live buffer: records end at the
 				  first zero word or at the block end */
 	ATR_BLOCK_RETIRED = 3, /* staging buffer no longer in use */
+	ATR_BLOCK_FRAME = 4,   /* v2: a compressed block of records */
 };
 
 /* Record word 0: bits 0-4 type, bits 5-7 flags, bits 8-63 timestamp

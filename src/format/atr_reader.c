@@ -22,14 +22,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
+#include "atr_v2.h"
 #include "util_hmap.h"
 
 #define ATR_ERRLEN 512
 
 /* One entry of a thread's stream. */
 struct atr_sblk {
-	uint64_t idx; /* block index */
+	uint64_t off; /* of the block (v1) or unit (v2) header */
 	int staging;
+	uint32_t calls; /* v2 FRAME: from its header */
 };
 
 struct atr_thr {
@@ -38,9 +42,19 @@ struct atr_thr {
 };
 
 struct atr_file {
-	const uint8_t *base;
+	const uint8_t *base; /* v1 mapped, or a caller's buffer; NULL: pread */
 	size_t size;
 	int mapped;
+	int fd;	     /* v2 files are read with pread, never mapped whole */
+	int v2;	     /* format version 2: units, FRAMEs */
+	uint64_t features;
+	ZSTD_DCtx *dctx;
+	uint8_t *zbuf, *dbuf; /* a frame's payload and its decompressed bytes */
+	size_t zcap, dcap;
+	uint8_t **moddata; /* copies of MODULE payloads (build ids live here) */
+	size_t nmoddata;
+	uint64_t trunc_calls; /* v2: calls of frames cut off by the file end */
+	uint8_t hdr[ATR_HEADER_SIZE]; /* v2: the file header (no mapping) */
 	char *path;
 	struct atr_info info;
 	char exe[256];
@@ -190,8 +204,8 @@ static int cmp_u64(uint64_t a, uint64_t b)
 
 /* Scan-time description of a block that belongs to a thread. */
 struct atr_scan {
-	uint64_t seq, idx;
-	uint32_t serial, tid, kind;
+	uint64_t seq, off;
+	uint32_t serial, tid, kind, calls;
 };
 
 static int scan_cmp(const void *pa, const void *pb)
@@ -203,7 +217,7 @@ static int scan_cmp(const void *pa, const void *pb)
 	if (!c)
 		c = cmp_u64(a->seq, b->seq);
 	if (!c)
-		c = cmp_u64(a->idx, b->idx);
+		c = cmp_u64(a->off, b->off);
 	return c;
 }
 
@@ -231,7 +245,7 @@ static void blk_header(const atr_file *f, uint64_t idx, uint8_t h[ATR_BLOCK_HEAD
 
 static int validate_header(atr_file *f, char *eb, size_t el)
 {
-	const uint8_t *h = f->base;
+	const uint8_t *h = f->base ? f->base : f->hdr;
 	const char *p = f->path;
 	if (f->size < ATR_HEADER_SIZE) {
 		size_t m = f->size < 8 ? f->size : 8;
@@ -250,12 +264,14 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 	}
 	struct atr_info *in = &f->info;
 	in->version = rd32(h + ATR_H_VERSION);
-	if (in->version != ATR_VERSION) {
+	if (in->version != ATR_VERSION && in->version != ATR_VERSION_V1) {
 		fmt_err(eb, el,
-			"%s: unsupported trace format version %" PRIu32 " (this reader knows %u)",
-			p, in->version, ATR_VERSION);
+			"%s: unsupported trace format version %" PRIu32
+			" (this reader knows %u and %u)",
+			p, in->version, ATR_VERSION_V1, ATR_VERSION);
 		return ATR_E_VERSION;
 	}
+	f->v2 = in->version == ATR_VERSION;
 	f->hs = rd32(h + ATR_H_HEADER_SIZE);
 	if (f->hs < ATR_HEADER_SIZE || f->hs % 8 || f->hs > f->size) {
 		fmt_err(eb, el, "%s: invalid header size %" PRIu32 " (file is %zu bytes)", p, f->hs,
@@ -263,12 +279,14 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 		return ATR_E_HEADER;
 	}
 	in->features = rd64(h + ATR_H_FEATURES);
-	if (in->features & ~(uint64_t)ATR_FEATURES_KNOWN) {
+	uint64_t known = f->v2 ? ATR_FEATURES_KNOWN : ATR_FEATURES_KNOWN & ~(uint64_t)ATR_FEAT_ZSTD;
+	if (in->features & ~known) {
 		fmt_err(eb, el,
 			"%s: unknown feature bits 0x%" PRIx64 " (written by a newer alloctrace?)",
-			p, (uint64_t)(in->features & ~(uint64_t)ATR_FEATURES_KNOWN));
+			p, (uint64_t)(in->features & ~known));
 		return ATR_E_FEATURES;
 	}
+	f->features = in->features;
 	f->chunk_flags = (in->features & ATR_FEAT_CHUNK_FLAGS) != 0;
 	f->bs = rd32(h + ATR_H_BLOCK_SIZE);
 	if (f->bs < ATR_BLOCK_SIZE_MIN || f->bs > ATR_BLOCK_SIZE_MAX || (f->bs & (f->bs - 1))) {
@@ -340,17 +358,61 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 	return ATR_OK;
 }
 
-/* Build every thread's stream from the block headers. */
-static int scan_blocks(atr_file *f, char *eb, size_t el)
+/* Copy len bytes at off into dst, zeros past the end of the file; returns
+ * how many bytes the file has there. */
+static size_t src_read(const atr_file *f, uint64_t off, void *dst, size_t len)
+{
+	size_t have = off < f->size ? (f->size - off < len ? (size_t)(f->size - off) : len) : 0;
+	if (f->base) {
+		memcpy(dst, f->base + off, have);
+	} else {
+		size_t got = 0;
+		while (got < have) {
+			ssize_t r = pread(f->fd, (uint8_t *)dst + got, have - got, (off_t)(off + got));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		have = got;
+	}
+	memset((uint8_t *)dst + have, 0, len - have);
+	return have;
+}
+
+struct scan_list {
+	struct atr_scan *sc;
+	size_t n, cap;
+};
+
+static int scan_push(struct scan_list *l, const uint8_t *h, uint64_t off, uint32_t kind)
+{
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 64;
+		struct atr_scan *ns = realloc(l->sc, nc * sizeof(*ns));
+		if (!ns)
+			return ATR_E_NOMEM;
+		l->sc = ns;
+		l->cap = nc;
+	}
+	struct atr_scan *e = &l->sc[l->n++];
+	e->seq = rd64(h + ATR_B_SEQ);
+	e->off = off;
+	e->serial = rd32(h + ATR_B_THREAD);
+	e->tid = rd32(h + ATR_B_TID);
+	e->kind = kind;
+	e->calls = kind == ATR_BLOCK_DATA ? rd32(h + ATR_U_CALLS) : 0; /* v2 only */
+	return ATR_OK;
+}
+
+/* Version 1: fixed-size blocks at header_size + i * block_size. */
+static int scan_v1(atr_file *f, struct scan_list *l, char *eb, size_t el)
 {
 	const char *p = f->path;
 	uint64_t body = f->size - f->hs;
 	f->nblocks = body / f->bs + (body % f->bs ? 1 : 0);
-	struct atr_scan *sc = NULL;
-	size_t nsc = 0, capsc = 0;
 	uint8_t h[ATR_BLOCK_HEADER_SIZE];
-	int ret = ATR_OK;
-
 	for (uint64_t i = 0; i < f->nblocks; i++) {
 		blk_header(f, i, h);
 		uint32_t magic = rd32(h + ATR_B_MAGIC);
@@ -363,8 +425,7 @@ static int scan_blocks(atr_file *f, char *eb, size_t el)
 				"%s: block %" PRIu64 " (offset 0x%" PRIx64
 				"): bad block magic 0x%08" PRIx32,
 				p, i, off, magic);
-			ret = ATR_E_BLOCK;
-			goto out;
+			return ATR_E_BLOCK;
 		}
 		uint32_t kind = rd32(h + ATR_B_KIND);
 		if (kind == ATR_BLOCK_RETIRED)
@@ -374,16 +435,13 @@ static int scan_blocks(atr_file *f, char *eb, size_t el)
 				"%s: block %" PRIu64 " (offset 0x%" PRIx64
 				"): unknown block kind %" PRIu32,
 				p, i, off, kind);
-			ret = ATR_E_BLOCK;
-			goto out;
+			return ATR_E_BLOCK;
 		}
-		uint32_t serial = rd32(h + ATR_B_THREAD);
-		if (!serial) {
+		if (!rd32(h + ATR_B_THREAD)) {
 			fmt_err(eb, el,
 				"%s: block %" PRIu64 " (offset 0x%" PRIx64 "): thread serial 0", p,
 				i, off);
-			ret = ATR_E_BLOCK;
-			goto out;
+			return ATR_E_BLOCK;
 		}
 		if (kind == ATR_BLOCK_DATA) {
 			uint32_t used = rd32(h + ATR_B_USED);
@@ -392,31 +450,123 @@ static int scan_blocks(atr_file *f, char *eb, size_t el)
 					"%s: block %" PRIu64 " (offset 0x%" PRIx64
 					"): invalid used size %" PRIu32 " (block size %" PRIu32 ")",
 					p, i, off, used, f->bs);
-				ret = ATR_E_BLOCK;
-				goto out;
+				return ATR_E_BLOCK;
 			}
 			if (ATR_BLOCK_HEADER_SIZE + (uint64_t)used > blk_avail(f, i))
 				f->info.truncated_blocks++;
 			f->info.records_hint += rd32(h + ATR_B_RECORDS);
 		}
-		if (nsc == capsc) {
-			size_t nc = capsc ? capsc * 2 : 64;
-			struct atr_scan *ns = realloc(sc, nc * sizeof(*ns));
-			if (!ns) {
-				fmt_err(eb, el, "%s: out of memory", p);
-				ret = ATR_E_NOMEM;
-				goto out;
-			}
-			sc = ns;
-			capsc = nc;
+		if (scan_push(l, h, off, kind) != ATR_OK) {
+			fmt_err(eb, el, "%s: out of memory", p);
+			return ATR_E_NOMEM;
 		}
-		sc[nsc].seq = rd64(h + ATR_B_SEQ);
-		sc[nsc].idx = i;
-		sc[nsc].serial = serial;
-		sc[nsc].tid = rd32(h + ATR_B_TID);
-		sc[nsc].kind = kind;
-		nsc++;
 	}
+	return ATR_OK;
+}
+
+/* Offset of the first non-zero 8-byte word at or after off (a hole: space
+ * reserved by a writer that never wrote it, or an alignment gap), or the
+ * file size. */
+static uint64_t skip_zeros(const atr_file *f, uint64_t off)
+{
+	uint64_t buf[512];
+	while (off < f->size) {
+		size_t have = src_read(f, off, buf, sizeof buf);
+		if (!have)
+			return f->size;
+		for (size_t i = 0; i < (have + 7) / 8; i++)
+			if (buf[i])
+				return off + 8 * i;
+		off += (have + 7) & ~(size_t)7;
+	}
+	return f->size;
+}
+
+/* Version 2: units one after another, FRAMEs of any length (8-aligned),
+ * STAGING/RETIRED blocks of block_size (page-aligned); zeros between. */
+static int scan_v2(atr_file *f, struct scan_list *l, char *eb, size_t el)
+{
+	const char *p = f->path;
+	uint8_t h[ATR_BLOCK_HEADER_SIZE];
+	uint64_t off = f->hs;
+	for (;;) {
+		off = skip_zeros(f, off);
+		if (off >= f->size)
+			break;
+		size_t have = src_read(f, off, h, sizeof h);
+		uint32_t magic = rd32(h + ATR_B_MAGIC), kind = rd32(h + ATR_B_KIND);
+		if (magic != ATR_BLOCK_MAGIC) {
+			fmt_err(eb, el, "%s: unit at offset 0x%" PRIx64 ": bad magic 0x%08" PRIx32, p,
+				off, magic);
+			return ATR_E_BLOCK;
+		}
+		if (have < sizeof h) {
+			f->info.truncated_blocks++;
+			break;
+		}
+		f->info.blocks++;
+		uint64_t len;
+		if (kind == ATR_BLOCK_STAGING || kind == ATR_BLOCK_RETIRED) {
+			len = f->bs;
+		} else if (kind == ATR_BLOCK_FRAME) {
+			uint32_t used = rd32(h + ATR_B_USED), csize = rd32(h + ATR_U_CSIZE);
+			uint32_t nrec = rd32(h + ATR_B_RECORDS), calls = rd32(h + ATR_U_CALLS);
+			if (rd32(h + ATR_U_CHECK) != atr_unit_check(h)) {
+				fmt_err(eb, el,
+					"%s: frame at offset 0x%" PRIx64 ": header check mismatch", p,
+					off);
+				return ATR_E_BLOCK;
+			}
+			if (used > f->bs - ATR_BLOCK_HEADER_SIZE || used % 8 || calls > nrec ||
+			    csize > ZSTD_compressBound(ATR_V2_ENC_BOUND((size_t)f->bs)) ||
+			    (uint64_t)nrec * 16 > used) {
+				fmt_err(eb, el,
+					"%s: frame at offset 0x%" PRIx64 ": invalid sizes (used %" PRIu32
+					", compressed %" PRIu32 ", records %" PRIu32 ", calls %" PRIu32
+					", block size %" PRIu32 ")",
+					p, off, used, csize, nrec, calls, f->bs);
+				return ATR_E_BLOCK;
+			}
+			len = ATR_BLOCK_HEADER_SIZE + (((uint64_t)csize + ATR_UNIT_ALIGN - 1) &
+						       ~(uint64_t)(ATR_UNIT_ALIGN - 1));
+			if (off + ATR_BLOCK_HEADER_SIZE + csize > f->size) {
+				f->info.truncated_blocks++;
+				f->trunc_calls += calls;
+				break;
+			}
+			f->info.records_hint += nrec;
+		} else {
+			fmt_err(eb, el, "%s: unit at offset 0x%" PRIx64 ": unknown kind %" PRIu32, p,
+				off, kind);
+			return ATR_E_BLOCK;
+		}
+		if (kind != ATR_BLOCK_RETIRED) {
+			if (!rd32(h + ATR_B_THREAD)) {
+				fmt_err(eb, el, "%s: unit at offset 0x%" PRIx64 ": thread serial 0",
+					p, off);
+				return ATR_E_BLOCK;
+			}
+			if (scan_push(l, h, off, kind == ATR_BLOCK_FRAME ? ATR_BLOCK_DATA : kind) !=
+			    ATR_OK) {
+				fmt_err(eb, el, "%s: out of memory", p);
+				return ATR_E_NOMEM;
+			}
+		}
+		off += len;
+	}
+	return ATR_OK;
+}
+
+/* Build every thread's stream from the block headers. */
+static int scan_blocks(atr_file *f, char *eb, size_t el)
+{
+	const char *p = f->path;
+	struct scan_list l = {0};
+	int ret = f->v2 ? scan_v2(f, &l, eb, el) : scan_v1(f, &l, eb, el);
+	struct atr_scan *sc = l.sc;
+	size_t nsc = l.n;
+	if (ret != ATR_OK)
+		goto out;
 	if (nsc)
 		qsort(sc, nsc, sizeof(*sc), scan_cmp);
 
@@ -456,11 +606,9 @@ static int scan_blocks(atr_file *f, char *eb, size_t el)
 				if (have_data && sc[k].seq == last_seq) {
 					fmt_err(
 					    eb, el,
-					    "%s: block %" PRIu64 " (offset 0x%" PRIx64
-					    "): thread %" PRIu32
+					    "%s: block at offset 0x%" PRIx64 ": thread %" PRIu32
 					    " has two data blocks with sequence number %" PRIu64,
-					    p, sc[k].idx, blk_off(f, sc[k].idx), sc[k].serial,
-					    sc[k].seq);
+					    p, sc[k].off, sc[k].serial, sc[k].seq);
 					ret = ATR_E_BLOCK;
 					goto out;
 				}
@@ -470,8 +618,9 @@ static int scan_blocks(atr_file *f, char *eb, size_t el)
 					f->info.lost_blocks += sc[k].seq - expect;
 				have_data = 1;
 				last_seq = sc[k].seq;
-				f->stream[ns].idx = sc[k].idx;
+				f->stream[ns].off = sc[k].off;
 				f->stream[ns].staging = 0;
+				f->stream[ns].calls = sc[k].calls;
 				ns++;
 			} else {
 				/* sorted by seq: the last staging block wins
@@ -491,7 +640,7 @@ static int scan_blocks(atr_file *f, char *eb, size_t el)
 				uint64_t expect = have_data ? last_seq + 1 : 0;
 				if (best_staging->seq > expect)
 					f->info.lost_blocks += best_staging->seq - expect;
-				f->stream[ns].idx = best_staging->idx;
+				f->stream[ns].off = best_staging->off;
 				f->stream[ns].staging = 1;
 				ns++;
 			}
@@ -528,6 +677,7 @@ static atr_file *file_new(const char *name)
 		free(f);
 		return NULL;
 	}
+	f->fd = -1;
 	f->info.path = f->path;
 	f->info.exe = "";
 	f->info.cmdline = "";
@@ -571,7 +721,12 @@ int atr_open(const char *path, atr_file **out, char *errbuf, size_t errlen)
 		return ATR_E_NOMEM;
 	}
 	f->size = (size_t)st.st_size;
-	if (f->size >= ATR_HEADER_SIZE) {
+	if (f->size >= ATR_HEADER_SIZE && pread(fd, f->hdr, ATR_HEADER_SIZE, 0) == ATR_HEADER_SIZE &&
+	    !memcmp(f->hdr, ATR_MAGIC, 8) && rd32(f->hdr + ATR_H_VERSION) == ATR_VERSION) {
+		/* v2: read piecewise, so memory stays small on any size */
+		f->fd = fd;
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	} else if (f->size >= ATR_HEADER_SIZE) {
 		void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (m == MAP_FAILED) {
 			fmt_err(errbuf, errlen, "%s: mmap: %s", path, strerror(errno));
@@ -603,7 +758,8 @@ int atr_open(const char *path, atr_file **out, char *errbuf, size_t errlen)
 		atr_close(f);
 		return r;
 	}
-	close(fd);
+	if (f->fd != fd)
+		close(fd);
 	int ret = open_common(f, errbuf, errlen);
 	if (ret != ATR_OK) {
 		atr_close(f);
@@ -646,6 +802,14 @@ void atr_close(atr_file *f)
 		return;
 	if (f->mapped)
 		munmap((void *)f->base, f->size);
+	if (f->fd >= 0)
+		close(f->fd);
+	ZSTD_freeDCtx(f->dctx);
+	free(f->zbuf);
+	free(f->dbuf);
+	for (size_t i = 0; i < f->nmoddata; i++)
+		free(f->moddata[i]);
+	free(f->moddata);
 	free(f->cmdline);
 	free(f->thr);
 	free(f->tinfo);
@@ -706,8 +870,13 @@ struct atr_cur {
 	uint64_t si; /* next stream entry to load */
 	int loaded;  /* a block is current */
 	int staging;
-	uint64_t idx;	  /* current block */
+	uint64_t off;	  /* current block's offset in the file */
 	const uint8_t *b; /* its first byte */
+	/* v2: decoded blocks, two so that the event handed out last (its
+	 * payload) stays valid while the next one is decoded */
+	uint8_t *buf[2];
+	size_t cap[2];
+	int which;
 	uint64_t pos;	  /* next record, block-relative */
 	uint64_t end;	  /* readable end (file end or used/limit) */
 	uint64_t lim;	  /* logical end: records may not cross it */
@@ -727,13 +896,93 @@ static void cur_init(const atr_file *f, struct atr_cur *c, uint32_t t)
 	c->tid = f->thr[t].tid;
 }
 
+static void cur_free(struct atr_cur *c)
+{
+	free(c->buf[0]);
+	free(c->buf[1]);
+	c->buf[0] = c->buf[1] = NULL;
+	c->cap[0] = c->cap[1] = 0;
+}
+
 static int cur_corrupt(atr_file *f, const struct atr_cur *c, const char *what, uint64_t v)
 {
 	snprintf(f->err, sizeof(f->err),
-		 "%s: block %" PRIu64 " (offset 0x%" PRIx64 "), record at block offset %" PRIu64
+		 "%s: block at offset 0x%" PRIx64 ", record at block offset %" PRIu64
 		 ": %s%" PRIu64,
-		 f->path, c->idx, blk_off(f, c->idx), c->pos, what, v);
+		 f->path, c->off, c->pos, what, v);
 	return ATR_E_RECORD;
+}
+
+static int grow(uint8_t **p, size_t *cap, size_t need)
+{
+	if (*cap >= need)
+		return 0;
+	uint8_t *n = realloc(*p, need);
+	if (!n)
+		return -1;
+	*p = n;
+	*cap = need;
+	return 0;
+}
+
+static int frame_bad(atr_file *f, uint64_t off, const char *what, const char *why)
+{
+	snprintf(f->err, sizeof(f->err), "%s: frame at offset 0x%" PRIx64 ": %s%s", f->path, off,
+		 what, why);
+	return ATR_E_BLOCK;
+}
+
+/* v2: read (and for a FRAME decompress and decode) the unit at c->off into
+ * the cursor's next buffer, as a v1 block: 64 header bytes, then records. */
+static int cur_load_v2(atr_file *f, struct atr_cur *c)
+{
+	int w = c->which ^= 1;
+	uint8_t h[ATR_BLOCK_HEADER_SIZE];
+	if (c->staging) {
+		if (grow(&c->buf[w], &c->cap[w], f->bs))
+			return ATR_E_NOMEM;
+		c->end = src_read(f, c->off, c->buf[w], f->bs);
+		c->b = c->buf[w];
+		c->lim = f->bs;
+		c->want = 0;
+		return ATR_OK;
+	}
+	src_read(f, c->off, h, sizeof h);
+	uint32_t used = rd32(h + ATR_B_USED), csize = rd32(h + ATR_U_CSIZE);
+	uint32_t nrec = rd32(h + ATR_B_RECORDS), calls = rd32(h + ATR_U_CALLS);
+	if (grow(&c->buf[w], &c->cap[w], ATR_BLOCK_HEADER_SIZE + (size_t)used) ||
+	    grow(&f->zbuf, &f->zcap, csize ? csize : 1))
+		return ATR_E_NOMEM;
+	src_read(f, c->off + ATR_BLOCK_HEADER_SIZE, f->zbuf, csize);
+	const uint8_t *enc = f->zbuf;
+	size_t elen = csize;
+	if (f->features & ATR_FEAT_ZSTD) {
+		/* at most the encoding bound of a block: a frame that claims
+		 * more is corrupt (zstd stops at the buffer's end) */
+		size_t n = ATR_V2_ENC_BOUND((size_t)f->bs);
+		if (grow(&f->dbuf, &f->dcap, n))
+			return ATR_E_NOMEM;
+		if (!f->dctx && !(f->dctx = ZSTD_createDCtx()))
+			return ATR_E_NOMEM;
+		size_t r = ZSTD_decompressDCtx(f->dctx, f->dbuf, n, f->zbuf, csize);
+		if (ZSTD_isError(r))
+			return frame_bad(f, c->off, "zstd: ", ZSTD_getErrorName(r));
+		enc = f->dbuf;
+		elen = r;
+	}
+	struct atr_v2_meta m;
+	const char *why = "";
+	memcpy(c->buf[w], h, sizeof h);
+	long got = atr_v2_decode(enc, elen, f->features, c->buf[w] + ATR_BLOCK_HEADER_SIZE, used,
+				 &m, &why);
+	if (got < 0)
+		return frame_bad(f, c->off, "records do not decode: ", why);
+	if ((uint64_t)got != used || m.records != nrec || m.calls != calls)
+		return frame_bad(f, c->off, "decoded records disagree with the frame header", "");
+	c->b = c->buf[w];
+	c->lim = c->end = ATR_BLOCK_HEADER_SIZE + (uint64_t)used;
+	c->want = nrec;
+	return ATR_OK;
 }
 
 /* The block ended early because the file did: records the data block
@@ -753,20 +1002,36 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 	const struct atr_thr *t = &f->thr[c->t];
 	for (;;) {
 		if (!c->loaded) {
-			if (c->si >= t->n)
+			if (c->si >= t->n) {
+				/* the buffer of the event handed out last stays */
+				free(c->buf[c->which ^ 1]);
+				c->buf[c->which ^ 1] = NULL;
+				c->cap[c->which ^ 1] = 0;
 				return 0;
+			}
 			const struct atr_sblk *sb = &f->stream[t->first + c->si++];
-			c->idx = sb->idx;
+			c->off = sb->off;
 			c->staging = sb->staging;
-			c->b = f->base + blk_off(f, c->idx);
-			uint64_t avail = blk_avail(f, c->idx);
-			uint8_t h[ATR_BLOCK_HEADER_SIZE];
-			blk_header(f, c->idx, h);
-			c->lim = c->staging
-				     ? f->bs
-				     : ATR_BLOCK_HEADER_SIZE + (uint64_t)rd32(h + ATR_B_USED);
-			c->want = c->staging ? 0 : rd32(h + ATR_B_RECORDS);
-			c->end = c->lim < avail ? c->lim : avail;
+			if (f->v2) {
+				int r = cur_load_v2(f, c);
+				if (r < 0) {
+					if (r == ATR_E_NOMEM)
+						snprintf(f->err, sizeof(f->err), "%s: out of memory",
+							 f->path);
+					return r;
+				}
+			} else {
+				uint64_t idx = (c->off - f->hs) / f->bs;
+				c->b = f->base + c->off;
+				uint64_t avail = blk_avail(f, idx);
+				uint8_t h[ATR_BLOCK_HEADER_SIZE];
+				blk_header(f, idx, h);
+				c->lim = c->staging ? f->bs
+						    : ATR_BLOCK_HEADER_SIZE +
+							  (uint64_t)rd32(h + ATR_B_USED);
+				c->want = c->staging ? 0 : rd32(h + ATR_B_RECORDS);
+				c->end = c->lim < avail ? c->lim : avail;
+			}
 			c->pos = ATR_BLOCK_HEADER_SIZE;
 			c->nrec = 0;
 			c->loaded = 1;
@@ -954,7 +1219,7 @@ static void apply_walk(atr_file *f, const struct atr_cur *cs, uint32_t n)
 	f->info.clock_inversions = inv;
 	f->info.records_hint = rec;
 	f->info.calls = calls;
-	f->info.truncated_records = trunc;
+	f->info.truncated_records = trunc + f->trunc_calls;
 	f->info.last_ts = last;
 	f->info.walked = 1;
 	f->records = rec;
@@ -977,6 +1242,7 @@ static int walk(atr_file *f)
 		int r;
 		while ((r = cur_next(f, &c, &ev)) > 0)
 			;
+		cur_free(&c);
 		if (r < 0) {
 			free(all);
 			return r;
@@ -1002,6 +1268,38 @@ int atr_count_calls(atr_file *f, uint64_t *count)
 	if (r == ATR_OK && count)
 		*count = f->ncalls;
 	return r;
+}
+
+int atr_count_calls_quick(atr_file *f, uint64_t *count)
+{
+	if (!f->v2 || f->info.walked)
+		return atr_count_calls(f, count);
+	/* FRAMEs say how many calls they hold: decode only staging blocks */
+	uint64_t n = 0;
+	struct atr_cur c;
+	struct atr_event ev;
+	for (uint32_t t = 0; t < f->nthr; t++) {
+		const struct atr_thr *th = &f->thr[t];
+		for (uint64_t i = 0; i < th->n; i++) {
+			const struct atr_sblk *sb = &f->stream[th->first + i];
+			if (!sb->staging) {
+				n += sb->calls;
+				continue;
+			}
+			cur_init(f, &c, t);
+			c.si = i;
+			int r;
+			while ((r = cur_next(f, &c, &ev)) > 0)
+				;
+			cur_free(&c);
+			if (r < 0)
+				return r;
+			n += c.calls;
+		}
+	}
+	if (count)
+		*count = n;
+	return ATR_OK;
 }
 
 /* ---- merge iterator ---------------------------------------------------- */
@@ -1163,6 +1461,8 @@ void atr_iter_free(atr_iter *it)
 {
 	if (!it)
 		return;
+	for (uint32_t t = 0; it->cur && t < it->n; t++)
+		cur_free(&it->cur[t]);
 	free(it->cur);
 	free(it->pend);
 	free(it->next);
@@ -1315,7 +1615,7 @@ struct atr_modev {
 	uint32_t kind, serial;
 	uint64_t start, size, bias;
 	uint32_t bl, pl;
-	const uint8_t *data; /* build-id then path, in the mapped file */
+	const uint8_t *data; /* build-id then path (f->moddata) */
 };
 
 static int modev_cmp(const void *pa, const void *pb)
@@ -1489,6 +1789,24 @@ int atr_stacks_load(atr_file *f)
 					mev = nm;
 					capmev = nc;
 				}
+				/* a copy: the payload's buffer is reused, and
+				 * the module table keeps the build id */
+				if (f->nmoddata % 64 == 0) {
+					uint8_t **nd = realloc(f->moddata,
+							       (f->nmoddata + 64) * sizeof(*nd));
+					if (!nd) {
+						r = ATR_E_NOMEM;
+						break;
+					}
+					f->moddata = nd;
+				}
+				uint8_t *copy = malloc((size_t)bl + pl + 1);
+				if (!copy) {
+					r = ATR_E_NOMEM;
+					break;
+				}
+				memcpy(copy, p + ATR_MOD_DATA, (size_t)bl + pl);
+				f->moddata[f->nmoddata++] = copy;
 				struct atr_modev *m = &mev[nmev++];
 				m->ts = ev.ts;
 				m->serial = ev.thread;
@@ -1498,9 +1816,10 @@ int atr_stacks_load(atr_file *f)
 				m->bias = rd64(p + ATR_MOD_BIAS);
 				m->bl = bl;
 				m->pl = pl;
-				m->data = p + ATR_MOD_DATA;
+				m->data = copy;
 			}
 		}
+		cur_free(&c);
 		if (k < 0 && r == ATR_OK)
 			r = k;
 	}

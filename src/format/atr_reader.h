@@ -112,7 +112,7 @@ struct atr_event {
 	/* meta records */
 	uint32_t arg;
 	uint32_t payload_len;
-	const uint8_t *payload; /* points into the mapped file */
+	const uint8_t *payload; /* valid until the next event is asked for */
 	/* allocations in a file with ATR_FEAT_CHUNK_FLAGS: glibc's chunk
 	 * flag bits (ATR_CHUNK_MMAPPED, ATR_CHUNK_NON_MAIN) of ret; 0
 	 * otherwise */
@@ -149,6 +149,10 @@ const struct atr_thread_info *atr_thread(const atr_file *f, uint32_t idx);
 int atr_count_records(atr_file *f, uint64_t *count);
 /* The same walk; counts call records only (types 1..10). */
 int atr_count_calls(atr_file *f, uint64_t *count);
+/* The same number without decoding compressed blocks (v2: their headers
+ * count the calls), so it reads only the staging blocks: what `record`
+ * prints at exit.  No lost/inversion statistics. */
+int atr_count_calls_quick(atr_file *f, uint64_t *count);
 
 /* Global-order iteration. next() returns 1 with *ev filled, 0 at the end,
  * or a negative atr_err (message via atr_last_error). */

@@ -75,7 +75,7 @@ struct atw *atw_new(uint32_t block_size)
 		return NULL;
 	w->bs = block_size;
 	memcpy(w->hdr + ATR_H_MAGIC, ATR_MAGIC, 8);
-	put32(w->hdr + ATR_H_VERSION, ATR_VERSION);
+	put32(w->hdr + ATR_H_VERSION, ATR_VERSION_V1);
 	put32(w->hdr + ATR_H_HEADER_SIZE, ATR_HEADER_SIZE);
 	put64(w->hdr + ATR_H_FEATURES, ATR_FEAT_CLOCK_MONO_NS);
 	put32(w->hdr + ATR_H_BLOCK_SIZE, block_size);

@@ -327,6 +327,9 @@ int atp_open_trace(void)
 		feat |= ATR_FEAT_STACKS;
 	if (g.glibc)
 		feat |= ATR_FEAT_CHUNK_FLAGS;
+	if (g.zstd_level)
+		feat |= ATR_FEAT_ZSTD;
+	g.features = feat;
 	atp_put_u64(h + ATR_H_FEATURES, feat);
 	atp_put_u32(h + ATR_H_BLOCK_SIZE, g.block_size);
 	atp_put_u32(h + ATR_H_STATUS, g.no_children ? ATR_STATUS_NO_CHILDREN : 0);
@@ -348,6 +351,7 @@ int atp_open_trace(void)
 	close(fd);
 	g.hdr = h;
 	atomic_store(&g.next_block, 0);
+	atomic_store(&g.next_off, ATR_HEADER_SIZE);
 	return 0;
 }
 
@@ -401,6 +405,7 @@ static void after_fork_child(void)
 		munmap(g.hdr, ATR_HEADER_SIZE);
 	g.hdr = NULL;
 	atp_spares_forget();
+	atp_encode_after_fork();
 	memset(t, 0, sizeof *t);
 	t->slot = ATP_MAX_SLOTS;
 	for (uint32_t i = 0; i < ATP_MAX_SLOTS; i++)
@@ -500,6 +505,12 @@ void atp_init(void)
 	if (kb < (ATR_BLOCK_SIZE_MIN >> 10) || kb > (ATR_BLOCK_SIZE_MAX >> 10) || (kb & (kb - 1)))
 		kb = ATR_BLOCK_SIZE_DEFAULT >> 10;
 	g.block_size = (uint32_t)(kb << 10);
+	g.zstd_level = (int)env_u64("ALLOCTRACE_ZSTD_LEVEL", ATP_ZSTD_LEVEL_DEFAULT);
+	if (g.zstd_level > 19)
+		g.zstd_level = ATP_ZSTD_LEVEL_DEFAULT;
+	long pg = sysconf(_SC_PAGESIZE);
+	g.page = pg >= 4096 ? (uint64_t)pg : 4096;
+	atp_encode_init();
 	const char *d = env("ALLOCTRACE_DIR"), *f = env("ALLOCTRACE_FILE");
 	if (!f)
 		f = env("MTRACE_CTL_FILE");

@@ -25,6 +25,7 @@
  * (libunwind, dlopen): those calls pass through and are not counted as
  * untraced calls of the program. */
 #define ATP_GUARD_INTERNAL 0x10000u
+#define ATP_ZSTD_LEVEL_DEFAULT 1 /* bench/RESULTS.md: level 1 vs 3 */
 #define ATP_MAX_SPARE 64   /* retired staging blocks kept for reuse */
 
 /* The real functions, in ATR_CALLS order (record -p copies the first
@@ -96,6 +97,10 @@ struct atp_global {
 	int stacks;		/* ALLOCTRACE_STACKS: a stack id per allocation */
 	uint32_t stack_depth;	/* ALLOCTRACE_STACK_DEPTH */
 	uint32_t block_size;
+	int zstd_level;		/* ALLOCTRACE_ZSTD_LEVEL; 0: frames not compressed */
+	uint64_t features;	/* the header's feature bits */
+	uint64_t page;		/* staging blocks are mapped: page-aligned */
+	_Atomic uint64_t next_off; /* end of the space reserved in the file */
 	uint64_t t0;		/* clock value of tick 0 */
 	uint64_t ticks_hint;
 	pid_t pid;
@@ -171,6 +176,18 @@ void atp_write_brk(struct atp_thread *t, uint64_t ts) ATP_HIDDEN;
 void atp_heap_note(struct atp_thread *t, uint64_t ts, const void *r, uint64_t chunk_end) ATP_HIDDEN;
 void atp_hdr_set_status(uint32_t bits) ATP_HIDDEN;
 void atp_hdr_clear_status(uint32_t bits) ATP_HIDDEN;
+
+/* atp_encode.c: a staging block's records as a v2 FRAME unit */
+struct atp_frame {
+	const uint8_t *data; /* header + payload, padded */
+	size_t len;
+	struct atp_zctx *ctx;
+};
+void atp_encode_init(void) ATP_HIDDEN;
+void atp_encode_after_fork(void) ATP_HIDDEN;
+int atp_encode_block(const uint8_t *recs, uint32_t used, uint32_t serial, uint32_t tid,
+		     uint64_t seq, struct atp_frame *f) ATP_HIDDEN;
+void atp_encode_done(struct atp_frame *f) ATP_HIDDEN; /* gives the context back */
 
 /* atp_stacks.c (--stacks) */
 /* Settings read at init (guard set); disables stacks if unsupported. */

@@ -16,7 +16,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -74,18 +73,21 @@ static int open_trace_fd(void)
 	return fd;
 }
 
-static off_t block_offset(uint64_t idx)
+/* Reserve len bytes of the file at a multiple of align (a power of two):
+ * one compare-and-swap, never per call.  A gap left for alignment, or
+ * space whose writer was killed before it wrote, reads as zeros, which a
+ * reader skips (docs/TRACE_FORMAT.md, "Units"). */
+static off_t reserve_unit(uint64_t len, uint64_t align)
 {
-	return (off_t)(ATR_HEADER_SIZE + idx * (uint64_t)g.block_size);
-}
-
-static uint64_t reserve_block(void)
-{
-	uint64_t idx = atomic_fetch_add_explicit(&g.next_block, 1, memory_order_relaxed);
+	uint64_t old = atomic_load_explicit(&g.next_off, memory_order_relaxed), at;
+	do {
+		at = (old + align - 1) & ~(align - 1);
+	} while (!atomic_compare_exchange_weak_explicit(&g.next_off, &old, at + len,
+						       memory_order_relaxed, memory_order_relaxed));
 	if (g.hdr)
 		atomic_fetch_add_explicit((_Atomic uint64_t *)(g.hdr + ATR_H_BLOCKS), 1,
 					  memory_order_relaxed);
-	return idx;
+	return (off_t)at;
 }
 
 /* Growing the file past RLIMIT_FSIZE would raise SIGXFSZ in the program:
@@ -148,25 +150,26 @@ static void reset_cursor(struct atp_thread *t)
 	t->nrec_block = 0;
 }
 
-/* Copy a staging block's records into a new DATA block of the file. */
+/* Encode and compress a staging block's records into a FRAME unit and
+ * append it to the file (one pwrite). */
 static int flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq,
 		       uint32_t used, uint32_t nrec)
 {
+	(void)nrec; /* the encoder counts */
+	struct atp_frame fr;
+	int rc = atp_encode_block(b + ATR_BLOCK_HEADER_SIZE, used, serial, tid, seq, &fr);
+	if (rc)
+		return rc;
 	int fd = open_trace_fd();
-	if (fd < 0)
+	if (fd < 0) {
+		atp_encode_done(&fr);
 		return fd;
-	uint8_t hdr[ATR_BLOCK_HEADER_SIZE];
-	struct atp_thread who = {.serial = serial, .tid = tid};
-	write_block_header(hdr, ATR_BLOCK_DATA, &who, seq, used, nrec);
-	struct iovec iov[2] = {
-		{hdr, sizeof hdr},
-		{(void *)(b + ATR_BLOCK_HEADER_SIZE), used},
-	};
-	off_t off = block_offset(reserve_block());
-	size_t want = sizeof hdr + used, done = 0;
-	int rc = fsize_check(off + (off_t)want);
-	while (rc == 0 && done < want) {
-		ssize_t w = pwritev(fd, iov, 2, off + (off_t)done);
+	}
+	off_t off = reserve_unit(fr.len, ATR_UNIT_ALIGN);
+	size_t done = 0;
+	rc = fsize_check(off + (off_t)fr.len);
+	while (rc == 0 && done < fr.len) {
+		ssize_t w = pwrite(fd, fr.data + done, fr.len - done, off + (off_t)done);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -174,15 +177,8 @@ static int flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t
 			break;
 		}
 		done += (size_t)w;
-		/* a short write: advance the iovecs */
-		size_t skip = (size_t)w;
-		for (int i = 0; i < 2; i++) {
-			size_t sk = skip < iov[i].iov_len ? skip : iov[i].iov_len;
-			iov[i].iov_base = (uint8_t *)iov[i].iov_base + sk;
-			iov[i].iov_len -= sk;
-			skip -= sk;
-		}
 	}
+	atp_encode_done(&fr);
 	close(fd);
 	return rc;
 }
@@ -341,8 +337,7 @@ static int start_thread(struct atp_thread *t)
 	int fd = open_trace_fd();
 	if (fd < 0)
 		return fd;
-	uint64_t idx = reserve_block();
-	off_t off = block_offset(idx);
+	off_t off = reserve_unit(g.block_size, g.page);
 	int rc = reserve_space(fd, off, g.block_size);
 	if (rc) {
 		close(fd);

@@ -80,6 +80,12 @@ CASES = {
     "report_names_raw_short": ("real-stacks-phases", None,
                                ["report", "--names", "raw", "--group", "function", "--top", "3",
                                 "t.atr"]),
+    # a v1 trace recorded before format v2 still reads (issue 9)
+    "info_v1_recorded": ("real-v1-calls", None, ["info", "t.atr"]),
+    # the same events from v2 (compressed) as from v1: compare with
+    # info_threads_timing / report_threads_timing
+    "info_v2_threads_timing": ("v2-real-mt-timing", None, ["info", "t.atr"]),
+    "report_v2_threads_timing": ("v2-real-mt-timing", None, ["report", "t.atr"]),
 }
 
 

@@ -1,0 +1,149 @@
+/* atp_encode.c - turn a full staging block into a v2 FRAME: compact
+ * encoding (src/format/atr_v2.c), then a zstd frame.
+ *
+ * Runs in the thread that fills the block, at flush, guard set (see
+ * bench/RESULTS.md, "Where compression runs", for why not a helper thread).
+ * zstd never allocates here: each context lives in a workspace we mmap
+ * (ZSTD_initStaticCCtx).  Contexts come from a small process-wide pool
+ * taken with a try-lock per entry; a flush is once per thousands of calls,
+ * never on the per-call path.
+ */
+#define _GNU_SOURCE
+#define ZSTD_STATIC_LINKING_ONLY
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <zstd.h>
+
+#include "atp_internal.h"
+#include "atr_v2.h"
+
+#define ATP_NZCTX 8 /* contexts: more than cores on the machines we target */
+
+struct atp_zctx {
+	atomic_flag busy;
+	uint8_t *mem; /* NULL until first used */
+	ZSTD_CCtx *cctx;
+	uint8_t *enc, *out;
+};
+
+static struct atp_zctx zpool[ATP_NZCTX];
+static size_t z_ws, z_enc_cap, z_out_cap, z_total;
+
+void atp_encode_init(void)
+{
+	z_enc_cap = ATR_V2_ENC_BOUND((size_t)g.block_size);
+	z_out_cap = ATR_BLOCK_HEADER_SIZE + ATR_UNIT_ALIGN +
+		    (g.zstd_level ? ZSTD_compressBound(z_enc_cap) : z_enc_cap);
+	z_ws = g.zstd_level ? ZSTD_estimateCCtxSize(g.zstd_level) : 0;
+	size_t pg = 4096;
+	z_total = ((z_ws + pg - 1) & ~(pg - 1)) + ((z_enc_cap + pg - 1) & ~(pg - 1)) +
+		  ((z_out_cap + pg - 1) & ~(pg - 1));
+}
+
+/* In a fork child only the forking thread exists: nobody holds a context. */
+void atp_encode_after_fork(void)
+{
+	for (int i = 0; i < ATP_NZCTX; i++)
+		atomic_flag_clear(&zpool[i].busy);
+}
+
+static int zctx_setup(struct atp_zctx *z)
+{
+	void *m = mmap(NULL, z_total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	size_t pg = 4096, ws = (z_ws + pg - 1) & ~(pg - 1);
+	z->enc = (uint8_t *)m + ws;
+	z->out = z->enc + ((z_enc_cap + pg - 1) & ~(pg - 1));
+	if (g.zstd_level) {
+		z->cctx = ZSTD_initStaticCCtx(m, ws);
+		if (!z->cctx || ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel,
+								     g.zstd_level)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1))) {
+			munmap(m, z_total);
+			return -ENOMEM;
+		}
+	}
+	z->mem = m;
+	return 0;
+}
+
+static struct atp_zctx *zctx_take(void)
+{
+	for (;;) {
+		for (int i = 0; i < ATP_NZCTX; i++)
+			if (!atomic_flag_test_and_set_explicit(&zpool[i].busy, memory_order_acquire))
+				return &zpool[i];
+		sched_yield();
+	}
+}
+
+static void zctx_give(struct atp_zctx *z)
+{
+	atomic_flag_clear_explicit(&z->busy, memory_order_release);
+}
+
+static void put_header(uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq, uint32_t used,
+		       const struct atr_v2_meta *m, uint32_t csize)
+{
+	memset(b, 0, ATR_BLOCK_HEADER_SIZE);
+	atp_put_u32(b + ATR_B_MAGIC, ATR_BLOCK_MAGIC);
+	atp_put_u32(b + ATR_B_KIND, ATR_BLOCK_FRAME);
+	atp_put_u32(b + ATR_B_THREAD, serial);
+	atp_put_u32(b + ATR_B_TID, tid);
+	atp_put_u64(b + ATR_B_SEQ, seq);
+	atp_put_u32(b + ATR_B_USED, used);
+	atp_put_u32(b + ATR_B_RECORDS, m->records);
+	atp_put_u32(b + ATR_B_PID, (uint32_t)g.pid);
+	atp_put_u32(b + ATR_U_CSIZE, csize);
+	atp_put_u64(b + ATR_U_FIRST_TS, m->first_ts);
+	atp_put_u64(b + ATR_U_LAST_TS, m->last_ts);
+	atp_put_u32(b + ATR_U_CALLS, m->calls);
+	atp_put_u32(b + ATR_U_CHECK, atr_unit_check(b));
+}
+
+int atp_encode_block(const uint8_t *recs, uint32_t used, uint32_t serial, uint32_t tid,
+		     uint64_t seq, struct atp_frame *f)
+{
+	struct atp_zctx *z = zctx_take();
+	if (!z->mem) {
+		int rc = zctx_setup(z);
+		if (rc) {
+			zctx_give(z);
+			return rc;
+		}
+	}
+	struct atr_v2_meta m;
+	uint8_t *payload = z->out + ATR_BLOCK_HEADER_SIZE;
+	size_t elen = atr_v2_encode(recs, used, g.features, g.zstd_level ? z->enc : payload,
+				    z_enc_cap, &m);
+	if (!elen) {
+		zctx_give(z);
+		return -EINVAL; /* our own records do not parse: a bug */
+	}
+	size_t clen = elen;
+	if (g.zstd_level) {
+		clen = ZSTD_compress2(z->cctx, payload, z_out_cap - ATR_BLOCK_HEADER_SIZE, z->enc,
+				      elen);
+		if (ZSTD_isError(clen)) {
+			zctx_give(z);
+			return -ENOMEM;
+		}
+	}
+	/* pad to the unit alignment with zeros */
+	size_t pad = (ATR_UNIT_ALIGN - clen % ATR_UNIT_ALIGN) % ATR_UNIT_ALIGN;
+	memset(payload + clen, 0, pad);
+	put_header(z->out, serial, tid, seq, used, &m, (uint32_t)clen);
+	f->data = z->out;
+	f->len = ATR_BLOCK_HEADER_SIZE + clen + pad;
+	f->ctx = z;
+	return 0;
+}
+
+void atp_encode_done(struct atp_frame *f)
+{
+	zctx_give(f->ctx);
+	f->ctx = NULL;
+}
