@@ -33,6 +33,8 @@
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -48,6 +50,28 @@
 #endif
 #define ATP_STR2(x) #x
 #define ATP_STR(x) ATP_STR2(x) /* the macro's expansion: the real symbol */
+
+/* fork vs libunwind: a thread inside unw_backtrace may hold one of
+ * libunwind's mutexes; a child forked then would wait on it forever (seen:
+ * 1 run in 12 of `threads 4 fork`).  The prepare handler raises
+ * fork_pending and waits until no thread is unwinding; a thread that sees
+ * fork_pending records that one call without a stack rather than wait (the
+ * forking thread itself may allocate in later prepare handlers). */
+#ifdef ATR_HAVE_LIBUNWIND
+static atomic_int unwinding, fork_pending;
+
+static void fork_prepare(void)
+{
+	atomic_store(&fork_pending, 1);
+	while (atomic_load(&unwinding))
+		sched_yield();
+}
+
+static void fork_parent(void)
+{
+	atomic_store(&fork_pending, 0);
+}
+#endif
 
 /* libunwind is dlopen'ed RTLD_LOCAL by our constructor, never linked:
  * libunwind.so.8 exports _Unwind_RaiseException & co. and backtrace(),
@@ -144,6 +168,7 @@ void atp_stacks_load(void)
 		if (unw.set_caching_policy && unw.local_as)
 			/* per-thread caches: no lock on libunwind's slow path */
 			unw.set_caching_policy(*unw.local_as, UNW_CACHE_PER_THREAD);
+		pthread_atfork(fork_prepare, fork_parent, NULL);
 		/* published last: hooks test it without a lock */
 		void *bt = dlsym(h, "unw_backtrace");
 		__atomic_store_n(&unw.backtrace, (int (*)(void **, int))bt, __ATOMIC_RELEASE);
@@ -389,6 +414,16 @@ void atp_stacks_after_fork_child(void)
 {
 	struct atp_thread *t = &atp_tls;
 	atp_stacks_thread_done(t);
+#ifdef ATR_HAVE_LIBUNWIND
+	atomic_store(&fork_pending, 0);
+	/* fork_prepare did not run (a handler-less fork path) while a thread
+	 * was unwinding: libunwind may be locked here; no stacks then */
+	if (atomic_exchange(&unwinding, 0) != 0 && unw.backtrace) {
+		__atomic_store_n(&unw.backtrace, NULL, __ATOMIC_RELEASE);
+		atp_message("stacks:", "forked while another thread was unwinding;",
+			    "no call stacks in this child", 0);
+	}
+#endif
 	/* the child's file has no module map yet; the lock holder may be a
 	 * thread that does not exist here */
 	mods.n = 0;
@@ -431,7 +466,15 @@ uint32_t atp_stack_id(struct atp_thread *t, uint64_t ts)
 	 * through without counting as untraced calls */
 	t->guard += ATP_GUARD_INTERNAL;
 	int saved = errno; /* libunwind probes memory (msync), mmap may fail */
+	atomic_fetch_add(&unwinding, 1);
+	if (ATP_UNLIKELY(atomic_load(&fork_pending))) {
+		atomic_fetch_sub(&unwinding, 1);
+		errno = saved;
+		t->guard -= ATP_GUARD_INTERNAL;
+		return 0;
+	}
 	uint32_t id = stack_id(t, ts, bt, buf);
+	atomic_fetch_sub_explicit(&unwinding, 1, memory_order_release);
 	errno = saved;
 	t->guard -= ATP_GUARD_INTERNAL;
 	return id;
