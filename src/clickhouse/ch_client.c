@@ -1,0 +1,246 @@
+/* ch_client.c - see ch_client.h. */
+#define _GNU_SOURCE
+#include "ch_client.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ch_client {
+	CURL *curl;
+	struct curl_slist *headers;
+	char *url;     /* as given, credentials included (curl uses them) */
+	char *display; /* without credentials */
+	struct util_buf params; /* "?database=...&setting=..." */
+	struct util_buf answer;
+	char err[1024];
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct util_buf *b = arg;
+	return util_buf_append(b, p, size * n) < 0 ? 0 : size * n;
+}
+
+static int add_param(struct ch_client *c, const char *name, const char *value)
+{
+	char *v = curl_easy_escape(c->curl, value, 0);
+	if (!v)
+		return -1;
+	int rc = util_buf_printf(&c->params, "%c%s=%s", c->params.len ? '&' : '?', name, v);
+	curl_free(v);
+	return rc;
+}
+
+/* "user:pw@host" -> "host", for messages. */
+static char *strip_credentials(const char *url)
+{
+	const char *s = strstr(url, "://");
+	const char *host = s ? s + 3 : url;
+	const char *at = strchr(host, '@'), *slash = strchr(host, '/');
+	if (at && (!slash || at < slash)) {
+		size_t pre = (size_t)(host - url);
+		char *d = malloc(strlen(url) + 1);
+		if (d) {
+			memcpy(d, url, pre);
+			strcpy(d + pre, at + 1);
+		}
+		return d;
+	}
+	return strdup(url);
+}
+
+struct ch_client *ch_open(const char *url, const char *database, char *err, size_t errlen)
+{
+	static int inited;
+	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) {
+		snprintf(err, errlen, "clickhouse URL '%s': expected http://HOST:PORT (the HTTP interface, port 8123 by default)",
+			 url);
+		return NULL;
+	}
+	if (strchr(url, '?')) {
+		snprintf(err, errlen, "clickhouse URL '%s': no query string please (use --database)", url);
+		return NULL;
+	}
+	if (!inited && curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+		snprintf(err, errlen, "libcurl initialisation failed");
+		return NULL;
+	}
+	inited = 1;
+	struct ch_client *c = calloc(1, sizeof(*c));
+	if (!c || !(c->curl = curl_easy_init()) || !(c->url = strdup(url)) ||
+	    !(c->display = strip_credentials(url)) ||
+	    (database && *database && add_param(c, "database", database) < 0)) {
+		snprintf(err, errlen, "out of memory");
+		ch_close(c);
+		return NULL;
+	}
+	/* no "Expect: 100-continue" round trip before large bodies */
+	c->headers = curl_slist_append(NULL, "Expect:");
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->answer);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
+	return c;
+}
+
+void ch_close(struct ch_client *c)
+{
+	if (!c)
+		return;
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	curl_slist_free_all(c->headers);
+	free(c->url);
+	free(c->display);
+	util_buf_free(&c->params);
+	util_buf_free(&c->answer);
+	free(c);
+}
+
+int ch_set(struct ch_client *c, const char *name, const char *value)
+{
+	return add_param(c, name, value);
+}
+
+const char *ch_error(const struct ch_client *c)
+{
+	return c->err;
+}
+
+const char *ch_url(const struct ch_client *c)
+{
+	return c->display;
+}
+
+/* The server's message without its decoration:
+ * "Code: 60, e.displayText() = DB::Exception: Table x doesn't exist., e.what() = ..." */
+static void server_error(struct ch_client *c, long status)
+{
+	const char *t = c->answer.data ? c->answer.data : "";
+	const char *s = strstr(t, "e.displayText() = ");
+	size_t n;
+	if (s) {
+		s += strlen("e.displayText() = ");
+		if (!strncmp(s, "DB::Exception: ", 15))
+			s += 15;
+		const char *e = strstr(s, ", e.what() = ");
+		n = e ? (size_t)(e - s) : strlen(s);
+	} else {
+		s = t;
+		n = strlen(s);
+	}
+	while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+		n--;
+	if (n > 700)
+		n = 700;
+	snprintf(c->err, sizeof(c->err), "clickhouse %s: HTTP %ld: %.*s", c->display, status, (int)n,
+		 s);
+}
+
+static int request(struct ch_client *c, const char *query_in_url, const void *body, size_t len)
+{
+	struct util_buf u = {0};
+	util_buf_puts(&u, c->url);
+	util_buf_append(&u, c->params.data ? c->params.data : "", c->params.len);
+	if (query_in_url) {
+		char *q = curl_easy_escape(c->curl, query_in_url, 0);
+		if (!q || util_buf_printf(&u, "%cquery=%s", c->params.len ? '&' : '?', q) < 0) {
+			curl_free(q);
+			util_buf_free(&u);
+			snprintf(c->err, sizeof(c->err), "out of memory");
+			return -1;
+		}
+		curl_free(q);
+	}
+	if (!u.data) {
+		snprintf(c->err, sizeof(c->err), "out of memory");
+		return -1;
+	}
+	c->answer.len = 0;
+	if (c->answer.data)
+		c->answer.data[0] = 0;
+	curl_easy_setopt(c->curl, CURLOPT_URL, u.data);
+	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
+	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	CURLcode rc = curl_easy_perform(c->curl);
+	util_buf_free(&u);
+	if (rc != CURLE_OK) {
+		const char *hint = rc == CURLE_COULDNT_CONNECT ? " (is clickhouse-server listening there?)"
+				   : rc == CURLE_COULDNT_RESOLVE_HOST ? " (unknown host)"
+								      : "";
+		snprintf(c->err, sizeof(c->err), "clickhouse %s: %s%s", c->display,
+			 curl_easy_strerror(rc), hint);
+		return -1;
+	}
+	long status = 0;
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 200) {
+		server_error(c, status);
+		return -1;
+	}
+	return 0;
+}
+
+int ch_exec(struct ch_client *c, const char *sql, struct util_buf *out)
+{
+	if (request(c, NULL, sql, strlen(sql)) < 0)
+		return -1;
+	if (out) {
+		out->len = 0;
+		if (util_buf_append(out, c->answer.data ? c->answer.data : "", c->answer.len) < 0) {
+			snprintf(c->err, sizeof(c->err), "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int ch_execf(struct ch_client *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *sql = NULL;
+	int n = vasprintf(&sql, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		snprintf(c->err, sizeof(c->err), "out of memory");
+		return -1;
+	}
+	int rc = ch_exec(c, sql, NULL);
+	free(sql);
+	return rc;
+}
+
+int ch_query_u64(struct ch_client *c, const char *sql, unsigned long long *v)
+{
+	if (request(c, NULL, sql, strlen(sql)) < 0)
+		return -1;
+	char *end;
+	errno = 0;
+	*v = strtoull(c->answer.data ? c->answer.data : "", &end, 10);
+	if (errno || end == c->answer.data || (*end && *end != '\n')) {
+		snprintf(c->err, sizeof(c->err), "clickhouse %s: expected a number from '%s', got '%.80s'",
+			 c->display, sql, c->answer.data ? c->answer.data : "");
+		return -1;
+	}
+	return 0;
+}
+
+int ch_insert(struct ch_client *c, const char *table, const char *columns, const void *rows,
+	      size_t len)
+{
+	char q[4096];
+	int n = snprintf(q, sizeof(q), "INSERT INTO %s (%s) FORMAT RowBinary", table, columns);
+	if (n < 0 || (size_t)n >= sizeof(q)) {
+		snprintf(c->err, sizeof(c->err), "INSERT statement too long");
+		return -1;
+	}
+	return request(c, q, rows, len);
+}
