@@ -418,35 +418,32 @@ static int load_stacks(struct loader *L)
 		uint32_t n;
 		if (!atr_stack_get(L->f, (uint32_t)id, &ips, &n))
 			continue;
-		/* frames first: the stack row needs their names and key */
-		const char **names = NULL;
-		size_t nn = 0, cap = 0;
-		char (*bufs)[128] = NULL;
+		/* frames first: the stack row needs their names (RowBinary
+		 * strings collected in fa) and key */
+		struct util_buf fa = {0};
+		size_t nn = 0;
 		uint64_t key = FNV_INIT;
 		uint32_t fno = 0;
 		for (uint32_t k = 0; k < n && !rc; k++) {
 			const struct an_frame *fr;
 			unsigned m = an_symbols_resolve(sym, ips[k], (uint32_t)id, &fr);
 			for (unsigned j = 0; j < m && !rc; j++) {
-				if (nn == cap) {
-					cap = cap ? cap * 2 : 32;
-					void *p1 = realloc(names, cap * sizeof(*names));
-					if (p1)
-						names = p1;
-					void *p2 = realloc(bufs, cap * sizeof(*bufs));
-					if (p2)
-						bufs = p2;
-					if (!p1 || !p2) {
-						rc = nomem(L);
+				char nb[512];
+				const char *name = an_frame_name(&fr[j], nb, sizeof(nb));
+				size_t len = strlen(name);
+				unsigned char leb[10];
+				size_t nl = 0;
+				for (uint64_t v = len;; v >>= 7) {
+					leb[nl++] = (unsigned char)((v & 0x7f) | (v >> 7 ? 0x80 : 0));
+					if (!(v >> 7))
 						break;
-					}
 				}
-				names[nn] = an_frame_name(&fr[j], bufs[nn], sizeof(bufs[nn]));
-				if (names[nn] != bufs[nn]) { /* keep it: the next resolve may move it */
-					snprintf(bufs[nn], sizeof(bufs[nn]), "%s", names[nn]);
-					names[nn] = bufs[nn];
+				if (util_buf_append(&fa, leb, nl) < 0 ||
+				    util_buf_append(&fa, name, len) < 0) {
+					rc = nomem(L);
+					break;
 				}
-				key = fnv(key, names[nn], strlen(names[nn]) + 1);
+				key = fnv(key, name, len + 1);
 				nn++;
 				if (ch_batch_reserve(bf, 64) < 0) {
 					rc = nomem(L);
@@ -480,14 +477,14 @@ static int load_stacks(struct loader *L)
 			ch_put_u32(bs, (uint32_t)id);
 			ch_put_u64(bs, key);
 			ch_put_u64_array(bs, ips, n);
-			if (ch_batch_reserve(bs, 16) == 0)
+			if (ch_batch_reserve(bs, 16 + fa.len) == 0) {
 				ch_put_leb(bs, nn);
-			for (size_t k = 0; k < nn; k++)
-				ch_put_str(bs, names[k]);
+				memcpy(bs->p + bs->len, fa.data ? fa.data : "", fa.len);
+				bs->len += fa.len;
+			}
 			rc = row_done(L, CH_T_STACKS);
 		}
-		free(names);
-		free(bufs);
+		util_buf_free(&fa);
 	}
 	an_symbols_free(sym);
 	return rc;

@@ -8,6 +8,10 @@ void ch_batch_init(struct ch_batch *b, const char *table, const char *columns)
 	memset(b, 0, sizeof(*b));
 	b->table = table;
 	b->columns = columns;
+	b->max_rows = CH_BATCH_ROWS;
+	const char *e = getenv("ALLOCTRACE_CH_BATCH_ROWS");
+	if (e && atoll(e) > 0 && (uint64_t)atoll(e) < CH_BATCH_ROWS)
+		b->max_rows = (uint64_t)atoll(e);
 }
 
 void ch_batch_free(struct ch_batch *b)

@@ -4,8 +4,10 @@
  * little-endian at their width, String as a LEB128 length and the bytes,
  * Array(T) as a LEB128 count and the elements.  A batch collects rows of one
  * table until ch_batch_full() says it is time to send (a bound on memory:
- * CH_BATCH_BYTES or CH_BATCH_ROWS, whichever comes first); ch_batch_flush()
- * sends it as one INSERT and empties it.
+ * CH_BATCH_BYTES or CH_BATCH_ROWS, whichever comes first; the environment
+ * variable ALLOCTRACE_CH_BATCH_ROWS lowers the row bound, e.g. for a server
+ * with little memory); ch_batch_flush() sends it as one INSERT and empties
+ * it.
  */
 #ifndef CH_ROWBIN_H
 #define CH_ROWBIN_H
@@ -24,6 +26,7 @@ struct ch_batch {
 	unsigned char *p;
 	size_t len, cap;
 	uint64_t rows, sent_rows, sent_bytes;
+	uint64_t max_rows; /* CH_BATCH_ROWS, or $ALLOCTRACE_CH_BATCH_ROWS if smaller */
 	int nomem;
 };
 
@@ -37,10 +40,10 @@ static inline int ch_batch_reserve(struct ch_batch *b, size_t n)
 }
 static inline int ch_batch_full(const struct ch_batch *b)
 {
-	return b->len >= CH_BATCH_BYTES || b->rows >= CH_BATCH_ROWS;
+	return b->len >= CH_BATCH_BYTES || b->rows >= b->max_rows;
 }
-/* Send the rows (if any) and empty the batch.  0, or -1 with ch_error(c)
- * (or "out of memory" in *nomem_msg when a put failed earlier). */
+/* Send the rows (if any) and empty the batch.  0, or -1: with ch_error(c)
+ * set, or b->nomem when a put failed earlier for want of memory. */
 int ch_batch_flush(struct ch_batch *b, struct ch_client *c);
 
 /* The puts below need the room reserved first (ch_batch_reserve), except

@@ -220,6 +220,7 @@ static int check_columns(struct ch_client *c, const char *db, int *ntables, char
 	struct util_buf ans = {0};
 	snprintf(sql, sizeof(sql),
 		 "SELECT table, name, type FROM system.columns WHERE database = '%s' FORMAT TSV", db);
+	*ntables = -1;
 	if (ch_exec(c, sql, &ans) < 0) {
 		util_buf_free(&ans);
 		return fail(c, err, errlen);
@@ -345,15 +346,18 @@ int ch_schema_ensure(struct ch_client *c, const char *db, char *err, size_t errl
 			return -1;
 		}
 	}
-	if (check_columns(c, db, &ntables, err, errlen) < 0)
-		return -1;
-	if (!have && ntables) {
+	int cols_rc = check_columns(c, db, &ntables, err, errlen);
+	if (cols_rc < 0 && ntables < 0)
+		return -1; /* the query failed */
+	if (!have && ntables > 0) {
 		snprintf(err, errlen,
 			 "database %s holds alloctrace tables without a schema version (an older "
 			 "alloctrace, or someone else's): load into another --database",
 			 db);
 		return -1;
 	}
+	if (cols_rc < 0)
+		return -1;
 	struct util_buf b = {0};
 	int rc = 0;
 	for (int t = 0; t < CH_T_COUNT && !rc; t++) {
@@ -403,5 +407,15 @@ int ch_schema_distributed(struct ch_client *c, const char *db, const char *clust
 			     key) < 0)
 			return fail(c, err, errlen);
 	}
+	/* the views too: each shard answers for its own traces and runs */
+	static const char *const views[][2] = {{"complete_loads", "trace_id"},
+					       {"replay_medians", "run_id"}};
+	for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
+		if (ch_execf(c,
+			     "CREATE TABLE IF NOT EXISTS %s.%s_all AS %s.%s "
+			     "ENGINE = Distributed(%s, %s, %s, %s)",
+			     db, views[v][0], db, views[v][0], cluster, db, views[v][0],
+			     views[v][1]) < 0)
+			return fail(c, err, errlen);
 	return 0;
 }
