@@ -8,16 +8,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct ch_client {
 	CURL *curl;
 	struct curl_slist *headers;
-	char *url;     /* as given, credentials included (curl uses them) */
-	char *display; /* without credentials */
+	char *url;		/* as given, credentials included (curl uses them) */
+	char *display;		/* without credentials */
 	struct util_buf params; /* "?database=...&setting=..." */
 	struct util_buf answer;
 	char err[1024];
+	int verbose; /* $ALLOCTRACE_CH_VERBOSE: every request and its time on stderr */
 };
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
@@ -57,12 +66,15 @@ struct ch_client *ch_open(const char *url, const char *database, char *err, size
 {
 	static int inited;
 	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) {
-		snprintf(err, errlen, "clickhouse URL '%s': expected http://HOST:PORT (the HTTP interface, port 8123 by default)",
+		snprintf(err, errlen,
+			 "clickhouse URL '%s': expected http://HOST:PORT (the HTTP interface, port "
+			 "8123 by default)",
 			 url);
 		return NULL;
 	}
 	if (strchr(url, '?')) {
-		snprintf(err, errlen, "clickhouse URL '%s': no query string please (use --database)", url);
+		snprintf(err, errlen,
+			 "clickhouse URL '%s': no query string please (use --database)", url);
 		return NULL;
 	}
 	if (!inited && curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
@@ -78,6 +90,8 @@ struct ch_client *ch_open(const char *url, const char *database, char *err, size
 		ch_close(c);
 		return NULL;
 	}
+	const char *v = getenv("ALLOCTRACE_CH_VERBOSE");
+	c->verbose = v && *v && strcmp(v, "0");
 	/* no "Expect: 100-continue" round trip before large bodies */
 	c->headers = curl_slist_append(NULL, "Expect:");
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
@@ -140,8 +154,8 @@ static void server_error(struct ch_client *c, long status)
 		n--;
 	if (n > 700)
 		n = 700;
-	snprintf(c->err, sizeof(c->err), "clickhouse %s: HTTP %ld: %.*s", c->display, status, (int)n,
-		 s);
+	snprintf(c->err, sizeof(c->err), "clickhouse %s: HTTP %ld: %.*s", c->display, status,
+		 (int)n, s);
 }
 
 static int request(struct ch_client *c, const char *query_in_url, const void *body, size_t len)
@@ -169,10 +183,17 @@ static int request(struct ch_client *c, const char *query_in_url, const void *bo
 	curl_easy_setopt(c->curl, CURLOPT_URL, u.data);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	double t0 = c->verbose ? now_s() : 0;
 	CURLcode rc = curl_easy_perform(c->curl);
 	util_buf_free(&u);
+	if (c->verbose) {
+		const char *what = query_in_url ? query_in_url : body ? (const char *)body : "";
+		fprintf(stderr, "clickhouse: %.3f s, %zu bytes sent: %.100s\n", now_s() - t0, len,
+			what);
+	}
 	if (rc != CURLE_OK) {
-		const char *hint = rc == CURLE_COULDNT_CONNECT ? " (is clickhouse-server listening there?)"
+		const char *hint = rc == CURLE_COULDNT_CONNECT
+				       ? " (is clickhouse-server listening there?)"
 				   : rc == CURLE_COULDNT_RESOLVE_HOST ? " (unknown host)"
 								      : "";
 		snprintf(c->err, sizeof(c->err), "clickhouse %s: %s%s", c->display,
@@ -226,8 +247,9 @@ int ch_query_u64(struct ch_client *c, const char *sql, unsigned long long *v)
 	errno = 0;
 	*v = strtoull(c->answer.data ? c->answer.data : "", &end, 10);
 	if (errno || end == c->answer.data || (*end && *end != '\n')) {
-		snprintf(c->err, sizeof(c->err), "clickhouse %s: expected a number from '%s', got '%.80s'",
-			 c->display, sql, c->answer.data ? c->answer.data : "");
+		snprintf(c->err, sizeof(c->err),
+			 "clickhouse %s: expected a number from '%s', got '%.80s'", c->display, sql,
+			 c->answer.data ? c->answer.data : "");
 		return -1;
 	}
 	return 0;

@@ -282,7 +282,8 @@ static int load_events(struct loader *L, struct proc_totals *pt)
 					th->last_alloc = ev->ret;
 					th->has_last = ev->ret != 0;
 				}
-				int re = ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY;
+				int re =
+				    ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY;
 				if (ev->ret) {
 					if (re && ev->ptr && ev->ret == ev->ptr)
 						released = kill_ptr(L, ev->ptr, &rstack, &rsize);
@@ -434,7 +435,8 @@ static int load_stacks(struct loader *L)
 				unsigned char leb[10];
 				size_t nl = 0;
 				for (uint64_t v = len;; v >>= 7) {
-					leb[nl++] = (unsigned char)((v & 0x7f) | (v >> 7 ? 0x80 : 0));
+					leb[nl++] =
+					    (unsigned char)((v & 0x7f) | (v >> 7 ? 0x80 : 0));
 					if (!(v >> 7))
 						break;
 				}
@@ -513,7 +515,7 @@ static int load_modules_threads_rss(struct loader *L)
 			return nomem(L);
 		ch_put_u64(b, atr_ticks_to_ns_u64(f, m->load_ts));
 		ch_put_u64(b, m->unload_ts == UINT64_MAX ? UINT64_MAX
-							  : atr_ticks_to_ns_u64(f, m->unload_ts));
+							 : atr_ticks_to_ns_u64(f, m->unload_ts));
 		ch_put_u8(b, (uint8_t)m->main_program);
 		rc = row_done(L, CH_T_MODULES);
 	}
@@ -671,34 +673,36 @@ static int derive_stats(struct loader *L)
 	char w[128];
 	snprintf(w, sizeof(w), "trace_id = %" PRIu64 " AND load_id = %" PRIu64, L->trace_id,
 		 L->load_id);
-	if (ch_execf(L->c,
-		     "INSERT INTO %s (%s) "
-		     "SELECT trace_id, load_id, proc, d.1 AS stk, sum(d.2), sum(d.3), "
-		     "toUInt64(sumIf(d.4, seq <= peak_seq)), toUInt64(sum(d.4)), toUInt64(sum(d.5)),"
-		     " sum(d.6) "
-		     "FROM %s ANY INNER JOIN (SELECT trace_id, load_id, proc, peak_seq FROM "
-		     "%s.processes WHERE %s) USING (trace_id, load_id, proc) "
-		     "ARRAY JOIN [(stack, toUInt64(type BETWEEN 1 AND 10 AND type != 2),"
-		     " if(type BETWEEN 1 AND 10 AND type != 2, size, 0), toInt64(born * size),"
-		     " toInt64(born), toUInt64(0)),"
-		     " (released_stack, toUInt64(0), toUInt64(0), -toInt64(released * released_bytes),"
-		     " -toInt64(released), toUInt64(temporary))] AS d "
-		     "WHERE %s GROUP BY trace_id, load_id, proc, stk",
-		     L->tname[CH_T_STACK_STATS], ch_table_columns(CH_T_STACK_STATS),
-		     L->tname[CH_T_EVENTS], db, w, w) < 0 ||
-	    ch_execf(L->c,
-		     "INSERT INTO %s (%s) "
-		     "SELECT trace_id, load_id, proc, thread, any(tid), countIf(type BETWEEN 1 AND 10),"
-		     " sumIf(size, type BETWEEN 1 AND 10 AND type != 2),"
-		     " toUInt64((max(ts) - min(ts)) * any(ns_per_tick)),"
-		     " toUInt64(sumIf(duration, bitAnd(flags, 32) != 0) * any(ns_per_tick)) "
-		     "FROM %s ANY INNER JOIN (SELECT trace_id, load_id, proc, serial AS thread, tid,"
-		     " ns_per_tick FROM %s.threads ANY INNER JOIN (SELECT trace_id, load_id, proc,"
-		     " ns_per_tick FROM %s.processes WHERE %s) USING (trace_id, load_id, proc)"
-		     " WHERE %s) USING (trace_id, load_id, proc, thread) "
-		     "WHERE %s AND type != 32 GROUP BY trace_id, load_id, proc, thread",
-		     L->tname[CH_T_THREAD_STATS], ch_table_columns(CH_T_THREAD_STATS),
-		     L->tname[CH_T_EVENTS], db, db, w, w, w) < 0) {
+	if (ch_execf(
+		L->c,
+		"INSERT INTO %s (%s) "
+		"SELECT trace_id, load_id, proc, d.1 AS stk, sum(d.2), sum(d.3), "
+		"toUInt64(sumIf(d.4, seq <= peak_seq)), toUInt64(sum(d.4)), toUInt64(sum(d.5)),"
+		" sum(d.6) "
+		"FROM %s ANY INNER JOIN (SELECT trace_id, load_id, proc, peak_seq FROM "
+		"%s.processes WHERE %s) USING (trace_id, load_id, proc) "
+		"ARRAY JOIN [(stack, toUInt64(type BETWEEN 1 AND 10 AND type != 2),"
+		" if(type BETWEEN 1 AND 10 AND type != 2, size, 0), toInt64(born * size),"
+		" toInt64(born), toUInt64(0)),"
+		" (released_stack, toUInt64(0), toUInt64(0), -toInt64(released * released_bytes),"
+		" -toInt64(released), toUInt64(temporary))] AS d "
+		"WHERE %s GROUP BY trace_id, load_id, proc, stk",
+		L->tname[CH_T_STACK_STATS], ch_table_columns(CH_T_STACK_STATS),
+		L->tname[CH_T_EVENTS], db, w, w) < 0 ||
+	    ch_execf(
+		L->c,
+		"INSERT INTO %s (%s) "
+		"SELECT trace_id, load_id, proc, thread, any(tid), countIf(type BETWEEN 1 AND 10),"
+		" sumIf(size, type BETWEEN 1 AND 10 AND type != 2),"
+		" toUInt64((max(ts) - min(ts)) * any(ns_per_tick)),"
+		" toUInt64(sumIf(duration, bitAnd(flags, 32) != 0) * any(ns_per_tick)) "
+		"FROM %s ANY INNER JOIN (SELECT trace_id, load_id, proc, serial AS thread, tid,"
+		" ns_per_tick FROM %s.threads ANY INNER JOIN (SELECT trace_id, load_id, proc,"
+		" ns_per_tick FROM %s.processes WHERE %s) USING (trace_id, load_id, proc)"
+		" WHERE %s) USING (trace_id, load_id, proc, thread) "
+		"WHERE %s AND type != 32 GROUP BY trace_id, load_id, proc, thread",
+		L->tname[CH_T_THREAD_STATS], ch_table_columns(CH_T_THREAD_STATS),
+		L->tname[CH_T_EVENTS], db, db, w, w, w) < 0) {
 		snprintf(L->err, L->errlen, "%s (deriving stack_stats/thread_stats)",
 			 ch_error(L->c));
 		return -1;
@@ -713,7 +717,8 @@ static void delete_other_loads(struct loader *L)
 	char sql[256];
 	unsigned long long n = 0;
 	snprintf(sql, sizeof(sql),
-		 "SELECT count() FROM %s.loads WHERE trace_id = %" PRIu64 " AND load_id != %" PRIu64,
+		 "SELECT count() FROM %s.loads WHERE trace_id = %" PRIu64
+		 " AND load_id != %" PRIu64,
 		 L->db, L->trace_id, L->load_id);
 	if (ch_query_u64(L->c, sql, &n) < 0 || !n)
 		return;
@@ -724,10 +729,11 @@ static void delete_other_loads(struct loader *L)
 			     "ALTER TABLE %s.%s DELETE WHERE trace_id = %" PRIu64
 			     " AND load_id != %" PRIu64,
 			     L->db, ch_table_name((enum ch_table)t), L->trace_id, L->load_id) < 0) {
-			fprintf(stderr,
-				"alloctrace: warning: could not delete the older rows of trace %" PRIu64
-				" (they stay invisible): %s\n",
-				L->trace_id, ch_error(L->c));
+			fprintf(
+			    stderr,
+			    "alloctrace: warning: could not delete the older rows of trace %" PRIu64
+			    " (they stay invisible): %s\n",
+			    L->trace_id, ch_error(L->c));
 			return;
 		}
 	}
@@ -803,7 +809,8 @@ int ch_load_trace(struct ch_client *c, const char *db, const char *path,
 	res->event_rows = L.b[CH_T_EVENTS].sent_rows;
 	if (!rc) {
 		snprintf(sql, sizeof(sql),
-			 "SELECT sum(calls) FROM %s WHERE trace_id = %" PRIu64 " AND load_id = %" PRIu64,
+			 "SELECT sum(calls) FROM %s WHERE trace_id = %" PRIu64
+			 " AND load_id = %" PRIu64,
 			 L.tname[CH_T_PROCESSES], L.trace_id, L.load_id);
 		unsigned long long cl = 0;
 		if (ch_query_u64(c, sql, &cl) < 0) {

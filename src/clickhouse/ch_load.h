@@ -23,7 +23,7 @@
 #include "ch_client.h"
 
 struct ch_load_opts {
-	const char *name;	  /* loads.name; NULL: the trace's real path */
+	const char *name;	   /* loads.name; NULL: the trace's real path */
 	const char *const *labels; /* loads.labels, e.g. "version=2.1" */
 	size_t nlabels;
 	int events;	 /* 1: every record; 0: per-stack and per-thread aggregates only */

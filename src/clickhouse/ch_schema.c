@@ -19,68 +19,80 @@ struct ch_tdef {
 	char *list; /* "a, b, c": built on first use */
 };
 
-#define KEY {"trace_id", "UInt64"}, {"load_id", "UInt64"}, {"proc", "UInt32"}
+#define KEY                                                                                        \
+	{"trace_id", "UInt64"}, {"load_id", "UInt64"},                                             \
+	{                                                                                          \
+		"proc", "UInt32"                                                                   \
+	}
 
-static const struct ch_col c_loads[] = {
-    {"trace_id", "UInt64"},	   {"load_id", "UInt64"},	  {"name", "String"},
-    {"labels", "Array(String)"},   {"host", "String"},		  {"source", "String"},
-    {"events_mode", "String"},	   {"processes", "UInt32"},	  {"event_rows", "UInt64"},
-    {"calls", "UInt64"},	   {"started", "DateTime"},	  {"finished", "DateTime"},
-    {"complete", "UInt8"},	   {"alloctrace_version", "String"}, {NULL, NULL}};
+static const struct ch_col c_loads[] = {{"trace_id", "UInt64"},
+					{"load_id", "UInt64"},
+					{"name", "String"},
+					{"labels", "Array(String)"},
+					{"host", "String"},
+					{"source", "String"},
+					{"events_mode", "String"},
+					{"processes", "UInt32"},
+					{"event_rows", "UInt64"},
+					{"calls", "UInt64"},
+					{"started", "DateTime"},
+					{"finished", "DateTime"},
+					{"complete", "UInt8"},
+					{"alloctrace_version", "String"},
+					{NULL, NULL}};
 
-static const struct ch_col c_processes[] = {
-    KEY,
-    {"pid", "UInt32"},
-    {"ppid", "UInt32"},
-    {"exec_seq", "UInt32"},
-    {"path", "String"},
-    {"exe", "String"},
-    {"cmdline", "String"},
-    {"status", "UInt32"},
-    {"features", "UInt64"},
-    {"start_realtime_ns", "UInt64"},
-    {"start_mono_ns", "UInt64"},
-    {"ticks_per_sec", "Float64"},
-    {"ns_per_tick", "Float64"},
-    {"threads", "UInt32"},
-    {"records", "UInt64"},
-    {"calls", "UInt64"},
-    {"lost_records", "UInt64"},
-    {"untraced_calls", "UInt64"},
-    {"duration_ns", "UInt64"},
-    {"peak_live_bytes", "UInt64"},
-    {"peak_seq", "UInt64"},
-    {"peak_ns", "UInt64"},
-    {"leaked_bytes", "UInt64"},
-    {"leaked_blocks", "UInt64"},
-    {NULL, NULL}};
+static const struct ch_col c_processes[] = {KEY,
+					    {"pid", "UInt32"},
+					    {"ppid", "UInt32"},
+					    {"exec_seq", "UInt32"},
+					    {"path", "String"},
+					    {"exe", "String"},
+					    {"cmdline", "String"},
+					    {"status", "UInt32"},
+					    {"features", "UInt64"},
+					    {"start_realtime_ns", "UInt64"},
+					    {"start_mono_ns", "UInt64"},
+					    {"ticks_per_sec", "Float64"},
+					    {"ns_per_tick", "Float64"},
+					    {"threads", "UInt32"},
+					    {"records", "UInt64"},
+					    {"calls", "UInt64"},
+					    {"lost_records", "UInt64"},
+					    {"untraced_calls", "UInt64"},
+					    {"duration_ns", "UInt64"},
+					    {"peak_live_bytes", "UInt64"},
+					    {"peak_seq", "UInt64"},
+					    {"peak_ns", "UInt64"},
+					    {"leaked_bytes", "UInt64"},
+					    {"leaked_blocks", "UInt64"},
+					    {NULL, NULL}};
 
-static const struct ch_col c_threads[] = {KEY, {"serial", "UInt32"}, {"tid", "UInt32"}, {NULL, NULL}};
+static const struct ch_col c_threads[] = {
+    KEY, {"serial", "UInt32"}, {"tid", "UInt32"}, {NULL, NULL}};
 
-static const struct ch_col c_events[] = {
-    KEY,
-    {"seq", "UInt64"},
-    {"ts", "UInt64"},
-    {"thread", "UInt32"},
-    {"type", "UInt8"},
-    {"flags", "UInt8"},
-    {"chunk_flags", "UInt8"},
-    {"size", "UInt64"},
-    {"nmemb", "UInt64"},
-    {"align", "UInt64"},
-    {"ptr", "UInt64"},
-    {"ret", "UInt64"},
-    {"usable", "UInt64"},
-    {"stack", "UInt32"},
-    {"duration", "UInt64"},
-    {"born", "UInt8"},
-    {"released", "UInt8"},
-    {"released_stack", "UInt32"},
-    {"released_bytes", "UInt64"},
-    {"temporary", "UInt8"},
-    {"live_bytes", "UInt64"},
-    {"text", "String"},
-    {NULL, NULL}};
+static const struct ch_col c_events[] = {KEY,
+					 {"seq", "UInt64"},
+					 {"ts", "UInt64"},
+					 {"thread", "UInt32"},
+					 {"type", "UInt8"},
+					 {"flags", "UInt8"},
+					 {"chunk_flags", "UInt8"},
+					 {"size", "UInt64"},
+					 {"nmemb", "UInt64"},
+					 {"align", "UInt64"},
+					 {"ptr", "UInt64"},
+					 {"ret", "UInt64"},
+					 {"usable", "UInt64"},
+					 {"stack", "UInt32"},
+					 {"duration", "UInt64"},
+					 {"born", "UInt8"},
+					 {"released", "UInt8"},
+					 {"released_stack", "UInt32"},
+					 {"released_bytes", "UInt64"},
+					 {"temporary", "UInt8"},
+					 {"live_bytes", "UInt64"},
+					 {"text", "String"},
+					 {NULL, NULL}};
 
 static const struct ch_col c_stacks[] = {KEY,
 					 {"stack", "UInt32"},
@@ -112,11 +124,8 @@ static const struct ch_col c_modules[] = {KEY,
 					  {"main_program", "UInt8"},
 					  {NULL, NULL}};
 
-static const struct ch_col c_rss[] = {KEY,
-				      {"t_ns", "Int64"},
-				      {"vmsize", "UInt64"},
-				      {"rss", "UInt64"},
-				      {NULL, NULL}};
+static const struct ch_col c_rss[] = {
+    KEY, {"t_ns", "Int64"}, {"vmsize", "UInt64"}, {"rss", "UInt64"}, {NULL, NULL}};
 
 static const struct ch_col c_stack_stats[] = {KEY,
 					      {"stack", "UInt32"},
@@ -203,8 +212,8 @@ static int check_ident(const char *what, const char *s, char *err, size_t errlen
 	if (!*s)
 		goto bad;
 	for (const char *p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		      *p == '_'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_'))
 			goto bad;
 	return 0;
 bad:
@@ -219,7 +228,8 @@ static int check_columns(struct ch_client *c, const char *db, int *ntables, char
 	char sql[512];
 	struct util_buf ans = {0};
 	snprintf(sql, sizeof(sql),
-		 "SELECT table, name, type FROM system.columns WHERE database = '%s' FORMAT TSV", db);
+		 "SELECT table, name, type FROM system.columns WHERE database = '%s' FORMAT TSV",
+		 db);
 	*ntables = -1;
 	if (ch_exec(c, sql, &ans) < 0) {
 		util_buf_free(&ans);
@@ -263,10 +273,11 @@ static int check_columns(struct ch_client *c, const char *db, int *ntables, char
 		for (const struct ch_col *col = tdefs[t].cols; col->name; col++)
 			n++;
 		if (found[t] != n) {
-			snprintf(err, errlen,
-				 "database %s: table %s has %d columns, alloctrace's schema version %d "
-				 "has %d",
-				 db, tdefs[t].name, found[t], CH_SCHEMA_VERSION, n);
+			snprintf(
+			    err, errlen,
+			    "database %s: table %s has %d columns, alloctrace's schema version %d "
+			    "has %d",
+			    db, tdefs[t].name, found[t], CH_SCHEMA_VERSION, n);
 			rc = -1;
 		}
 	}
@@ -280,9 +291,11 @@ static const char view_complete[] =
 
 static int call_types_view(struct util_buf *b, const char *db)
 {
-	util_buf_printf(b, "CREATE VIEW IF NOT EXISTS %s.call_types AS SELECT t.1 AS type, t.2 AS name "
-			   "FROM (SELECT arrayJoin([",
-			db);
+	util_buf_printf(
+	    b,
+	    "CREATE VIEW IF NOT EXISTS %s.call_types AS SELECT t.1 AS type, t.2 AS name "
+	    "FROM (SELECT arrayJoin([",
+	    db);
 	for (unsigned t = 1; t <= ATR_T_META_LAST; t++) {
 		const char *n = atr_type_name(t);
 		if (strcmp(n, "unknown"))
@@ -295,23 +308,25 @@ static int call_types_view(struct util_buf *b, const char *db)
  * median (the mean of the middle two for an even count), min, max. */
 static int medians_view(struct util_buf *b, const char *db)
 {
-	util_buf_printf(b,
-			"CREATE VIEW IF NOT EXISTS %s.replay_medians AS SELECT run_id, workload, "
-			"workload_name, column, allocator_spec, any(time) AS time, any(host) AS host, "
-			"any(allocator) AS allocator, any(allocator_path) AS allocator_path, "
-			"any(allocator_version) AS allocator_version, any(tunables) AS tunables, "
-			"any(options) AS options, count() AS runs",
-			db);
-#define METRIC_AGG(m)                                                                             \
-	util_buf_printf(b,                                                                        \
+	util_buf_printf(
+	    b,
+	    "CREATE VIEW IF NOT EXISTS %s.replay_medians AS SELECT run_id, workload, "
+	    "workload_name, column, allocator_spec, any(time) AS time, any(host) AS host, "
+	    "any(allocator) AS allocator, any(allocator_path) AS allocator_path, "
+	    "any(allocator_version) AS allocator_version, any(tunables) AS tunables, "
+	    "any(options) AS options, count() AS runs",
+	    db);
+#define METRIC_AGG(m)                                                                              \
+	util_buf_printf(b,                                                                         \
 			", arraySort(groupArray(" #m ")) AS " #m "_sorted, if(runs %% 2 = 1, " #m  \
-			"_sorted[intDiv(runs, 2) + 1], (" #m "_sorted[intDiv(runs, 2)] + " #m     \
-			"_sorted[intDiv(runs, 2) + 1]) / 2) AS " #m "_median, min(" #m ") AS " #m \
+			"_sorted[intDiv(runs, 2) + 1], (" #m "_sorted[intDiv(runs, 2)] + " #m      \
+			"_sorted[intDiv(runs, 2) + 1]) / 2) AS " #m "_median, min(" #m ") AS " #m  \
 			"_min, max(" #m ") AS " #m "_max");
 	CH_REPLAY_METRICS(METRIC_AGG)
 #undef METRIC_AGG
-	return util_buf_printf(b, " FROM %s.replay_runs GROUP BY run_id, workload, workload_name, "
-				  "column, allocator_spec",
+	return util_buf_printf(b,
+			       " FROM %s.replay_runs GROUP BY run_id, workload, workload_name, "
+			       "column, allocator_spec",
 			       db);
 }
 
@@ -331,18 +346,20 @@ int ch_schema_ensure(struct ch_client *c, const char *db, char *err, size_t errl
 		return fail(c, err, errlen);
 	int ntables;
 	if (have) {
-		snprintf(sql, sizeof(sql), "SELECT uniqExact(version) FROM %s.alloctrace_schema", db);
+		snprintf(sql, sizeof(sql), "SELECT uniqExact(version) FROM %s.alloctrace_schema",
+			 db);
 		if (ch_query_u64(c, sql, &nver) < 0)
 			return fail(c, err, errlen);
 		snprintf(sql, sizeof(sql), "SELECT max(version) FROM %s.alloctrace_schema", db);
 		if (ch_query_u64(c, sql, &ver) < 0)
 			return fail(c, err, errlen);
 		if (nver > 1 || ver != CH_SCHEMA_VERSION) {
-			snprintf(err, errlen,
-				 "database %s holds alloctrace schema version %llu; this alloctrace "
-				 "writes version %d: load into another --database, or move the old "
-				 "tables away (docs/CLICKHOUSE.md, \"Schema versions\")",
-				 db, nver > 1 ? 0ull : ver, CH_SCHEMA_VERSION);
+			snprintf(
+			    err, errlen,
+			    "database %s holds alloctrace schema version %llu; this alloctrace "
+			    "writes version %d: load into another --database, or move the old "
+			    "tables away (docs/CLICKHOUSE.md, \"Schema versions\")",
+			    db, nver > 1 ? 0ull : ver, CH_SCHEMA_VERSION);
 			return -1;
 		}
 	}
@@ -364,8 +381,8 @@ int ch_schema_ensure(struct ch_client *c, const char *db, char *err, size_t errl
 		b.len = 0;
 		util_buf_printf(&b, "CREATE TABLE IF NOT EXISTS %s.%s (", db, tdefs[t].name);
 		for (const struct ch_col *col = tdefs[t].cols; col->name; col++)
-			util_buf_printf(&b, "%s`%s` %s", col == tdefs[t].cols ? "" : ", ", col->name,
-					col->type);
+			util_buf_printf(&b, "%s`%s` %s", col == tdefs[t].cols ? "" : ", ",
+					col->name, col->type);
 		util_buf_printf(&b, ") ENGINE = MergeTree ORDER BY (%s)", tdefs[t].order);
 		if (!b.data)
 			rc = -1;

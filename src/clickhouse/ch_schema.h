@@ -33,16 +33,16 @@ enum ch_table {
 
 /* The metrics of a replay (compare's JSON keys), one Float64 column each in
  * replay_runs, in this order. */
-#define CH_REPLAY_METRICS(X)                                                                      \
-	X(wall_ms)                                                                                \
-	X(thread_cpu_ms)                                                                          \
-	X(call_mcycles)                                                                           \
-	X(max_rss_mib)                                                                            \
-	X(rss_end_mib)                                                                            \
-	X(malloc_cycles)                                                                          \
-	X(calloc_cycles)                                                                          \
-	X(realloc_cycles)                                                                         \
-	X(free_cycles)                                                                            \
+#define CH_REPLAY_METRICS(X)                                                                       \
+	X(wall_ms)                                                                                 \
+	X(thread_cpu_ms)                                                                           \
+	X(call_mcycles)                                                                            \
+	X(max_rss_mib)                                                                             \
+	X(rss_end_mib)                                                                             \
+	X(malloc_cycles)                                                                           \
+	X(calloc_cycles)                                                                           \
+	X(realloc_cycles)                                                                          \
+	X(free_cycles)                                                                             \
 	X(other_cycles)
 
 /* Table name ("events") and its insert column list ("trace_id, ..."). */

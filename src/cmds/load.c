@@ -18,7 +18,8 @@ static void load_usage(FILE *out)
 		"usage: alloctrace load TRACE... --clickhouse URL [--database DB]\n"
 		"                       [--events all|none] [--name NAME] [--label KEY=VALUE]...\n"
 		"                       [--replace] [--cluster NAME]\n"
-		"       alloctrace load --clickhouse URL [--database DB] [--cluster NAME] --schema-only\n"
+		"       alloctrace load --clickhouse URL [--database DB] [--cluster NAME] "
+		"--schema-only\n"
 		"Stream traces (files or `record` directories) into ClickHouse: events,\n"
 		"stacks and symbolized frames, modules, processes, threads, RSS samples,\n"
 		"per-stack and per-thread numbers (docs/CLICKHOUSE.md).  A trace already\n"
@@ -134,16 +135,20 @@ int cmd_load(int argc, char **argv)
 		if (ch_load_trace(ch, db, argv[i], &o, &r, err, sizeof(err)) < 0) {
 			util_err("load: %s: %s", argv[i], err);
 			if (r.load_id)
-				util_err("load: %s: trace %" PRIu64 " is not loaded completely (load %" PRIu64
-					 " left incomplete, invisible to complete_loads); load it again",
-					 argv[i], r.trace_id, r.load_id);
+				util_err(
+				    "load: %s: trace %" PRIu64
+				    " is not loaded completely (load %" PRIu64
+				    " left incomplete, invisible to complete_loads); load it again",
+				    argv[i], r.trace_id, r.load_id);
 			rc = 1;
 		} else if (r.skipped) {
-			printf("%s: trace %" PRIu64 " is loaded already (--replace loads it again)\n",
+			printf("%s: trace %" PRIu64
+			       " is loaded already (--replace loads it again)\n",
 			       argv[i], r.trace_id);
 		} else {
-			printf("%s: trace %" PRIu64 " loaded into %s: %" PRIu32 " process%s, %" PRIu64
-			       " calls, %" PRIu64 " rows (%" PRIu64 " events) in %.2f s, %.0f rows/s\n",
+			printf("%s: trace %" PRIu64 " loaded into %s: %" PRIu32
+			       " process%s, %" PRIu64 " calls, %" PRIu64 " rows (%" PRIu64
+			       " events) in %.2f s, %.0f rows/s\n",
 			       argv[i], r.trace_id, db, r.processes, r.processes == 1 ? "" : "es",
 			       r.calls, r.rows, r.event_rows, r.seconds,
 			       r.seconds > 0 ? (double)r.rows / r.seconds : 0.0);

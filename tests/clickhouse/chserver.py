@@ -75,8 +75,9 @@ def cluster_xml(name, tcp_ports):
 
 
 class Server:
-    def __init__(self, tag="ch", remote=""):
-        self.dir = tempfile.mkdtemp(prefix="alloctrace-%s." % tag)
+    def __init__(self, tag="ch", remote="", dir=None):
+        self.dir = dir or tempfile.mkdtemp(prefix="alloctrace-%s." % tag)
+        os.makedirs(self.dir, exist_ok=True)
         self.http, self.tcp, self.inter = free_port(), free_port(), free_port()
         self.remote = remote
         self.proc = None
