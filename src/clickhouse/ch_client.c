@@ -2,7 +2,9 @@
 #define _GNU_SOURCE
 #include "ch_client.h"
 
+#ifdef ATR_HAVE_LIBCURL
 #include <curl/curl.h>
+#endif
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#ifdef ATR_HAVE_LIBCURL
 struct ch_client {
 	CURL *curl;
 	struct curl_slist *headers;
@@ -266,3 +269,57 @@ int ch_insert(struct ch_client *c, const char *table, const char *columns, const
 	}
 	return request(c, q, rows, len);
 }
+
+#else /* !ATR_HAVE_LIBCURL: built without libcurl (e.g. a cross build) */
+
+struct ch_client {
+	char err[64];
+};
+
+struct ch_client *ch_open(const char *url, const char *database, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "this alloctrace was built without libcurl: no ClickHouse");
+	return NULL;
+}
+
+void ch_close(struct ch_client *c)
+{
+	free(c);
+}
+
+int ch_set(struct ch_client *c, const char *name, const char *value)
+{
+	return -1;
+}
+
+int ch_exec(struct ch_client *c, const char *sql, struct util_buf *out)
+{
+	return -1;
+}
+
+int ch_execf(struct ch_client *c, const char *fmt, ...)
+{
+	return -1;
+}
+
+int ch_query_u64(struct ch_client *c, const char *sql, unsigned long long *v)
+{
+	return -1;
+}
+
+int ch_insert(struct ch_client *c, const char *table, const char *columns, const void *rows,
+	      size_t len)
+{
+	return -1;
+}
+
+const char *ch_error(const struct ch_client *c)
+{
+	return "built without libcurl";
+}
+
+const char *ch_url(const struct ch_client *c)
+{
+	return "";
+}
+#endif
