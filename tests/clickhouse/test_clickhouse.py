@@ -434,7 +434,11 @@ def case_compare(ctx):
             want = [a["wall_ms"][k] for k in ("median", "min", "max", "ratio")] + \
                 [a["max_rss_mib"][k] for k in ("median", "min", "max", "ratio")]
             check(got == want, "%s:\n sql     %s\n compare %s" % (a["allocator"], got, want))
-        keys = [k for k in js["allocators"][0] if isinstance(js["allocators"][0][k], dict)]
+        metrics = [r[0] for r in srv.rows("SELECT name FROM system.columns WHERE database = "
+                                          "'alloctrace' AND table = 'replay_runs' AND type = "
+                                          "'Float64'")]
+        keys = [k for k in metrics if k in js["allocators"][0]]
+        check(len(keys) == 10, "metrics %s" % keys)
         cols = ", ".join("%s_%s" % (k, s) for k in keys for s in ("median", "min", "max"))
         med = srv.rows("SELECT %s FROM alloctrace.replay_medians ORDER BY column" % cols)
         for row, a in zip(med, js["allocators"]):
