@@ -4,6 +4,7 @@
 
 #ifdef ATR_HAVE_LIBCURL
 #include <curl/curl.h>
+#include <dlfcn.h>
 #endif
 #include <errno.h>
 #include <stdarg.h>
@@ -13,6 +14,70 @@
 #include <time.h>
 
 #ifdef ATR_HAVE_LIBCURL
+/* libcurl is dlopen'ed on first use, never linked: it brings ~30 libraries
+ * (TLS, HTTP/2, LDAP, ...) whose loading would slow the start of every
+ * other command (record -p, first of all), and a machine without it can
+ * still run everything but `load`. */
+static struct {
+	__typeof__(curl_global_init) *global_init;
+	__typeof__(curl_easy_init) *easy_init;
+	__typeof__(curl_easy_cleanup) *easy_cleanup;
+	__typeof__(curl_easy_setopt) *easy_setopt;
+	__typeof__(curl_easy_perform) *easy_perform;
+	__typeof__(curl_easy_getinfo) *easy_getinfo;
+	__typeof__(curl_easy_escape) *easy_escape;
+	__typeof__(curl_easy_strerror) *easy_strerror;
+	__typeof__(curl_free) *free;
+	__typeof__(curl_slist_append) *slist_append;
+	__typeof__(curl_slist_free_all) *slist_free_all;
+} cu;
+
+static int load_curl(char *err, size_t errlen)
+{
+	static int state; /* 0 not tried, 1 ok, -1 failed */
+	static char why[256];
+	if (!state) {
+		void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+		if (!h)
+			h = dlopen("libcurl.so", RTLD_NOW | RTLD_LOCAL);
+		state = -1;
+		if (!h) {
+			snprintf(why, sizeof(why),
+				 "cannot load libcurl (%s): install it (Debian: libcurl4)",
+				 dlerror());
+		} else {
+#define SYM(f, name)                                                                               \
+	if (!(*(void **)&cu.f = dlsym(h, name)))                                                   \
+		goto missing;
+			SYM(global_init, "curl_global_init")
+			SYM(easy_init, "curl_easy_init")
+			SYM(easy_cleanup, "curl_easy_cleanup")
+			SYM(easy_setopt, "curl_easy_setopt")
+			SYM(easy_perform, "curl_easy_perform")
+			SYM(easy_getinfo, "curl_easy_getinfo")
+			SYM(easy_escape, "curl_easy_escape")
+			SYM(easy_strerror, "curl_easy_strerror")
+			SYM(free, "curl_free")
+			SYM(slist_append, "curl_slist_append")
+			SYM(slist_free_all, "curl_slist_free_all")
+#undef SYM
+			if (cu.global_init(CURL_GLOBAL_DEFAULT) != 0) {
+				snprintf(why, sizeof(why), "libcurl initialisation failed");
+			} else {
+				state = 1;
+			}
+			goto done;
+		missing:
+			snprintf(why, sizeof(why), "libcurl lacks a function alloctrace needs: %s",
+				 dlerror());
+		}
+	}
+done:
+	if (state < 0)
+		snprintf(err, errlen, "%s", why);
+	return state > 0 ? 0 : -1;
+}
+
 struct ch_client {
 	CURL *curl;
 	struct curl_slist *headers;
@@ -39,11 +104,11 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 
 static int add_param(struct ch_client *c, const char *name, const char *value)
 {
-	char *v = curl_easy_escape(c->curl, value, 0);
+	char *v = cu.easy_escape(c->curl, value, 0);
 	if (!v)
 		return -1;
 	int rc = util_buf_printf(&c->params, "%c%s=%s", c->params.len ? '&' : '?', name, v);
-	curl_free(v);
+	cu.free(v);
 	return rc;
 }
 
@@ -67,7 +132,6 @@ static char *strip_credentials(const char *url)
 
 struct ch_client *ch_open(const char *url, const char *database, char *err, size_t errlen)
 {
-	static int inited;
 	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) {
 		snprintf(err, errlen,
 			 "clickhouse URL '%s': expected http://HOST:PORT (the HTTP interface, port "
@@ -80,13 +144,10 @@ struct ch_client *ch_open(const char *url, const char *database, char *err, size
 			 "clickhouse URL '%s': no query string please (use --database)", url);
 		return NULL;
 	}
-	if (!inited && curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
-		snprintf(err, errlen, "libcurl initialisation failed");
+	if (load_curl(err, errlen) < 0)
 		return NULL;
-	}
-	inited = 1;
 	struct ch_client *c = calloc(1, sizeof(*c));
-	if (!c || !(c->curl = curl_easy_init()) || !(c->url = strdup(url)) ||
+	if (!c || !(c->curl = cu.easy_init()) || !(c->url = strdup(url)) ||
 	    !(c->display = strip_credentials(url)) ||
 	    (database && *database && add_param(c, "database", database) < 0)) {
 		snprintf(err, errlen, "out of memory");
@@ -96,14 +157,14 @@ struct ch_client *ch_open(const char *url, const char *database, char *err, size
 	const char *v = getenv("ALLOCTRACE_CH_VERBOSE");
 	c->verbose = v && *v && strcmp(v, "0");
 	/* no "Expect: 100-continue" round trip before large bodies */
-	c->headers = curl_slist_append(NULL, "Expect:");
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->answer);
-	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
+	c->headers = cu.slist_append(NULL, "Expect:");
+	cu.easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
+	cu.easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
+	cu.easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->answer);
+	cu.easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	cu.easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	cu.easy_setopt(c->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+	cu.easy_setopt(c->curl, CURLOPT_POST, 1L);
 	return c;
 }
 
@@ -112,8 +173,8 @@ void ch_close(struct ch_client *c)
 	if (!c)
 		return;
 	if (c->curl)
-		curl_easy_cleanup(c->curl);
-	curl_slist_free_all(c->headers);
+		cu.easy_cleanup(c->curl);
+	cu.slist_free_all(c->headers);
 	free(c->url);
 	free(c->display);
 	util_buf_free(&c->params);
@@ -167,14 +228,14 @@ static int request(struct ch_client *c, const char *query_in_url, const void *bo
 	util_buf_puts(&u, c->url);
 	util_buf_append(&u, c->params.data ? c->params.data : "", c->params.len);
 	if (query_in_url) {
-		char *q = curl_easy_escape(c->curl, query_in_url, 0);
+		char *q = cu.easy_escape(c->curl, query_in_url, 0);
 		if (!q || util_buf_printf(&u, "%cquery=%s", c->params.len ? '&' : '?', q) < 0) {
-			curl_free(q);
+			cu.free(q);
 			util_buf_free(&u);
 			snprintf(c->err, sizeof(c->err), "out of memory");
 			return -1;
 		}
-		curl_free(q);
+		cu.free(q);
 	}
 	if (!u.data) {
 		snprintf(c->err, sizeof(c->err), "out of memory");
@@ -183,11 +244,11 @@ static int request(struct ch_client *c, const char *query_in_url, const void *bo
 	c->answer.len = 0;
 	if (c->answer.data)
 		c->answer.data[0] = 0;
-	curl_easy_setopt(c->curl, CURLOPT_URL, u.data);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	cu.easy_setopt(c->curl, CURLOPT_URL, u.data);
+	cu.easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
+	cu.easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	double t0 = c->verbose ? now_s() : 0;
-	CURLcode rc = curl_easy_perform(c->curl);
+	CURLcode rc = cu.easy_perform(c->curl);
 	util_buf_free(&u);
 	if (c->verbose) {
 		const char *what = query_in_url ? query_in_url : body ? (const char *)body : "";
@@ -200,11 +261,11 @@ static int request(struct ch_client *c, const char *query_in_url, const void *bo
 				   : rc == CURLE_COULDNT_RESOLVE_HOST ? " (unknown host)"
 								      : "";
 		snprintf(c->err, sizeof(c->err), "clickhouse %s: %s%s", c->display,
-			 curl_easy_strerror(rc), hint);
+			 cu.easy_strerror(rc), hint);
 		return -1;
 	}
 	long status = 0;
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	cu.easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (status != 200) {
 		server_error(c, status);
 		return -1;
