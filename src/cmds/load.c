@@ -56,7 +56,7 @@ int cmd_load(int argc, char **argv)
 	struct ch_load_opts o = {.events = 1, .labels = labels};
 	int schema_only = 0, c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cmdu_getopt(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			url = optarg;
