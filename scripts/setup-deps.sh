@@ -10,7 +10,8 @@ pkgs=(cmake make gcc g++ pkg-config libcmocka-dev python3 git sqlite3 file procp
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross
       libunwind-dev libdw-dev libelf-dev libiberty-dev binutils valgrind zlib1g-dev libzstd-dev chromium
       man-db bash-completion debhelper dpkg-dev fakeroot lintian
-      libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0)
+      libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
+      libcurl4-openssl-dev clickhouse-server clickhouse-client)
 if [[ "${1:-}" == "--bench" ]]; then
   # peers for bench/; time for /usr/bin/time
   pkgs+=(heaptrack valgrind hyperfine time)

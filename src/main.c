@@ -24,6 +24,7 @@ static const struct command commands[] = {
     {"replay", cmd_replay, "run a workload against an allocator, timing every call"},
     {"compare", cmd_compare, "replay a workload under several allocators: one table"},
     {"arenas", cmd_arenas, "glibc arenas, heaps, sbrk, mmap thresholds (systemtap-style)"},
+    {"load", cmd_load, "stream traces into ClickHouse (docs/CLICKHOUSE.md)"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

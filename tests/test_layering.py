@@ -2,7 +2,7 @@
 """test_layering.py - every room of src/ includes only its own headers and
 those of the rooms below it (docs/ARCHITECTURE.md, src/CMakeLists.txt):
 
-  util <- format <- analysis, replay, attach <- output <- cmds <- main.c
+  util <- format <- analysis, replay, attach <- output, clickhouse <- cmds <- main.c
   preload: format's atr_format.h / atr_calls.h / atr_v2.h (the pure v2
            block codec, compiled into the library) and include/ only
 
@@ -20,7 +20,9 @@ ALLOWED = {
     "replay": {"replay", "format", "util"},
     "attach": {"attach", "util", "format:atr_calls.h"},
     "output": {"output", "analysis", "format", "util"},
-    "cmds": {"cmds", "output", "analysis", "replay", "attach", "format", "util", "include"},
+    "clickhouse": {"clickhouse", "analysis", "format", "util"},
+    "cmds": {"cmds", "output", "analysis", "replay", "attach", "clickhouse", "format", "util",
+             "include"},
     "preload": {"preload", "include", "format:atr_format.h", "format:atr_calls.h",
                 "format:atr_v2.h"},
 }

@@ -13,8 +13,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clickhouse/ch_client.h"
+#include "clickhouse/ch_results.h"
+#include "clickhouse/ch_schema.h"
 #include "cmds/cmds.h"
 #include "output/out_compare.h"
+#include "replay/rp_alloc.h"
 #include "replay/rp_verdict.h"
 #include "util_fmt.h"
 #include "util_json.h"
@@ -32,7 +36,9 @@ static void compare_usage(FILE *out)
 		     "  glibc+glibc.malloc.arena_max=1+glibc.malloc.trim_threshold=0\n"
 		     "--html FILE also writes a self-contained page: bars of time and RSS per\n"
 		     "allocator (median, min-max) and the RSS of each allocator's first run\n"
-		     "over time.\n");
+		     "over time.\n"
+		     "--clickhouse URL [--database DB] also stores every run in ClickHouse\n"
+		     "(table replay_runs, view replay_medians: docs/CLICKHOUSE.md).\n");
 }
 
 static int run_one(const char *wl, struct cmp_col *c, const char *touch, const char *trim, const char *timing,
@@ -130,6 +136,53 @@ static int run_one(const char *wl, struct cmp_col *c, const char *touch, const c
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+/* compare --clickhouse: every run of every column, one INSERT. */
+static int store_clickhouse(const char *url, const char *db, const char *wl, struct cmp_col *cols,
+			    int ncol, int runs, const char *touch, const char *trim,
+			    const char *timing)
+{
+	char err[1024], opt[3][128];
+	const char *opts[3];
+	int nopt = 0;
+	if (touch)
+		snprintf(opt[nopt], sizeof(opt[0]), "touch=%s", touch), opts[nopt] = opt[nopt], nopt++;
+	if (trim)
+		snprintf(opt[nopt], sizeof(opt[0]), "trim-interval=%s", trim), opts[nopt] = opt[nopt], nopt++;
+	if (timing)
+		snprintf(opt[nopt], sizeof(opt[0]), "timing=%s", timing), opts[nopt] = opt[nopt], nopt++;
+	struct ch_replay_col cc[32];
+	char libs[32][4096];
+	for (int k = 0; k < ncol; k++) {
+		if (rp_find_allocator(cols[k].name, libs[k], sizeof(libs[k]), err, sizeof(err)) < 0)
+			libs[k][0] = 0;
+		cc[k] = (struct ch_replay_col){.spec = cols[k].spec,
+					       .allocator = cols[k].name,
+					       .lib = libs[k],
+					       .tunables = (const char *const *)cols[k].tun,
+					       .ntunables = cols[k].ntun,
+					       .values = (const double *const *)cols[k].v};
+	}
+	struct ch_replay_set set = {.workload = wl,
+				    .options = opts,
+				    .noptions = nopt,
+				    .runs = runs,
+				    .metrics = cmp_metric_key,
+				    .nmetrics = CMP_NMETRIC,
+				    .cols = cc,
+				    .ncols = ncol};
+	uint64_t run_id;
+	struct ch_client *ch = ch_open(url, NULL, err, sizeof(err));
+	int rc = ch ? ch_results_store(ch, db, &set, &run_id, err, sizeof(err)) : -1;
+	ch_close(ch);
+	if (rc < 0) {
+		util_err("compare: %s", err);
+		return 1;
+	}
+	fprintf(stderr, "compare: %d runs stored in %s.replay_runs (run_id %" PRIu64 ")\n",
+		runs * ncol, db, run_id);
+	return 0;
+}
+
 int cmd_compare(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -138,10 +191,11 @@ int cmd_compare(int argc, char **argv)
 		{"timing", required_argument, NULL, 'm'},
 		{"json", no_argument, NULL, 'j'},	      {"help", no_argument, NULL, 'h'},
 		{"html", required_argument, NULL, 'H'},
+		{"clickhouse", required_argument, NULL, 'C'}, {"database", required_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *list = "glibc,jemalloc,tcmalloc,mimalloc", *touch = NULL, *trim = NULL, *timing = NULL;
-	const char *html = NULL;
+	const char *html = NULL, *ch_url = NULL, *ch_db = "alloctrace";
 	char tldir[] = "/tmp/alloctrace-compare.XXXXXX";
 	int runs = 3, json = 0, c;
 	optind = 1;
@@ -172,6 +226,12 @@ int cmd_compare(int argc, char **argv)
 		case 'H':
 			html = optarg;
 			break;
+		case 'C':
+			ch_url = optarg;
+			break;
+		case 'D':
+			ch_db = optarg;
+			break;
 		case 'h':
 			compare_usage(stdout);
 			return 0;
@@ -189,6 +249,16 @@ int cmd_compare(int argc, char **argv)
 	if (access(wl, R_OK) != 0) {
 		util_err("compare: %s: %s", wl, strerror(errno));
 		return 1;
+	}
+	if (ch_url) { /* a wrong URL or schema is better known before the runs */
+		char err[1024];
+		struct ch_client *ch = ch_open(ch_url, NULL, err, sizeof(err));
+		int bad = !ch || ch_schema_ensure(ch, ch_db, err, sizeof(err)) < 0;
+		ch_close(ch);
+		if (bad) {
+			util_err("compare: %s", err);
+			return 1;
+		}
 	}
 	struct cmp_col cols[32];
 	int ncol = 0, rc = 0;
@@ -335,6 +405,8 @@ int cmd_compare(int argc, char **argv)
 	free(vd);
 	if (!rc && html)
 		rc = cmp_write_html(html, wl, cols, ncol, runs);
+	if (!rc && ch_url)
+		rc = store_clickhouse(ch_url, ch_db, wl, cols, ncol, runs, touch, trim, timing);
 	for (int k = 0; k < ncol; k++) {
 		if (cols[k].timeline) {
 			unlink(cols[k].timeline);
