@@ -17,7 +17,7 @@ calls=$(sed -n 's/^[[:space:]]*X([A-Z_0-9]*, *\([a-z_0-9]*\),.*/\1/p' "$src/src/
   paste -sd';')
 sed "s/@ATR_EXPORTED_CALLS@/$calls/" "$src/src/preload/exports.map.in" >"$out/exports.map"
 "$cc" "${warn[@]}" -shared -fPIC -fvisibility=hidden -ftls-model=initial-exec \
-  -I"$src/src/format" -I"$src/include" \
+  -I"$src/src/format" -I"$src/src/platform" -I"$src/include" \
   -Wl,--version-script="$out/exports.map" \
   -o "$out/liballoctrace.so" "$src"/src/preload/*.c "$src"/src/format/atr_v2.c -ldl -lpthread
 tools=("$src"/src/main.c)
@@ -38,7 +38,7 @@ mkdir -p "$out/o"
 objs=()
 for f in "${tools[@]}"; do
   o="$out/o/$(echo "$f" | tr / _).o"
-  "$cc" "${warn[@]}" -I"$src/src" -I"$src/src/util" -I"$src/src/format" -I"$src/include" \
+  "$cc" "${warn[@]}" -I"$src/src" -I"$src/src/util" -I"$src/src/format" -I"$src/src/platform" -I"$src/include" \
     -c -o "$o" "$f"
   objs+=("$o")
 done

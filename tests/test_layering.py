@@ -2,8 +2,8 @@
 """test_layering.py - every room of src/ includes only its own headers and
 those of the rooms below it (docs/ARCHITECTURE.md, src/CMakeLists.txt):
 
-  util <- format <- analysis, replay, attach <- output, clickhouse <- cmds <- main.c
-  preload: format's atr_format.h / atr_calls.h / atr_v2.h (the pure v2
+  platform <- util <- format <- analysis, replay, attach <- output, clickhouse <- cmds <- main.c
+  preload: platform, format's atr_format.h / atr_calls.h / atr_v2.h (the pure v2
            block codec, compiled into the library) and include/ only
 
 usage: test_layering.py --src DIR
@@ -14,16 +14,17 @@ import re
 import sys
 
 ALLOWED = {
-    "util": {"util"},
-    "format": {"format", "util"},
-    "analysis": {"analysis", "format", "util"},
-    "replay": {"replay", "format", "util"},
-    "attach": {"attach", "util", "format:atr_calls.h"},
-    "output": {"output", "analysis", "format", "util"},
-    "clickhouse": {"clickhouse", "analysis", "format", "util"},
+    "platform": {"platform"},
+    "util": {"util", "platform"},
+    "format": {"format", "util", "platform"},
+    "analysis": {"analysis", "format", "util", "platform"},
+    "replay": {"replay", "format", "util", "platform"},
+    "attach": {"attach", "util", "platform", "format:atr_calls.h"},
+    "output": {"output", "analysis", "format", "util", "platform"},
+    "clickhouse": {"clickhouse", "analysis", "format", "util", "platform"},
     "cmds": {"cmds", "output", "analysis", "replay", "attach", "clickhouse", "format", "util",
-             "include"},
-    "preload": {"preload", "include", "format:atr_format.h", "format:atr_calls.h",
+             "platform", "include"},
+    "preload": {"preload", "include", "platform", "format:atr_format.h", "format:atr_calls.h",
                 "format:atr_v2.h"},
 }
 

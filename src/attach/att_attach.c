@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "attach/att_attach.h"
 #include "atr_calls.h"
+#include "plat_clock.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -79,13 +80,6 @@ static void at_on_signal(int sig)
 {
 	(void)sig;
 	at_stop = 1;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void sleep_ms(unsigned ms)
@@ -1080,13 +1074,13 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 	}
 
 	/* 2. patch with every thread stopped */
-	uint64_t ta_lo = mono_ns();
+	uint64_t ta_lo = plat_mono_ns();
 	if (stop_world(&t) < 0 || patch_new(&pt, 1) < 0) {
 		restore_all(&pt);
 		goto out_stop;
 	}
 	detach_all(&t);
-	uint64_t ta_hi = mono_ns();
+	uint64_t ta_hi = plat_mono_ns();
 	fprintf(stderr,
 		"alloctrace: attached to process %d: %zu GOT entries in %zu modules "
 		"redirected (%zu bound elsewhere, left alone); tracing %s\n",
@@ -1097,8 +1091,8 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 	/* 3. trace; patch modules loaded meanwhile */
 	uint64_t end = duration > 0 ? ta_hi + (uint64_t)(duration * 1e9) : UINT64_MAX;
 	int gone = 0;
-	for (unsigned tick = 0; !at_stop && mono_ns() < end; tick++) {
-		uint64_t left = end - mono_ns();
+	for (unsigned tick = 0; !at_stop && plat_mono_ns() < end; tick++) {
+		uint64_t left = end - plat_mono_ns();
 		sleep_ms(left < 50000000u ? (unsigned)(left / 1000000u) + 1 : 50);
 		if (!proc_alive(pid)) {
 			gone = 1;
@@ -1117,7 +1111,7 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 	}
 
 	/* 4. restore, stop, detach */
-	uint64_t tb_lo = mono_ns();
+	uint64_t tb_lo = plat_mono_ns();
 	if (stop_world(&t) < 0) {
 		if (!proc_alive(pid)) {
 			fprintf(stderr, "alloctrace: process %d exited while traced; trace in %s\n",
@@ -1130,7 +1124,7 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 			 (int)pid);
 		goto out;
 	}
-	uint64_t tb_hi = mono_ns();
+	uint64_t tb_hi = plat_mono_ns();
 	size_t restored = restore_all(&pt);
 	if (stop_recording(&t, &pt, stop_at) < 0)
 		util_err("record -p: could not stop the recording in process %d (its trace "

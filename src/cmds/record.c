@@ -22,12 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
-
 #include "atr_reader.h"
 #include "atr_rss.h"
+#include "plat_clock.h"
 #include "cmds/cmds.h"
 #include "attach/att_attach.h"
 #include "util_buf.h"
@@ -218,30 +215,6 @@ static int prepare_dir(const char *dir, int explicit_dir, int force)
 		return -1;
 	}
 	return 0;
-}
-
-/* Clock ticks per second of the recorder's clock, 0 if unknown. */
-static uint64_t calibrate_ticks(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	struct timespec a, b, req = {0, 20 * 1000 * 1000};
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	uint64_t t0 = __rdtsc();
-	while (nanosleep(&req, &req) < 0 && errno == EINTR)
-		;
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	uint64_t t1 = __rdtsc();
-	int64_t ns = (int64_t)(b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
-	if (ns <= 0 || t1 <= t0)
-		return 0;
-	return (uint64_t)((double)(t1 - t0) * 1e9 / (double)ns);
-#elif defined(__aarch64__)
-	uint64_t f;
-	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
-	return f;
-#else
-	return 0;
-#endif
 }
 
 static int set_env(const char *k, const char *v)
@@ -553,7 +526,7 @@ int cmd_record(int argc, char **argv)
 			util_err("record: %s: %s", o.dir, strerror(errno));
 			return 1;
 		}
-		if (att_attach((pid_t)attach_pid, alib, adir, calibrate_ticks(), duration) != 0)
+		if (att_attach((pid_t)attach_pid, alib, adir, plat_ticks_per_sec(20000000, 1), duration) != 0)
 			return 1;
 		report(adir);
 		return 0;
@@ -578,7 +551,7 @@ int cmd_record(int argc, char **argv)
 		util_err("record: %s: %s", o.dir, strerror(errno));
 		return 1;
 	}
-	uint64_t tps = calibrate_ticks();
+	uint64_t tps = plat_ticks_per_sec(20000000, 1);
 
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0) {

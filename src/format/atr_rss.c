@@ -1,6 +1,7 @@
 /* atr_rss.c - see atr_rss.h and docs/RSS_FORMAT.md. */
 #define _GNU_SOURCE
 #include "atr_rss.h"
+#include "plat_clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,13 +35,6 @@ static uint64_t get64(const unsigned char *p)
 static uint32_t get32(const unsigned char *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static int write_all(int fd, const void *p, size_t n)
@@ -88,7 +82,7 @@ int atr_rss_writer_open(struct atr_rss_writer *w, const char *path, uint32_t pid
 	put32(h + 20, pid);
 	put32(h + 24, (uint32_t)w->page);
 	put64(h + 32, interval_ns);
-	put64(h + 40, mono_ns());
+	put64(h + 40, plat_mono_ns());
 	int rc = write_all(w->fd, h, sizeof(h));
 	if (rc < 0) {
 		close(w->fd);
@@ -120,7 +114,7 @@ int atr_rss_writer_sample(struct atr_rss_writer *w)
 	if (size == 0 && res == 0)
 		return -ESRCH; /* a zombie: the program has exited */
 	unsigned char *p = w->buf + w->used;
-	put64(p, mono_ns());
+	put64(p, plat_mono_ns());
 	put64(p + 8, (uint64_t)size * (uint64_t)w->page);
 	put64(p + 16, (uint64_t)res * (uint64_t)w->page);
 	w->used += ATR_RSS_SAMPLE_SIZE;

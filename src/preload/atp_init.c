@@ -192,40 +192,6 @@ static void absolute(char *dst, const char *path, size_t n)
 	atp_strlcat(dst, path, n);
 }
 
-#if defined(__x86_64__) || defined(__i386__)
-/* Invariant TSC (constant and non-stop) is required to use it as clock. */
-static int tsc_usable(void)
-{
-	int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	static char buf[16384]; /* only the first CPU's flags line matters */
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	return strstr(buf, " constant_tsc") && strstr(buf, " nonstop_tsc");
-}
-#endif
-
-static uint64_t calibrate_ticks(void)
-{
-#if defined(__aarch64__)
-	uint64_t f;
-	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
-	return f;
-#else
-	/* ~2 ms busy wait; `alloctrace record` passes a better value */
-	uint64_t m0 = atp_mono_ns(), c0 = atp_hw_ticks(), m1, c1;
-	do {
-		m1 = atp_mono_ns();
-		c1 = atp_hw_ticks();
-	} while (m1 - m0 < 2000000);
-	return (uint64_t)((double)(c1 - c0) * 1e9 / (double)(m1 - m0));
-#endif
-}
-
 /* ---- the file ------------------------------------------------------------ */
 
 static int try_create(const char *path)
@@ -338,7 +304,7 @@ int atp_open_trace(void)
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	atp_put_u64(h + ATR_H_START_REALTIME, (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec);
-	atp_put_u64(h + ATR_H_START_MONO, atp_mono_ns());
+	atp_put_u64(h + ATR_H_START_MONO, plat_mono_ns());
 	g.t0 = atp_now();
 	atp_put_u64(h + ATR_H_START_TICKS, g.t0);
 	atp_put_u64(h + ATR_H_TICKS_PER_SEC, g.ticks_hint);
@@ -526,14 +492,14 @@ void atp_init(void)
 #if defined(__aarch64__)
 	g.clock = ATP_CLOCK_CNTVCT;
 #else
-	if (tsc_usable())
+	if (plat_hw_ticks_usable())
 		g.clock = ATP_CLOCK_TSC;
 #endif
 	if (g.clock != ATP_CLOCK_MONO) {
 		if (!g.attach)
 			g.ticks_hint = env_u64("ALLOCTRACE_TICKS_PER_SEC", 0);
 		if (!g.ticks_hint)
-			g.ticks_hint = calibrate_ticks();
+			g.ticks_hint = plat_ticks_per_sec(2000000, 0); /* `record` passes a better value */
 	} else {
 		g.ticks_hint = 1000000000ull;
 	}
@@ -618,7 +584,7 @@ __attribute__((destructor(101))) static void atp_fini(void)
 		atp_write_meta(t, ATR_T_CONTROL, ATR_CTL_EXIT, NULL, 0);
 		atp_write_brk(t, atp_now());
 	}
-	atp_put_u64(g.hdr + ATR_H_END_MONO, atp_mono_ns());
+	atp_put_u64(g.hdr + ATR_H_END_MONO, plat_mono_ns());
 	atp_put_u64(g.hdr + ATR_H_END_TICKS, atp_now());
 	atp_hdr_set_status(ATR_STATUS_CLEAN_EXIT);
 	t->guard--;

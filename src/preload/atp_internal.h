@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "atr_format.h"
+#include "plat_clock.h"
 
 #define ATP_HIDDEN __attribute__((visibility("hidden")))
 #define ATP_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -209,36 +210,15 @@ size_t atp_strlcpy(char *dst, const char *src, size_t n) ATP_HIDDEN;
 size_t atp_strlcat(char *dst, const char *src, size_t n) ATP_HIDDEN;
 char *atp_utoa(uint64_t v, char *buf) ATP_HIDDEN; /* returns buf; buf >= 21 */
 void atp_message(const char *a, const char *b, const char *c, int err) ATP_HIDDEN;
-uint64_t atp_mono_ns(void) ATP_HIDDEN;
 void atp_put_u32(uint8_t *p, uint32_t v) ATP_HIDDEN;
 void atp_put_u64(uint8_t *p, uint64_t v) ATP_HIDDEN;
 
-/* The clock every record uses. */
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-static inline uint64_t atp_hw_ticks(void)
-{
-	return __rdtsc();
-}
-#elif defined(__aarch64__)
-static inline uint64_t atp_hw_ticks(void)
-{
-	uint64_t v;
-	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
-	return v;
-}
-#else
-static inline uint64_t atp_hw_ticks(void)
-{
-	return atp_mono_ns();
-}
-#endif
-
+/* The clock every record uses (src/platform/plat_clock.h). */
 static inline uint64_t atp_now(void)
 {
 	if (ATP_LIKELY(g.clock != ATP_CLOCK_MONO))
-		return atp_hw_ticks();
-	return atp_mono_ns();
+		return plat_hw_ticks();
+	return plat_mono_ns();
 }
 
 /* Word 0 of a record.  Ticks before t0 (unsynchronised clocks) clamp to 0. */

@@ -89,13 +89,6 @@ void atp_message(const char *a, const char *b, const char *c, int err)
 	errno = saved;
 }
 
-uint64_t atp_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void atp_put_u32(uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)

@@ -12,6 +12,7 @@
 
 #include "atr_reader.h"
 #include "awl_workload.h"
+#include "plat_clock.h"
 #include "util_hmap.h"
 #include "util_msg.h"
 
@@ -752,13 +753,6 @@ static void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev
 	t->ret_ts = ret;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int pick_trace(const char *trace, const struct rp_convert_opts *o, struct rp_convert_stats *st,
 		      atr_file **out, char *eb, size_t el)
 {
@@ -794,7 +788,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	       struct rp_convert_stats *st, char *eb, size_t el)
 {
 	memset(st, 0, sizeof(*st));
-	double t0 = now_s();
+	double t0 = plat_mono_s();
 	atr_file *f = NULL;
 	if (pick_trace(trace, o, st, &f, eb, el))
 		return 1;
@@ -861,7 +855,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		if (c.nomem)
 			break;
 		if (o->progress && (st->records & 0x3fffff) == 0) {
-			double now = now_s();
+			double now = plat_mono_s();
 			if (now - last_prog > 0.5) {
 				last_prog = now;
 				if (total_hint)
@@ -930,7 +924,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	free(c.heap);
 	util_hmap_destroy(&c.addr);
 	atr_close(f);
-	st->seconds = now_s() - t0;
+	st->seconds = plat_mono_s() - t0;
 	if (rc)
 		unlink(out);
 	return rc;

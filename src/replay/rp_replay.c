@@ -21,94 +21,47 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
+
+#include "plat_clock.h"
 
 /* ------------------------------------------------------------- clock */
-static uint64_t mono_ns(void)
+/* The hardware ticks where they are a usable clock (plat_clock.h), else
+ * CLOCK_MONOTONIC: use_hw is set once by clock_init() before any thread. */
+static int use_hw = -1;
+
+uint64_t rp_ticks(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (__builtin_expect(use_hw > 0, 1))
+		return plat_hw_ticks();
+	return plat_mono_ns();
 }
 
+static const char *clock_init(void)
+{
+	if (use_hw < 0)
+		use_hw = plat_hw_ticks_usable();
 #if defined(__x86_64__) || defined(__i386__)
-static int use_tsc = -1;
-static int tsc_usable(void)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (!f)
-		return 0;
-	char line[4096];
-	int ok = 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "flags", 5)) {
-			ok = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
-			break;
-		}
-	fclose(f);
-	return ok;
-}
-uint64_t rp_ticks(void)
-{
-	if (__builtin_expect(use_tsc > 0, 1))
-		return __rdtsc();
-	return mono_ns();
-}
-static const char *clock_init(void)
-{
-	if (use_tsc < 0)
-		use_tsc = tsc_usable();
-	return use_tsc ? "tsc" : "clock_gettime";
-}
+	return use_hw ? "tsc" : "clock_gettime";
 #elif defined(__aarch64__)
-uint64_t rp_ticks(void)
-{
-	uint64_t v;
-	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-	return v;
-}
-static const char *clock_init(void)
-{
 	return "cntvct";
-}
 #else
-uint64_t rp_ticks(void)
-{
-	return mono_ns();
-}
-static const char *clock_init(void)
-{
 	return "clock_gettime";
-}
 #endif
+}
 
 /* The clock around one call.  A plain rdtsc does not wait for the call:
  * on this AMD EPYC, back-to-back reads cost ~24 ticks and every malloc and
  * free of glibc, jemalloc, tcmalloc and mimalloc measured exactly that
  * (the call runs in the shadow of the rdtsc latency), so per-call numbers
  * told allocators apart only by noise, and `--allocator none` "cost" as
- * much per call as glibc.  RP_TIMING_SERIAL fences the reads (lfence;
- * rdtsc; lfence, isb on aarch64), so the call runs between them, and
- * subtracts the fenced floor measured at start (timer_floor()). */
+ * much per call as glibc.  RP_TIMING_SERIAL fences the reads
+ * (plat_hw_ticks_fenced()), so the call runs between them, and subtracts
+ * the fenced floor measured at start (timer_floor()). */
 static inline uint64_t tick_fenced(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	if (__builtin_expect(use_tsc > 0, 1)) {
-		_mm_lfence();
-		uint64_t t = __rdtsc();
-		_mm_lfence();
-		return t;
-	}
-	return mono_ns();
-#elif defined(__aarch64__)
-	uint64_t v;
-	__asm__ volatile("isb\n\tmrs %0, cntvct_el0\n\tisb" : "=r"(v)::"memory");
-	return v;
-#else
-	return mono_ns();
-#endif
+	if (__builtin_expect(use_hw > 0, 1))
+		return plat_hw_ticks_fenced();
+	return plat_mono_ns();
 }
 
 static inline uint64_t tick(enum rp_timing mode)
@@ -483,7 +436,7 @@ static void think(struct rlocal *me, uint64_t ns)
 		me->think_debt -= ns;
 		return;
 	}
-	uint64_t t0 = mono_ns(), end = t0 + ns - me->think_debt, now;
+	uint64_t t0 = plat_mono_ns(), end = t0 + ns - me->think_debt, now;
 	uint64_t spin_end = end - t0 > RP_THINK_SPIN_MAX_NS ? t0 + RP_THINK_SPIN_MAX_NS : end;
 	volatile uint8_t *w = me->wset;
 	size_t pos = me->wpos;
@@ -492,14 +445,14 @@ static void think(struct rlocal *me, uint64_t ns)
 			w[pos]++;
 			pos = (pos + 64) & (RP_THINK_WSET - 1);
 		}
-	} while ((now = mono_ns()) < spin_end);
+	} while ((now = plat_mono_ns()) < spin_end);
 	if (now < end) {
 		/* a long gap: the traced thread more likely waited (I/O, a lock,
 		   a join) than computed; sleep, leave the core to others */
 		struct timespec ts = {(time_t)(end / 1000000000u), (long)(end % 1000000000u)};
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
-		now = mono_ns();
+		now = plat_mono_ns();
 	}
 	me->wpos = pos;
 	me->think_debt = now - end;
@@ -544,10 +497,10 @@ static int start_thread(struct replay *rp, struct rlocal *me, uint32_t c)
 	}
 	atomic_fetch_add(&rp->spawned, 1);
 	atomic_fetch_add(&rp->running, 1);
-	uint64_t a = mono_ns();
+	uint64_t a = plat_mono_ns();
 	int e = pthread_create(&ct->th, &rp->attr, run_thread, ct);
 	if (me)
-		me->create_ns += mono_ns() - a;
+		me->create_ns += plat_mono_ns() - a;
 	if (e) {
 		atomic_fetch_sub(&rp->spawned, 1);
 		atomic_fetch_sub(&rp->running, 1);
@@ -625,7 +578,7 @@ static void *run_thread(void *arg)
 	int r = 0;
 	while (!atomic_load_explicit(&rp->go, memory_order_acquire))
 		futex(&rp->go, FUTEX_WAIT_PRIVATE, 0, NULL);
-	uint64_t t_start = mono_ns(), c_start = thread_cpu_ns();
+	uint64_t t_start = plat_mono_ns(), c_start = thread_cpu_ns();
 	long sw_start = thread_nivcsw();
 	int64_t live = 0;
 	/* the decoder's buffer: its own mapping, not the allocator's, and
@@ -812,7 +765,7 @@ static void *run_thread(void *arg)
 	if (r < 0 && buf)
 		abort_all(rp, s.err);
 	/* no THREAD_EXIT op: the traced thread lived to the end (main) */
-	uint64_t t_end = mono_ns();
+	uint64_t t_end = plat_mono_ns();
 	if (buf) {
 		munmap(buf, cap);
 		atomic_fetch_sub(&rp->dec_bytes, cap);
@@ -821,7 +774,7 @@ static void *run_thread(void *arg)
 	finish_thread(rp, me, L, t_end - t_start, thread_cpu_ns() - c_start, thread_nivcsw() - sw_start);
 	munmap(L, lsize);
 	atomic_fetch_sub(&rp->state_bytes, lsize);
-	atomic_fetch_add_explicit(&rp->exit_ns, mono_ns() - t_end, memory_order_relaxed);
+	atomic_fetch_add_explicit(&rp->exit_ns, plat_mono_ns() - t_end, memory_order_relaxed);
 	return NULL;
 }
 
@@ -860,7 +813,7 @@ static void *run_sampler(void *arg)
 		int64_t ideal = 0;
 		for (uint32_t i = 0; i < rp->n; i++)
 			ideal += atomic_load_explicit(&rp->prog[i].live, memory_order_relaxed);
-		fprintf(s->out, "%.3f %" PRIu64 " %" PRIu64 " %" PRId64 "\n", (double)(mono_ns() - s->t0) / 1e6, vm,
+		fprintf(s->out, "%.3f %" PRIu64 " %" PRIu64 " %" PRId64 "\n", (double)(plat_mono_ns() - s->t0) / 1e6, vm,
 			rss, ideal / 1024);
 		if (atomic_load(&rp->stop_sampler))
 			break;
@@ -937,9 +890,9 @@ static void reap(struct replay *rp, struct rp_result *res)
 		rp->nz = 0;
 		pthread_mutex_unlock(&rp->lock);
 		for (size_t i = 0; i < k; i++) {
-			uint64_t a = mono_ns();
+			uint64_t a = plat_mono_ns();
 			pthread_join(rp->th[batch ? batch[i] : 0].th, NULL);
-			res->thread_exit_ns += mono_ns() - a;
+			res->thread_exit_ns += plat_mono_ns() - a;
 			joined++;
 		}
 		if (joined >= atomic_load(&rp->spawned))
@@ -1012,11 +965,11 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	pthread_attr_init(&rp.attr);
 	pthread_attr_setstacksize(&rp.attr, 256 << 10);
 	int rc = 0;
-	uint64_t c_create = mono_ns();
+	uint64_t c_create = plat_mono_ns();
 	for (uint32_t i = 0; i < rp.n && !rc; i++)
 		if (awl_get_thread(f, i)->parent == 0 && start_thread(&rp, NULL, i) < 0)
 			rc = 1;
-	res->thread_create_ns += mono_ns() - c_create;
+	res->thread_create_ns += plat_mono_ns() - c_create;
 	struct sampler smp = {.rp = &rp, .fd = -1};
 	pthread_t sth;
 	int sampling = 0;
@@ -1028,16 +981,16 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 			abort_all(&rp, eb);
 		} else {
 			fprintf(smp.out, "# ms vmsize_kb rss_kb ideal_kb\n");
-			smp.t0 = mono_ns();
+			smp.t0 = plat_mono_ns();
 			sampling = pthread_create(&sth, NULL, run_sampler, &smp) == 0;
 		}
 	}
 	res->rss_before_kb = maxrss_kb();
-	uint64_t w0 = mono_ns(), c0 = rp_ticks();
+	uint64_t w0 = plat_mono_ns(), c0 = rp_ticks();
 	atomic_store_explicit(&rp.go, 1, memory_order_release);
 	futex(&rp.go, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
 	reap(&rp, res);
-	uint64_t c1 = rp_ticks(), w1 = mono_ns();
+	uint64_t c1 = rp_ticks(), w1 = plat_mono_ns();
 	pthread_attr_destroy(&rp.attr);
 	if (sampling) {
 		atomic_store(&rp.stop_sampler, 1);

@@ -1,5 +1,6 @@
 /* util_progress.c - see util_progress.h. */
 #include "util_progress.h"
+#include "plat_clock.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -7,24 +8,17 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void util_progress_start(struct util_progress *p, const char *label, uint64_t total)
 {
 	p->label = label;
 	p->total = total;
-	p->t0 = p->last = now_s();
+	p->t0 = p->last = plat_mono_s();
 	p->on = isatty(2) && !getenv("ALLOCTRACE_NO_PROGRESS");
 }
 
 void util_progress_show(struct util_progress *p, uint64_t done)
 {
-	double t = now_s();
+	double t = plat_mono_s();
 	if (t - p->last < 0.5)
 		return;
 	p->last = t;
