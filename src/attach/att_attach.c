@@ -1022,8 +1022,13 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 	}
 	struct task *k = &t.tasks[0];
 	static const char *const ld_names[] = {"ld-linux", "ld-", NULL};
-	if (reach_safe_point(k, libc, find_module(mods, nmods, ld_names)) < 0)
+	if (reach_safe_point(k, libc, find_module(mods, nmods, ld_names)) < 0) {
+		if (!proc_alive(pid))
+			util_err("record -p: process %d exited while it was being stepped to a safe "
+				 "point; nothing was traced",
+				 (int)pid);
 		goto out_detach;
+	}
 	uint64_t path_at, ret = 0;
 	if (push_data(&t, k, 0, lib, strlen(lib) + 1, &path_at) < 0 ||
 	    remote_call(&t, k, dlopen_at, path_at, 2 /* RTLD_NOW */, 0, &ret) < 0) {

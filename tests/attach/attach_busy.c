@@ -3,13 +3,16 @@
  * inside malloc, which takes no lock in a single-threaded process: the
  * remote dlopen must not run from there.  Each block carries its slot and
  * size in its head; exit status 0 only if all are intact at the end.
- * "ready" on stdout when the loop starts.  usage: attach_busy RUN_MS
+ * "ready" on stdout when the loop starts.  It runs until SIGUSR1 (so it
+ * cannot end while `record -p` still steps it to a safe point on a loaded
+ * machine), at most MAX_MS.  usage: attach_busy MAX_MS
  *
  * Built a second time -no-pie with ATT_TAKE_ADDRESS (attach_nopie, case
  * "nopie"): taking malloc's and free's addresses in a non-PIE program gives
  * them canonical PLT entries, which `record -p` cannot redirect (python3.11
  * on Debian is such a program) and must say so.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +36,14 @@ void *(*volatile att_malloc)(size_t);
 void (*volatile att_free)(void *);
 #endif
 
+static volatile sig_atomic_t stop;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
 int main(int argc, char **argv)
 {
 	static uint64_t *slot[SLOTS];
@@ -45,6 +56,10 @@ int main(int argc, char **argv)
 	uint32_t x = 1;
 	long bad = 0;
 	uint64_t t0 = now_ns();
+	struct sigaction sa = {.sa_handler = on_usr1};
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGUSR1, &sa, NULL) < 0)
+		return 3;
 	if (write(1, "ready\n", 6) != 6)
 		return 3;
 	for (unsigned long i = 0;; i++) {
@@ -59,7 +74,7 @@ int main(int argc, char **argv)
 			return 3;
 		slot[k][0] = k;
 		slot[k][1] = size[k];
-		if ((i & 1023) == 0 && now_ns() - t0 > run)
+		if (stop || ((i & 1023) == 0 && now_ns() - t0 > run))
 			break;
 	}
 	for (unsigned k = 0; k < SLOTS; k++) {

@@ -14,9 +14,9 @@ with 20 ms of margin against a thread preempted between its clock read
 and its call (`record` prints the window: start lo..hi, end lo..hi, CLOCK_MONOTONIC).
 
 single: 5 times, attach_busy (single-threaded, nothing but malloc and free,
-so it is mostly stopped inside malloc, which then takes no lock) gets
-attached to for 0.1 s: it must exit 0 (its blocks intact, the heap not
-corrupted) and the trace must show its calls and no unknown frees.
+so it is mostly stopped inside malloc, which then takes no lock; it runs
+until SIGUSR1, sent once `record` returned) gets attached to for 0.1 s:
+it must exit 0 (its blocks intact, the heap not corrupted) and the trace must show its calls and no unknown frees.
 
 dlopen: attach_dl dlopens attach_mod 0.4 s into a 1.6 s attach and calls
 its malloc(777)/free pair every 0.5 ms: the module's GOT is patched by the
@@ -137,14 +137,23 @@ def case_window(at, prog, tmp):
 
 def case_single(at, busy, tmp):
     for i in range(5):
-        p = subprocess.Popen([busy, "2000"], stdout=subprocess.PIPE, text=True)
+        # runs until told to stop (SIGUSR1), so a slow attach on a loaded
+        # machine never races the program's own end
+        p = subprocess.Popen([busy, "20000"], stdout=subprocess.PIPE, text=True)
         if p.stdout.readline().strip() != "ready":
             fail("attach_busy did not start")
         time.sleep(0.15)
         tdir = os.path.join(tmp, "s%d" % i)
         r = record(at, ["-p", str(p.pid), "-o", tdir, "--duration", "0.1"])
+        alive = p.poll() is None
+        if alive:
+            p.send_signal(signal.SIGUSR1)
+        else:
+            p.wait()
         check_permission(r)
         rc = p.wait(timeout=15)
+        if not alive:
+            fail("run %d: attach_busy ended during the attach (%d): %s" % (i, rc, r.stderr))
         if r.returncode != 0:
             fail("run %d: record -p failed (%d): %s" % (i, r.returncode, r.stderr))
         if rc != 0:
