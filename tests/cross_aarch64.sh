@@ -31,6 +31,8 @@ for a in report.js report.css; do # the HTML report's assets (src/CMakeLists.txt
     -P "$src/cmake/embed_asset.cmake"
   tools+=("$out/$id.c")
 done
+# the version as src/CMakeLists.txt defines it from project()
+ver=$(sed -n 's/^project(alloctrace VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
 # libzstd exists here for the host only (zstd.h is the same for every
 # architecture): compile everything, then link with the zstd symbols the
 # objects use defined as 0 (nothing runs; the check is that all else links).
@@ -39,7 +41,7 @@ objs=()
 for f in "${tools[@]}"; do
   o="$out/o/$(echo "$f" | tr / _).o"
   "$cc" "${warn[@]}" -I"$src/src" -I"$src/src/util" -I"$src/src/format" -I"$src/src/platform" -I"$src/include" \
-    -c -o "$o" "$f"
+    -DALLOCTRACE_VERSION_STRING="\"$ver\"" -c -o "$o" "$f"
   objs+=("$o")
 done
 defs=()

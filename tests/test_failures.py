@@ -118,11 +118,20 @@ def case_churn(build):
         shutil.rmtree(d)
 
 
+CASES = ["unwritable", "fsize", "churn"]
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("case", choices=["unwritable", "fsize", "churn"])
+    ap.add_argument("--build")
+    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
+    ap.add_argument("case", nargs="?", choices=CASES)
     a = ap.parse_args()
+    if a.list:
+        print("\n".join(CASES))
+        return 0
+    if not a.build or not a.case:
+        ap.error("--build and a case are required")
     globals()["case_" + a.case](os.path.abspath(a.build))
 
 

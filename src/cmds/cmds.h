@@ -12,10 +12,6 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#ifndef ALLOCTRACE_VERSION_STRING
-#define ALLOCTRACE_VERSION_STRING "0.1.0"
-#endif
-
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_record(int argc, char **argv);

@@ -37,11 +37,20 @@ def fail(msg):
     sys.exit(1)
 
 
+CASES = ["timing", "plain"]
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("case", choices=["timing", "plain"])
+    ap.add_argument("--build")
+    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
+    ap.add_argument("case", nargs="?", choices=CASES)
     a = ap.parse_args()
+    if a.list:
+        print("\n".join(CASES))
+        return 0
+    if not a.build or not a.case:
+        ap.error("--build and a case are required")
     at = os.path.join(a.build, "alloctrace")
     prog = os.path.join(a.build, "tests", "arenas", "arena_prog")
     with tempfile.TemporaryDirectory(prefix="atr-arenas-") as tmp:

@@ -16,7 +16,8 @@ and its call (`record` prints the window: start lo..hi, end lo..hi, CLOCK_MONOTO
 single: 5 times, attach_busy (single-threaded, nothing but malloc and free,
 so it is mostly stopped inside malloc, which then takes no lock; it runs
 until SIGUSR1, sent once `record` returned) gets attached to for 0.1 s:
-it must exit 0 (its blocks intact, the heap not corrupted) and the trace must show its calls and no unknown frees.
+it must exit 0 (its blocks intact, the heap not corrupted) and the trace
+must show its calls and no unknown frees.
 
 dlopen: attach_dl dlopens attach_mod 0.4 s into a 1.6 s attach and calls
 its malloc(777)/free pair every 0.5 ms: the module's GOT is patched by the
@@ -295,11 +296,20 @@ def case_errors(at, prog, tmp):
         print("unprivileged:", r.stderr.strip())
 
 
+CASES = ["window", "single", "dlopen", "fpu", "errors", "nopie"]
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("case", choices=["window", "single", "dlopen", "fpu", "errors", "nopie"])
+    ap.add_argument("--build")
+    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
+    ap.add_argument("case", nargs="?", choices=CASES)
     a = ap.parse_args()
+    if a.list:
+        print("\n".join(CASES))
+        return 0
+    if not a.build or not a.case:
+        ap.error("--build and a case are required")
     at = os.path.join(a.build, "alloctrace")
     prog = os.path.join(a.build, "tests", "attach", "attach_prog")
     with tempfile.TemporaryDirectory(prefix="atr-attach-") as tmp:

@@ -418,11 +418,20 @@ def case_massif(args, tmp):
         fail("the last snapshot's tree does not name leak_some()")
 
 
+CASES = ["chromium", "folded", "perfetto", "pprof", "massif"]
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("case", choices=["chromium", "folded", "perfetto", "pprof", "massif"])
+    ap.add_argument("--build")
+    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
+    ap.add_argument("case", nargs="?", choices=CASES)
     args = ap.parse_args()
+    if args.list:
+        print("\n".join(CASES))
+        return 0
+    if not args.build or not args.case:
+        ap.error("--build and a case are required")
     with tempfile.TemporaryDirectory(prefix="atr-html-") as tmp:
         globals()["case_" + args.case](args, tmp)
     print("ok")

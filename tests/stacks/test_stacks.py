@@ -503,10 +503,16 @@ CASES = {"cxx": case_cxx, "group": case_group, "filters": case_filters, "pids": 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
+    ap.add_argument("--build")
     ap.add_argument("--valgrind", default="valgrind")
-    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
+    ap.add_argument("case", nargs="?", choices=sorted(CASES))
     args = ap.parse_args()
+    if args.list:
+        print("\n".join(CASES))
+        return 0
+    if not args.build or not args.case:
+        ap.error("--build and a case are required")
     args.build = os.path.abspath(args.build)
     with tempfile.TemporaryDirectory(prefix="atr-stacks.") as tmp:
         out = os.path.join(tmp, "out")
