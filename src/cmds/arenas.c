@@ -337,38 +337,13 @@ int cmd_arenas(int argc, char **argv)
 	int rc = cmdu_json_args(argc, argv, "arenas", arenas_usage, &json);
 	if (rc >= 0)
 		return rc;
-	int first = optind;
-	char **all = NULL;
-	size_t nall = 0;
-	for (int i = first; i < argc; i++) {
-		char **paths;
-		size_t n;
-		if (cmdu_list(argv[i], &paths, &n)) {
-			for (size_t k = 0; k < nall; k++)
-				free(all[k]);
-			free(all);
-			return 1;
-		}
-		char **na = realloc(all, (nall + n) * sizeof(*na));
-		if (!na) {
-			atr_list_free(paths, n);
-			util_err("out of memory");
-			return 1;
-		}
-		all = na;
-		for (size_t k = 0; k < n; k++)
-			all[nall++] = strdup(paths[k]);
-		atr_list_free(paths, n);
-	}
+	char **all;
+	size_t nall;
+	if (cmdu_collect(argc - optind, argv + optind, 1, &all, &nall))
+		return 1;
 	struct json_writer w;
-	if (json) {
-		json_init(&w, stdout, 1);
-		if (nall != 1) {
-			json_begin_object(&w);
-			json_key(&w, "processes");
-			json_begin_array(&w);
-		}
-	}
+	if (json)
+		cmdu_json_begin(&w, nall != 1);
 	int status = 0;
 	for (size_t i = 0; i < nall; i++) {
 		char eb[512];
@@ -398,15 +373,8 @@ int cmd_arenas(int argc, char **argv)
 		an_arenas_free(&a);
 		atr_close(f);
 	}
-	if (json) {
-		if (nall != 1) {
-			json_end_array(&w);
-			json_end_object(&w);
-		}
-		json_finish(&w);
-	}
-	for (size_t k = 0; k < nall; k++)
-		free(all[k]);
-	free(all);
+	if (json)
+		cmdu_json_end(&w, nall != 1);
+	atr_list_free(all, nall);
 	return status;
 }

@@ -9,6 +9,7 @@
 #include "atr_reader.h"
 #include "cmds/cmds.h"
 #include "replay/rp_alloc.h"
+#include "util_json.h"
 #include "util_msg.h"
 #include "util_suggest.h"
 
@@ -218,4 +219,84 @@ int cmdu_getopt(int argc, char **argv, const char *shortopts, const struct optio
 	if (c > 0 && c != '?' && c != ':' && optarg)
 		cmdu_hint_value(argv[0], li >= 0 ? &longopts[li] : NULL, c, longopts);
 	return c;
+}
+
+int cmdu_each_trace(int argc, char **argv, int (*fn)(void *arg, const char *path), void *arg)
+{
+	int rc = 0;
+	for (int a = 0; a < argc; a++) {
+		char **paths;
+		size_t n;
+		if (cmdu_list(argv[a], &paths, &n)) {
+			rc = 1;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (fn(arg, paths[i]))
+				rc = 1;
+		atr_list_free(paths, n);
+	}
+	return rc;
+}
+
+int cmdu_collect(int argc, char **argv, int stop, char ***all, size_t *nall)
+{
+	int rc = 0;
+	*all = NULL;
+	*nall = 0;
+	for (int a = 0; a < argc; a++) {
+		char **paths;
+		size_t n;
+		if (cmdu_list(argv[a], &paths, &n)) {
+			rc = 1;
+			if (stop)
+				break;
+			continue;
+		}
+		char **na = realloc(*all, (*nall + n) * sizeof(*na));
+		if (!na) {
+			atr_list_free(paths, n);
+			util_err("out of memory");
+			rc = 1;
+			break;
+		}
+		*all = na;
+		for (size_t i = 0; i < n; i++)
+			(*all)[(*nall)++] = strdup(paths[i]);
+		atr_list_free(paths, n);
+	}
+	if (rc && stop) {
+		atr_list_free(*all, *nall);
+		*all = NULL;
+		*nall = 0;
+	}
+	return rc;
+}
+
+void cmdu_json_begin(struct json_writer *w, int wrap)
+{
+	json_init(w, stdout, 1);
+	if (wrap) {
+		json_begin_object(w);
+		json_key(w, "processes");
+		json_begin_array(w);
+	}
+}
+
+void cmdu_json_end(struct json_writer *w, int wrap)
+{
+	if (wrap) {
+		json_end_array(w);
+		json_end_object(w);
+	}
+	json_finish(w);
+}
+
+int cmdu_flush_stdout(const char *name)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		util_err("%s: write error on standard output", name);
+		return 1;
+	}
+	return 0;
 }

@@ -47,5 +47,21 @@ const char *cmdu_status_text(unsigned status, unsigned err, char *buf, size_t le
 /* Options of a command that takes [--json] [--help] TRACE...: -1 to go on
  * (TRACE arguments from optind), else the exit status. */
 int cmdu_json_args(int argc, char **argv, const char *name, void (*usage)(FILE *), int *json);
+/* The trace loop: fn(arg, path) for every trace of every argument (a file
+ * or a record directory), in order.  1 if a listing failed or fn returned
+ * non-zero for any trace, else 0. */
+int cmdu_each_trace(int argc, char **argv, int (*fn)(void *arg, const char *path), void *arg);
+/* Every trace of every argument into *all (free with atr_list_free);
+ * 0, or 1 (error shown; with stop, at the first argument that fails to
+ * list, and *all is then empty). */
+int cmdu_collect(int argc, char **argv, int stop, char ***all, size_t *nall);
+/* The --json wrapper {"processes": [...]} around one object per process:
+ * json_init on stdout and the opening (wrap: with the wrapper), then the
+ * closing and json_finish. */
+struct json_writer;
+void cmdu_json_begin(struct json_writer *w, int wrap);
+void cmdu_json_end(struct json_writer *w, int wrap);
+/* Flush stdout; 0, or 1 with "NAME: write error on standard output". */
+int cmdu_flush_stdout(const char *name);
 
 #endif

@@ -311,27 +311,17 @@ static int dump_file(const char *path, int json)
 	return r < 0;
 }
 
+static int dump_one(void *arg, const char *path)
+{
+	return dump_file(path, *(int *)arg);
+}
+
 int cmd_dump(int argc, char **argv)
 {
 	int json;
 	int st = cmdu_json_args(argc, argv, "dump", dump_usage, &json);
 	if (st >= 0)
 		return st;
-	int rc = 0;
-	for (int a = optind; a < argc; a++) {
-		char **paths;
-		size_t n;
-		if (cmdu_list(argv[a], &paths, &n)) {
-			rc = 1;
-			continue;
-		}
-		for (size_t i = 0; i < n; i++)
-			rc |= dump_file(paths[i], json);
-		atr_list_free(paths, n);
-	}
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		util_err("dump: write error on standard output");
-		rc = 1;
-	}
-	return rc;
+	int rc = cmdu_each_trace(argc - optind, argv + optind, dump_one, &json);
+	return rc | cmdu_flush_stdout("dump");
 }

@@ -213,63 +213,49 @@ static void print_json(struct json_writer *w, const atr_file *f, const struct an
 	json_end_object(w);
 }
 
+struct info_run {
+	int json, shown;
+	struct json_writer w;
+};
+
+static int info_one(void *arg, const char *path)
+{
+	struct info_run *ir = arg;
+	char eb[512];
+	atr_file *f;
+	if (atr_open(path, &f, eb, sizeof(eb)) < 0) {
+		util_err("%s", eb);
+		return 1;
+	}
+	struct an_summary s;
+	int r = an_summary_compute(f, &s);
+	if (r < 0) {
+		if (r == ATR_E_NOMEM)
+			util_err("%s: out of memory", path);
+		else
+			util_err("%s", atr_last_error(f));
+	} else if (ir->json) {
+		print_json(&ir->w, f, &s);
+	} else {
+		print_text(f, &s, !ir->shown);
+	}
+	if (r >= 0)
+		ir->shown++;
+	an_summary_free(&s);
+	atr_close(f);
+	return r < 0;
+}
+
 int cmd_info(int argc, char **argv)
 {
-	int json;
-	int st = cmdu_json_args(argc, argv, "info", info_usage, &json);
+	struct info_run ir = {0};
+	int st = cmdu_json_args(argc, argv, "info", info_usage, &ir.json);
 	if (st >= 0)
 		return st;
-	int rc = 0, shown = 0;
-	struct json_writer w;
-	if (json) {
-		json_init(&w, stdout, 1);
-		json_begin_object(&w);
-		json_key(&w, "processes");
-		json_begin_array(&w);
-	}
-	for (int a = optind; a < argc; a++) {
-		char **paths;
-		size_t n;
-		if (cmdu_list(argv[a], &paths, &n)) {
-			rc = 1;
-			continue;
-		}
-		for (size_t i = 0; i < n; i++) {
-			char eb[512];
-			atr_file *f;
-			if (atr_open(paths[i], &f, eb, sizeof(eb)) < 0) {
-				util_err("%s", eb);
-				rc = 1;
-				continue;
-			}
-			struct an_summary s;
-			int r = an_summary_compute(f, &s);
-			if (r < 0) {
-				if (r == ATR_E_NOMEM)
-					util_err("%s: out of memory", paths[i]);
-				else
-					util_err("%s", atr_last_error(f));
-				rc = 1;
-			} else if (json) {
-				print_json(&w, f, &s);
-			} else {
-				print_text(f, &s, !shown);
-			}
-			if (r >= 0)
-				shown++;
-			an_summary_free(&s);
-			atr_close(f);
-		}
-		atr_list_free(paths, n);
-	}
-	if (json) {
-		json_end_array(&w);
-		json_end_object(&w);
-		json_finish(&w);
-	}
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		util_err("info: write error on standard output");
-		rc = 1;
-	}
-	return rc;
+	if (ir.json)
+		cmdu_json_begin(&ir.w, 1);
+	int rc = cmdu_each_trace(argc - optind, argv + optind, info_one, &ir);
+	if (ir.json)
+		cmdu_json_end(&ir.w, 1);
+	return rc | cmdu_flush_stdout("info");
 }

@@ -4,36 +4,58 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "util_buf.h"
+
 struct fold_arg {
-	FILE *out;
+	struct util_buf *key;
+	int nomem;
 };
 
 static void fold_frame(void *arg, const struct an_frame *fr)
 {
-	FILE *out = ((struct fold_arg *)arg)->out;
+	struct fold_arg *fa = arg;
 	char b[256];
 	const char *name = an_frame_name(fr, b, sizeof(b));
-	putc(';', out);
-	for (const char *p = name; *p; p++)
-		putc(*p == ';' || *p == ' ' || *p == '\n' ? '_' : *p, out);
+	fa->nomem |= util_buf_puts(fa->key, ";") < 0;
+	for (const char *p = name; *p; p++) {
+		char ch = *p == ';' || *p == ' ' || *p == '\n' ? '_' : *p;
+		fa->nomem |= util_buf_append(fa->key, &ch, 1) < 0;
+	}
 }
 
-void rep_print_folded(FILE *out, struct rep_ctx *c, enum an_by by)
+int rep_fold_stacks(struct rep_ctx *c, enum an_by by, rep_fold_fn fn, void *arg)
 {
 	size_t *idx;
 	long n = an_report_rank(&c->r, by, &idx);
 	const char *exe = an_basename(atr_get_info(c->f)->exe);
-	struct fold_arg fa = {out};
-	for (long i = 0; i < n; i++) {
+	struct util_buf key = {0};
+	struct fold_arg fa = {&key, 0};
+	int rc = 0;
+	for (long i = 0; i < n && !rc; i++) {
 		const struct an_stack_stat *st = &c->r.st[idx[i]];
 		const uint64_t *ips;
 		uint32_t nf;
-		fputs(exe && *exe ? exe : "?", out);
+		key.len = 0;
+		fa.nomem |= util_buf_puts(&key, exe && *exe ? exe : "?") < 0;
 		if (!atr_stack_get(c->f, st->stack, &ips, &nf))
-			fputs(c->r.stacks ? ";[no stack]" : ";[no stack: record with --stacks]", out);
+			fa.nomem |= util_buf_puts(&key, c->r.stacks ? ";[no stack]" : ";[no stack: record with --stacks]") < 0;
 		else
 			rep_frames_outer_first(c, st->stack, fold_frame, &fa);
-		fprintf(out, " %" PRIu64 "\n", an_stack_value(st, by));
+		if (fa.nomem || fn(arg, key.data, an_stack_value(st, by)) != 0)
+			rc = -1;
 	}
+	util_buf_free(&key);
 	free(idx);
+	return rc;
+}
+
+static int print_line(void *arg, const char *key, uint64_t value)
+{
+	fprintf(arg, "%s %" PRIu64 "\n", key, value);
+	return 0;
+}
+
+void rep_print_folded(FILE *out, struct rep_ctx *c, enum an_by by)
+{
+	rep_fold_stacks(c, by, print_line, out);
 }

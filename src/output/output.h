@@ -6,6 +6,7 @@
 #define OUTPUT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "analysis/an_session.h"
@@ -13,6 +14,17 @@
 /* out_folded.c: folded stacks "exe;outer;...;inner VALUE" of every stack
  * with value > 0 (no error return: stdio errors show at fclose). */
 void rep_print_folded(FILE *out, struct rep_ctx *c, enum an_by by);
+/* The same stacks handed to fn as key "exe;outer;...;inner" and value,
+ * heaviest first (flamegraph --svg).  0, or -1 (out of memory, or fn
+ * returned non-zero). */
+typedef int (*rep_fold_fn)(void *arg, const char *key, uint64_t value);
+int rep_fold_stacks(struct rep_ctx *c, enum an_by by, rep_fold_fn fn, void *arg);
+
+/* out_report.c: report's text (to stdout; first: the first process shown)
+ * and its JSON object for one process (docs/REPORT.md). */
+struct json_writer;
+void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int first);
+void rep_print_report_json(struct json_writer *w, struct rep_ctx *c, enum an_by by, size_t top);
 
 /* out_html.c: report --html, one self-contained page for n processes. */
 int rep_write_html(FILE *out, struct rep_ctx *cs, size_t n, size_t top);
