@@ -89,16 +89,6 @@ void rep_close(struct rep_ctx *c);
 typedef void (*rep_frame_fn)(void *arg, const struct an_frame *fr);
 unsigned rep_frames_outer_first(struct rep_ctx *c, uint32_t stack, rep_frame_fn fn, void *arg);
 
-/* Interned strings (util_strtab.h). */
-#define rep_strtab util_strtab
-static inline long rep_str_intern(struct util_strtab *t, const char *s)
-{
-	return util_str_intern(t, s);
-}
-static inline void rep_str_free(struct util_strtab *t)
-{
-	util_str_free(t);
-}
 
 /* Trace-relative nanoseconds of an RSS sample (may be negative: before the
  * trace began). */

@@ -19,6 +19,7 @@
 #include "util_fmt.h"
 #include "util_json.h"
 #include "util_msg.h"
+#include "util_strtab.h"
 
 #define HTML_THREADS	8  /* threads drawn one by one; the rest summed */
 #define HTML_TOP_FRAMES 40 /* frames listed per stack in the tables */
@@ -39,7 +40,7 @@ static void u64_array(struct json_writer *w, const uint64_t *v, size_t n, size_t
 /* ---- frames --------------------------------------------------------------- */
 
 struct name_arg {
-	struct rep_strtab *names;
+	struct util_strtab *names;
 	struct json_writer *w;
 	int nomem;
 };
@@ -48,7 +49,7 @@ static void frame_name_idx(void *arg, const struct an_frame *fr)
 {
 	struct name_arg *a = arg;
 	char b[256];
-	long i = rep_str_intern(a->names, an_frame_name(fr, b, sizeof(b)));
+	long i = util_str_intern(a->names, an_frame_name(fr, b, sizeof(b)));
 	if (i < 0) {
 		a->nomem = 1;
 		i = 0;
@@ -447,7 +448,7 @@ static int json_process(struct json_writer *w, struct rep_ctx *c, size_t top)
 
 	/* flame graph input: every stack with any value, frames as indices
 	 * into "names", outermost first */
-	struct rep_strtab names = {0};
+	struct util_strtab names = {0};
 	struct name_arg na = {&names, w, 0};
 	json_key(w, "stacks");
 	json_begin_array(w);
@@ -471,7 +472,7 @@ static int json_process(struct json_writer *w, struct rep_ctx *c, size_t top)
 	for (size_t i = 0; i < names.n; i++)
 		json_string(w, names.s[i]);
 	json_end_array(w);
-	rep_str_free(&names);
+	util_str_free(&names);
 
 	json_key(w, "top");
 	json_begin_object(w);

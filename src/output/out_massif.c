@@ -9,6 +9,7 @@
 
 #include "output/output.h"
 #include "util_msg.h"
+#include "util_strtab.h"
 
 /* ---- massif ------------------------------------------------------------------ */
 
@@ -23,7 +24,7 @@ struct mnode {
 struct mtree {
 	struct mnode *n;
 	size_t count, cap;
-	struct rep_strtab labels;
+	struct util_strtab labels;
 	int nomem;
 };
 
@@ -69,7 +70,7 @@ static void mt_build(struct mtree *t, struct rep_ctx *c, int at_peak)
 		uint32_t nf;
 		uint32_t node = 0;
 		if (!atr_stack_get(c->f, st->stack, &ips, &nf)) {
-			long l = rep_str_intern(&t->labels, "0x0: (no stack recorded)");
+			long l = util_str_intern(&t->labels, "0x0: (no stack recorded)");
 			node = mt_child(t, node, l < 0 ? 0 : (uint32_t)l);
 			t->n[node].bytes += v;
 			continue;
@@ -92,7 +93,7 @@ static void mt_build(struct mtree *t, struct rep_ctx *c, int at_peak)
 				for (char *q = lab; *q; q++)
 					if (*q == '\n')
 						*q = ' ';
-				long l = rep_str_intern(&t->labels, lab);
+				long l = util_str_intern(&t->labels, lab);
 				if (l < 0) {
 					t->nomem = 1;
 					break;
@@ -160,7 +161,7 @@ static void massif_snapshot(FILE *out, unsigned num, double ms, uint64_t bytes, 
 			"--alloc-fns, etc.\n",
 			bytes);
 	free(t.n);
-	rep_str_free(&t.labels);
+	util_str_free(&t.labels);
 }
 
 int rep_write_massif(FILE *out, struct rep_ctx *c)

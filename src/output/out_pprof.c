@@ -16,12 +16,13 @@
 #include "util_hmap.h"
 #include "util_msg.h"
 #include "util_pb.h"
+#include "util_strtab.h"
 
 /* ---- pprof (profile.proto) ---------------------------------------------------- */
 
 struct pprof_state {
 	struct rep_ctx *c;
-	struct rep_strtab strs;
+	struct util_strtab strs;
 	struct util_hmap loc_by_ip;  /* ip -> location id */
 	struct util_hmap fn_by_key;  /* (name idx << 32 | file idx) -> function id */
 	struct util_hmap map_by_mod; /* module index -> mapping id */
@@ -32,7 +33,7 @@ struct pprof_state {
 
 static int64_t str_id(struct pprof_state *s, const char *str)
 {
-	long i = rep_str_intern(&s->strs, str ? str : "");
+	long i = util_str_intern(&s->strs, str ? str : "");
 	if (i < 0) {
 		s->nomem = 1;
 		return 0;
@@ -223,6 +224,6 @@ int rep_write_pprof(FILE *out, struct rep_ctx *c)
 	util_hmap_destroy(&s.loc_by_ip);
 	util_hmap_destroy(&s.fn_by_key);
 	util_hmap_destroy(&s.map_by_mod);
-	rep_str_free(&s.strs);
+	util_str_free(&s.strs);
 	return rc;
 }

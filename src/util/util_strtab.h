@@ -1,15 +1,18 @@
-/* util_strtab.h - interned strings: each distinct string once, by index.
- * Open addressing on an FNV-1a hash; the strings are copied. */
+/* util_strtab.h - interned strings: each distinct string stored once,
+ * numbered 0, 1, ... in order of first appearance (pprof's string table,
+ * massif's labels, the HTML report's frame names).  Open addressing on an
+ * FNV-1a hash, grown at 50% load; the strings are copied. */
 #ifndef UTIL_STRTAB_H
 #define UTIL_STRTAB_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+/* Zero-initialised is empty. */
 struct util_strtab {
-	char **s;
+	char **s;	 /* s[i]: the string numbered i */
 	size_t n, cap;
-	uint32_t *slots; /* open addressing: index + 1, 0 = empty */
+	uint32_t *slots; /* index + 1, 0 = empty */
 	size_t nslots;
 };
 
