@@ -89,6 +89,11 @@ void atp_message(const char *a, const char *b, const char *c, int err)
 	errno = saved;
 }
 
+uint64_t atp_mono_ns(void)
+{
+	return plat_mono_ns();
+}
+
 void atp_put_u32(uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
