@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "plat_clock.h"
+
 #ifdef ATR_HAVE_LIBCURL
 /* libcurl is dlopen'ed on first use, never linked: it brings ~30 libraries
  * (TLS, HTTP/2, LDAP, ...) whose loading would slow the start of every
@@ -88,13 +90,6 @@ struct ch_client {
 	char err[1024];
 	int verbose; /* $ALLOCTRACE_CH_VERBOSE: every request and its time on stderr */
 };
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
@@ -247,12 +242,12 @@ static int request(struct ch_client *c, const char *query_in_url, const void *bo
 	cu.easy_setopt(c->curl, CURLOPT_URL, u.data);
 	cu.easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
 	cu.easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	double t0 = c->verbose ? now_s() : 0;
+	double t0 = c->verbose ? plat_mono_s() : 0;
 	CURLcode rc = cu.easy_perform(c->curl);
 	util_buf_free(&u);
 	if (c->verbose) {
 		const char *what = query_in_url ? query_in_url : body ? (const char *)body : "";
-		fprintf(stderr, "clickhouse: %.3f s, %zu bytes sent: %.100s\n", now_s() - t0, len,
+		fprintf(stderr, "clickhouse: %.3f s, %zu bytes sent: %.100s\n", plat_mono_s() - t0, len,
 			what);
 	}
 	if (rc != CURLE_OK) {

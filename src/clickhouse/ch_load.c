@@ -20,17 +20,11 @@
 #include "ch_schema.h"
 #include "util_hmap.h"
 #include "util_progress.h"
+#include "plat_clock.h"
 
 #ifndef ALLOCTRACE_VERSION_STRING
 #define ALLOCTRACE_VERSION_STRING "0.1.0"
 #endif
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -744,7 +738,7 @@ int ch_load_trace(struct ch_client *c, const char *db, const char *path,
 		  size_t errlen)
 {
 	memset(res, 0, sizeof(*res));
-	double t0 = now_s();
+	double t0 = plat_mono_s();
 	struct loader L;
 	memset(&L, 0, sizeof(L));
 	L.c = c;
@@ -768,7 +762,7 @@ int ch_load_trace(struct ch_client *c, const char *db, const char *path,
 	}
 	if (done && !o->replace) {
 		res->skipped = 1;
-		res->seconds = now_s() - t0;
+		res->seconds = plat_mono_s() - t0;
 		return 0;
 	}
 	char real[PATH_MAX];
@@ -833,6 +827,6 @@ int ch_load_trace(struct ch_client *c, const char *db, const char *path,
 		free(L.tname[t]);
 	}
 	atr_list_free(paths, n);
-	res->seconds = now_s() - t0;
+	res->seconds = plat_mono_s() - t0;
 	return rc;
 }

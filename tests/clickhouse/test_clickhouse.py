@@ -452,11 +452,20 @@ def case_compare(ctx):
     print("ok: compare --clickhouse stored 6 runs; the allocator query equals compare --json")
 
 
+CASES = ["queries", "idempotent", "failures", "cluster", "compare"]
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("case", choices=["queries", "idempotent", "failures", "cluster", "compare"])
+    ap.add_argument("--build")
+    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
+    ap.add_argument("case", nargs="?", choices=CASES)
     a = ap.parse_args()
+    if a.list:
+        print("\n".join(CASES))
+        return
+    if not a.build or not a.case:
+        ap.error("--build and a case are required")
     if not chserver.server_binary():
         print("SKIP: clickhouse-server is not installed (Debian: apt-get install "
               "clickhouse-server clickhouse-client; scripts/setup-deps.sh does it)")
