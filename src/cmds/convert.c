@@ -18,7 +18,8 @@ static void convert_usage(FILE *out)
 	fprintf(out,
 		"usage: alloctrace convert TRACE -o WORKLOAD [--pid PID] [--think-floor NS] [--quiet]\n"
 		"                          [--no-progress]\n"
-		"Turn a trace (a directory from `record -o`, or one .atr file) into a workload\n"
+		"Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
+		"trace, docs/DJ_COMPAT.md) into a workload\n"
 		"for `alloctrace replay` (format: docs/WORKLOAD_FORMAT.md).  One process per\n"
 		"workload: the first one unless --pid picks another.\n"
 		"  -o, --output FILE  workload to write\n"
@@ -41,7 +42,11 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, 
 	}
 	char a[32], b[32], c[32], d[32], e[32], g[32], h[32];
 	if (!quiet) {
-		fprintf(stderr, "convert: process %" PRIu32 " (%s)", st.pid, st.trace_path);
+		if (st.dj)
+			fprintf(stderr, "convert: dj/malloc trace (%s)%s", st.trace_path,
+				st.dj_alloctrace_export ? ", written by alloctrace export" : "");
+		else
+			fprintf(stderr, "convert: process %" PRIu32 " (%s)", st.pid, st.trace_path);
 		if (st.nprocs > 1)
 			fprintf(stderr, ", 1 of %" PRIu32 " processes (--pid picks another)", st.nprocs);
 		fprintf(stderr, "\n");
@@ -64,6 +69,14 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, 
 				" allocations of a live address, %" PRIu64 " reallocs of unknown blocks; %" PRIu64
 				" lost records\n",
 				st.unknown_frees, st.double_frees, st.dup_allocs, st.unknown_reallocs, st.lost_records);
+		if (st.dj)
+			fprintf(stderr,
+				"convert: dj trace: %" PRIu64 " inversions fixed (allocations placed after the release "
+				"of their address), %" PRIu64 " left, %" PRIu64 " reallocs merged with their inner "
+				"malloc/free, %" PRIu64 " unknown records skipped, %" PRIu64 " trailing bytes ignored, %" PRIu64
+				" ownership hints skipped\n",
+				st.dj_inversions_fixed, st.dj_inversions_pending, st.dj_reallocs_merged,
+				st.dj_unknown_records, st.dj_truncated_bytes, st.dj_hints);
 	}
 	return 0;
 }

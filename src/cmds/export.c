@@ -1,4 +1,4 @@
-/* export.c - `alloctrace export TRACE --format folded|perfetto|pprof|massif`.
+/* export.c - `alloctrace export TRACE --format folded|perfetto|pprof|massif|dj-wl|dj-trace`.
  *
  *   folded    flamegraph.pl / speedscope input (the flamegraph command's
  *             writer)
@@ -9,6 +9,8 @@
  *             inuse_objects/inuse_space per call stack (`pprof -http`)
  *   massif    valgrind massif's out format (ms_print, massif-visualizer):
  *             heap over time, the peak's and the end's allocation trees
+ *   dj-wl     glibc dj/malloc workload for dj's trace_run (docs/DJ_COMPAT.md)
+ *   dj-trace  glibc dj/malloc trace for dj's trace2wl
  * docs/EXPORT.md says what each holds and how it was checked.
  */
 #include <errno.h>
@@ -17,9 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "awl_workload.h"
 #include "cmds/cmds.h"
 #include "output/output.h"
+#include "replay/rp_convert.h"
 #include "util_msg.h"
 
 #define EXPORT_BUCKETS 4000u /* perfetto / massif time resolution */
@@ -38,11 +43,125 @@ static void export_usage(FILE *out)
 		     "            inuse_objects, inuse_space (inuse = live at exit) per stack\n"
 		     "  massif    valgrind massif output for ms_print / massif-visualizer:\n"
 		     "            heap over time, detailed trees at the peak and at exit\n"
+		     "  dj-wl     a glibc dj/malloc workload for dj's trace_run (also from an\n"
+		     "            alloctrace workload); syncs where alloctrace's converter waits\n"
+		     "  dj-trace  a glibc dj/malloc trace for dj's trace2wl (docs/DJ_COMPAT.md);\n"
+		     "            dj-wl and dj-trace take the first process unless --pid\n"
 		     "Processes come the busiest first; pprof and massif hold one: the\n"
 		     "busiest unless --pid PID names another.\n"
 		     "  -o, --output FILE  output file (default: standard output)\n"
 		     "%s",
 		rep_opts_usage);
+}
+
+/* ---- dj/malloc ---------------------------------------------------------------- */
+
+static int is_awl(const char *path)
+{
+	char m[8];
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return 0;
+	int ok = fread(m, 1, 8, f) == 8 && !memcmp(m, AWL_MAGIC, 8);
+	fclose(f);
+	return ok;
+}
+
+/* dj-wl: the calls as alloctrace's converter places them (a trace is
+ * converted first, into a temporary file), its WAITs as dj syncs. */
+static int export_dj_wl(FILE *out, const char *in, long pid)
+{
+	char eb[1024], tmp[4096] = "";
+	const char *wl = in;
+	if (!is_awl(in)) {
+		const char *td = getenv("TMPDIR");
+		snprintf(tmp, sizeof(tmp), "%s/alloctrace-djexp.XXXXXX", td && *td ? td : "/tmp");
+		int fd = mkstemp(tmp);
+		if (fd < 0) {
+			util_err("export: cannot create a temporary file in %s", td && *td ? td : "/tmp");
+			return 1;
+		}
+		close(fd);
+		struct rp_convert_opts o = {.pid = pid > 0 ? (uint32_t)pid : 0, .quiet = 1};
+		struct rp_convert_stats cs;
+		if (rp_convert(in, tmp, &o, &cs, eb, sizeof(eb))) {
+			util_err("export: %s", eb);
+			unlink(tmp);
+			return 1;
+		}
+		if (cs.anomalies)
+			util_warn("export: %" PRIu64 " trace anomalies skipped (alloctrace convert lists them)",
+				  cs.anomalies);
+		wl = tmp;
+	}
+	awl_file *f;
+	int rc = 1;
+	if (awl_open(wl, &f, eb, sizeof(eb)) < 0) {
+		util_err("export: %s", eb);
+	} else {
+		rc = rep_write_dj_wl(out, f) < 0;
+		awl_close(f);
+	}
+	if (tmp[0])
+		unlink(tmp);
+	return rc;
+}
+
+/* dj-trace: one process (--pid, else the first) record by record. */
+static int export_dj_trace(FILE *out, const char *in, long pid)
+{
+	char eb[1024];
+	char **paths;
+	size_t n;
+	if (atr_list(in, &paths, &n, eb, sizeof(eb)) < 0) {
+		util_err("export: %s", eb);
+		return 1;
+	}
+	atr_file *f = NULL;
+	for (size_t i = 0; i < n && !f; i++) {
+		if (atr_open(paths[i], &f, eb, sizeof(eb)) < 0) {
+			util_err("export: %s", eb);
+			f = NULL;
+			continue;
+		}
+		if (pid >= 0 && atr_get_info(f)->pid != (uint32_t)pid) {
+			atr_close(f);
+			f = NULL;
+		}
+	}
+	atr_list_free(paths, n);
+	if (!f) {
+		if (pid >= 0)
+			util_err("export: no trace of pid %ld", pid);
+		return 1;
+	}
+	if (n > 1 && pid < 0)
+		util_warn("export: %zu processes; writing the first, pid %u (--pid chooses)", n,
+			  atr_get_info(f)->pid);
+	int rc = rep_write_dj_trace(out, f) < 0;
+	atr_close(f);
+	return rc;
+}
+
+static int export_dj(const char *format, const char *in, const char *outpath, long pid)
+{
+	FILE *out = outpath ? fopen(outpath, "wb") : stdout;
+	if (!out) {
+		util_err("export: %s: %s", outpath, strerror(errno));
+		return 1;
+	}
+	int rc = !strcmp(format, "dj-wl") ? export_dj_wl(out, in, pid) : export_dj_trace(out, in, pid);
+	if (fflush(out) != 0 || ferror(out)) {
+		util_err("export: write error on %s", outpath ? outpath : "standard output");
+		rc = 1;
+	}
+	if (out != stdout && fclose(out) != 0) {
+		util_err("export: %s: %s", outpath, strerror(errno));
+		rc = 1;
+	}
+	if (rc && outpath)
+		unlink(outpath);
+	return rc;
 }
 
 /* ---- command ------------------------------------------------------------------ */
@@ -102,6 +221,13 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 		}
 	}
 	enum { F_FOLDED, F_PERFETTO, F_PPROF, F_MASSIF } fmt;
+	if (format && (!strcmp(format, "dj-wl") || !strcmp(format, "dj-trace"))) {
+		if (optind + 1 != argc) {
+			util_err("export: --format %s takes one trace (or workload)", format);
+			return 2;
+		}
+		return export_dj(format, argv[optind], outpath, ro->pid);
+	}
 	if (!format) {
 		util_err("export: --format is required (folded, perfetto, pprof, massif)");
 		return 2;

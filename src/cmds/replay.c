@@ -11,6 +11,7 @@
 
 #include "cmds/cmds.h"
 #include "replay/rp_alloc.h"
+#include "replay/rp_dj.h"
 #include "replay/rp_replay.h"
 #include "util_buf.h"
 #include "util_fmt.h"
@@ -43,7 +44,10 @@ static void replay_usage(FILE *out)
 		"      --interval MS      the --timeline sampling period\n"
 		"  -n, --dry-run          the same as --allocator none\n"
 		"  -j, --json             one JSON object instead of text\n"
-		"      --kv               key=value lines (what `alloctrace compare` reads)\n",
+		"      --kv               key=value lines (what `alloctrace compare` reads)\n"
+		"      --dj               dj/malloc trace_run's 13 lines instead (the default as\n"
+		"                         trace_run); --extras adds this report on stderr\n"
+		"A glibc dj/malloc workload (.wl) is replayed too (docs/DJ_COMPAT.md).\n",
 		RP_SPIN_DEFAULT);
 }
 
@@ -301,13 +305,15 @@ int cmd_replay(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"kv", no_argument, NULL, 'k'},
 		{"dry-run", no_argument, NULL, 'n'},
+		{"dj", no_argument, NULL, 'D'},
+		{"extras", no_argument, NULL, 'E'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct rp_opts o = {.touch = RP_TOUCH_FIRST};
 	const char *alloc = "glibc";
 	struct util_buf tun = {0};
-	int json = 0, kv = 0, c, rc = 2;
+	int json = 0, kv = 0, dj = 0, extras = 0, c, rc = 2;
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "a:T:jnh", opts, NULL)) != -1) {
 		char *e;
@@ -392,6 +398,12 @@ int cmd_replay(int argc, char **argv)
 		case 'n':
 			alloc = "none";
 			break;
+		case 'D':
+			dj = 1;
+			break;
+		case 'E':
+			extras = 1;
+			break;
 		case 'h':
 			replay_usage(stdout);
 			rc = 0;
@@ -430,7 +442,27 @@ int cmd_replay(int argc, char **argv)
 	struct rp_result *res = calloc(1, sizeof(*res));
 	if (!res)
 		util_die_nomem();
-	if (rp_replay(argv[optind], &o, res, eb, sizeof(eb))) {
+	/* a dj/malloc workload runs as its alloctrace translation */
+	char djtmp[4096];
+	struct dj_wl_stats djs;
+	const char *wl = argv[optind];
+	int isdj = rp_dj_prepare(wl, djtmp, sizeof(djtmp), &djs, eb, sizeof(eb));
+	if (isdj < 0) {
+		util_err("replay: %s", eb);
+		free(res);
+		goto out;
+	}
+	if (isdj) {
+		wl = djtmp;
+		if (!kv && !json)
+			util_warn("replay: dj/malloc workload %s: %" PRIu32 " threads, %" PRIu64 " calls, %" PRIu64
+				  " syncs kept as %" PRIu64 " waits, %" PRIu64 " unsynchronised slot uses ordered",
+				  argv[optind], djs.threads, djs.calls[0], djs.syncs_r, djs.waits, djs.races_fixed);
+	}
+	int failed = rp_replay(wl, &o, res, eb, sizeof(eb));
+	if (isdj)
+		unlink(djtmp);
+	if (failed) {
 		util_err("replay: %s", eb);
 		free(res);
 		goto out;
@@ -440,8 +472,22 @@ int cmd_replay(int argc, char **argv)
 		print_kv(res);
 	else if (json)
 		print_json(argv[optind], alloc, tun.data, &o, res);
+	else if (dj)
+		rp_dj_print(stdout, res);
 	else
 		print_text(argv[optind], alloc, &o, res);
+	if (dj && extras && !kv && !json) {
+		/* alloctrace's own report, on stderr: stdout stays dj's */
+		fflush(stdout);
+		int saved = dup(1);
+		if (saved >= 0 && dup2(2, 1) >= 0) {
+			print_text(argv[optind], alloc, &o, res);
+			fflush(stdout);
+			dup2(saved, 1);
+		}
+		if (saved >= 0)
+			close(saved);
+	}
 	free(res);
 	rc = 0;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -453,8 +499,18 @@ out:
 	return rc;
 }
 
-/* trace_run WORKLOAD: the seed's simulator entry point. */
+/* trace_run [options] WORKLOAD: the seed's simulator entry point, with
+ * dj/malloc trace_run's stdout (alloctrace replay --dj). */
 int cmd_trace_run(int argc, char **argv)
 {
-	return cmd_replay(argc, argv);
+	char **nargv = calloc((size_t)argc + 2, sizeof(*nargv));
+	if (!nargv)
+		util_die_nomem();
+	nargv[0] = argv[0];
+	nargv[1] = (char *)"--dj";
+	for (int i = 1; i < argc; i++)
+		nargv[i + 1] = argv[i];
+	int rc = cmd_replay(argc + 1, nargv);
+	free(nargv);
+	return rc;
 }

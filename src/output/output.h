@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "analysis/an_session.h"
+#include "awl_workload.h"
 
 /* out_folded.c: folded stacks "exe;outer;...;inner VALUE" of every stack
  * with value > 0 (no error return: stdio errors show at fclose). */
@@ -35,5 +36,12 @@ int rep_write_perfetto(FILE *out, struct rep_ctx *cs, size_t n);
 int rep_write_pprof(FILE *out, struct rep_ctx *c);
 /* out_massif.c: valgrind massif's text format. */
 int rep_write_massif(FILE *out, struct rep_ctx *c);
+
+/* out_dj.c: glibc dj/malloc files (docs/DJ_COMPAT.md): a trace for dj's
+ * trace2wl (one process, in the reader's global order), a workload for
+ * dj's trace_run (from an alloctrace workload; syncs at its WAITs).  A
+ * summary line on stderr. */
+int rep_write_dj_trace(FILE *out, atr_file *f);
+int rep_write_dj_wl(FILE *out, awl_file *wl);
 
 #endif

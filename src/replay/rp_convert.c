@@ -13,6 +13,7 @@
 #include "atr_reader.h"
 #include "awl_workload.h"
 #include "plat_clock.h"
+#include "dj_trace.h"
 #include "util_hmap.h"
 #include "util_msg.h"
 
@@ -73,8 +74,6 @@ struct cthread {
 	uint64_t think_ticks; /* gap not yet written as a THINK op */
 	struct util_hmap waited;
 	struct deque freeq;
-	int rel_valid; /* a REALLOC_RELEASE waits for its realloc */
-	uint64_t rel_ptr, rel_slot, rel_size;
 };
 
 struct pend {
@@ -91,6 +90,10 @@ struct conv {
 	uint32_t *by_serial; /* serial -> cthread index (RP_NONE) */
 	uint32_t nserial;
 	struct util_hmap addr; /* ptr -> slot */
+	/* REALLOC_RELEASEs waiting for their realloc: rel_key() -> slot.  A
+	   thread can have several (a dj trace's realloc waits for the release
+	   of its result's address, dj_trace.h). */
+	struct util_hmap rel;
 	/* per slot */
 	uint32_t *s_thread; /* last user (workload index), RP_NONE */
 	uint64_t *s_idx;    /* op index of that use */
@@ -665,15 +668,17 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 	}
 }
 
+static uint64_t rel_key(uint32_t ti, uint64_t ptr)
+{
+	return ptr ^ ((uint64_t)ti << 48);
+}
+
 static void on_release(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
-	struct cthread *t = &c->th[ti];
 	uint64_t s;
 	if (ev->ptr && addr_take(c, ev->ptr, &s, ev)) {
-		t->rel_valid = 1;
-		t->rel_ptr = ev->ptr;
-		t->rel_slot = s;
-		t->rel_size = c->s_size[s];
+		if (util_hmap_insert(&c->rel, rel_key(ti, ev->ptr), s, NULL) < 0)
+			c->nomem = 1;
 		kill_slot(c, ev->ptr, s);
 	}
 }
@@ -784,45 +789,92 @@ static int pick_trace(const char *trace, const struct rp_convert_opts *o, struct
 	return rc;
 }
 
+/* Where the events come from: an alloctrace trace, or a dj/malloc trace
+ * (dj_trace.h: recognised by its magic record). */
+struct source {
+	atr_file *f;
+	atr_iter *it;
+	dj_trace *dj;
+};
+
+static int src_open(struct source *sc, const char *trace, const struct rp_convert_opts *o,
+		    struct rp_convert_stats *st, char *eb, size_t el)
+{
+	memset(sc, 0, sizeof(*sc));
+	if (dj_trace_detect_path(trace)) {
+		if (dj_trace_open(trace, &sc->dj, eb, el) < 0)
+			return 1;
+		st->dj = 1;
+		st->nprocs = 1;
+		snprintf(st->trace_path, sizeof(st->trace_path), "%s", trace);
+		return 0;
+	}
+	if (pick_trace(trace, o, st, &sc->f, eb, el))
+		return 1;
+	if (atr_iter_new(sc->f, &sc->it) < 0) {
+		snprintf(eb, el, "%s", atr_last_error(sc->f));
+		atr_close(sc->f);
+		return 1;
+	}
+	return 0;
+}
+
+static int src_next(struct source *sc, const struct atr_event **ev)
+{
+	return sc->dj ? dj_trace_next(sc->dj, ev) : atr_iter_next_ref(sc->it, ev);
+}
+
+static const char *src_error(const struct source *sc)
+{
+	return sc->dj ? dj_trace_error(sc->dj) : atr_last_error(sc->f);
+}
+
+static void src_close(struct source *sc)
+{
+	if (sc->dj) {
+		dj_trace_close(sc->dj);
+		return;
+	}
+	atr_iter_free(sc->it);
+	atr_close(sc->f);
+}
+
 int rp_convert(const char *trace, const char *out, const struct rp_convert_opts *o,
 	       struct rp_convert_stats *st, char *eb, size_t el)
 {
 	memset(st, 0, sizeof(*st));
 	double t0 = plat_mono_s();
-	atr_file *f = NULL;
-	if (pick_trace(trace, o, st, &f, eb, el))
+	struct source sc;
+	if (src_open(&sc, trace, o, st, eb, el))
 		return 1;
-	const struct atr_info *in = atr_get_info(f);
+	const struct atr_info *in = sc.f ? atr_get_info(sc.f) : NULL;
 	struct conv c;
 	memset(&c, 0, sizeof(c));
 	c.o = o;
 	c.st = st;
-	c.f = f;
+	c.f = sc.f;
 	c.sp_thread = RP_NONE;
 	c.spawner = RP_NONE;
-	{
+	if (in) {
 		double tpn = in->ticks_per_sec > 0 ? in->ticks_per_sec / 1e9 : 1.0;
 		c.floor_ticks = (uint64_t)((double)o->think_floor_ns * tpn + 0.5);
 		c.min_ticks = (uint64_t)((double)RP_THINK_MIN_NS * tpn + 0.5);
 		if (!c.min_ticks)
 			c.min_ticks = 1;
+	} else {
+		/* a dj trace has no clock (ts is the record number): no think time */
+		c.floor_ticks = UINT64_MAX / 2;
+		c.min_ticks = UINT64_MAX;
 	}
 	if (awl_writer_open(out, &c.w, eb, el) < 0) {
-		atr_close(f);
+		src_close(&sc);
 		return 1;
 	}
-	atr_iter *it;
-	int r = atr_iter_new(f, &it);
-	if (r < 0) {
-		snprintf(eb, el, "%s", atr_last_error(f));
-		awl_writer_close(c.w);
-		atr_close(f);
-		return 1;
-	}
+	int r;
 	const struct atr_event *ev = NULL;
-	uint64_t first_ts = 0, last_ts = 0, total_hint = in->records_hint;
+	uint64_t first_ts = 0, last_ts = 0, total_hint = in ? in->records_hint : 0;
 	double last_prog = t0;
-	while ((r = atr_iter_next_ref(it, &ev)) > 0) {
+	while ((r = src_next(&sc, &ev)) > 0) {
 		if (ev->type != RP_EV_REALLOC_RELEASE) {
 			if (!st->records++)
 				first_ts = ev->ts;
@@ -842,9 +894,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 			if (shape == ATR_ARGS_PTR)
 				on_free(&c, ti, ev);
 			else if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB) {
-				int rel = t->rel_valid && t->rel_ptr == ev->ptr && ev->ptr;
-				t->rel_valid = 0;
-				on_realloc(&c, ti, ev, rel, t->rel_slot, t->rel_size);
+				uint64_t rs = 0;
+				int rel = ev->ptr && util_hmap_remove(&c.rel, rel_key(ti, ev->ptr), &rs);
+				on_realloc(&c, ti, ev, rel, rs, 0);
 			} else
 				on_alloc(&c, ti, ev);
 		} else if (ev->type == RP_EV_REALLOC_RELEASE) {
@@ -871,7 +923,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		fprintf(stderr, "\r%60s\r", "");
 	int rc = 0;
 	if (r < 0) {
-		snprintf(eb, el, "%s", atr_last_error(f));
+		snprintf(eb, el, "%s", src_error(&sc));
 		rc = 1;
 	} else if (c.nomem) {
 		snprintf(eb, el, "%s: out of memory", trace);
@@ -889,17 +941,31 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	st->threads = c.nth;
 	st->think_ns = c.think_total;
 	st->max_live = c.max_live;
-	st->lost_records += in->header_lost + in->lost_blocks;
-	st->anomalies = st->unknown_frees + st->double_frees + st->dup_allocs + st->unknown_reallocs;
+	if (in)
+		st->lost_records += in->header_lost + in->lost_blocks;
+	if (sc.dj) {
+		const struct dj_trace_stats *ds = dj_trace_get_stats(sc.dj);
+		st->records = ds->records;
+		st->dj_inversions_fixed = ds->inversions_fixed;
+		st->dj_inversions_pending = ds->inversions_pending;
+		st->dj_reallocs_merged = ds->reallocs_merged;
+		st->dj_unknown_records = ds->unknown_records + ds->extra_magic;
+		st->dj_truncated_bytes = ds->truncated_bytes;
+		st->dj_hints = ds->hints;
+		st->dj_alloctrace_export = ds->alloctrace_export;
+		st->pid = 0;
+	}
+	st->anomalies = st->unknown_frees + st->double_frees + st->dup_allocs + st->unknown_reallocs +
+			st->dj_unknown_records;
 	if (rc == 0) {
 		struct awl_summary_in s = {
 			.slots = c.nslots,
 			.ideal_peak = c.peak,
 			.waits = st->waits,
 			.anomalies = st->anomalies,
-			.duration_ns = st->records ? atr_ticks_to_ns_u64(f, last_ts - first_ts) : 0,
-			.src_pid = in->pid,
-			.src_exec = in->exec_seq,
+			.duration_ns = in && st->records ? atr_ticks_to_ns_u64(sc.f, last_ts - first_ts) : 0,
+			.src_pid = in ? in->pid : 0,
+			.src_exec = in ? in->exec_seq : 0,
 			.think_ns = c.think_total,
 			.max_live = c.max_live,
 		};
@@ -908,7 +974,6 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	}
 	st->bytes_out = awl_writer_bytes(c.w);
 	st->ops = awl_writer_ops(c.w);
-	atr_iter_free(it);
 	awl_writer_close(c.w);
 	for (uint32_t i = 0; i < c.nth; i++) {
 		util_hmap_destroy(&c.th[i].waited);
@@ -923,7 +988,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	free(c.s_size);
 	free(c.heap);
 	util_hmap_destroy(&c.addr);
-	atr_close(f);
+	util_hmap_destroy(&c.rel);
+	src_close(&sc);
 	st->seconds = plat_mono_s() - t0;
 	if (rc)
 		unlink(out);

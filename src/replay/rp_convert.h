@@ -42,6 +42,10 @@ struct rp_convert_stats {
 	uint64_t lost_records, anomalies, bytes_out;
 	uint64_t think_ns;
 	uint32_t max_live;
+	/* a dj/malloc trace (docs/DJ_COMPAT.md) */
+	int dj, dj_alloctrace_export;
+	uint64_t dj_inversions_fixed, dj_inversions_pending, dj_reallocs_merged;
+	uint64_t dj_unknown_records, dj_truncated_bytes, dj_hints;
 	double seconds;
 };
 

@@ -21,6 +21,7 @@
 
 #include "atr_format.h"
 #include "awl_workload.h"
+#include "fuzz_convert.h"
 #include "replay/rp_convert.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -51,26 +52,7 @@ static void workload(const uint8_t *data, size_t size)
 
 static void trace(const uint8_t *data, size_t size)
 {
-	int in = memfd_create("fuzz_trace", 0), out = memfd_create("fuzz_wl", 0);
-	if (in < 0 || out < 0)
-		abort();
-	if (size && write(in, data, size) != (ssize_t)size)
-		abort();
-	char ip[64], op[64], eb[512];
-	snprintf(ip, sizeof(ip), "/proc/self/fd/%d", in);
-	snprintf(op, sizeof(op), "/proc/self/fd/%d", out);
-	struct rp_convert_opts o = {.quiet = 1};
-	struct rp_convert_stats st;
-	if (rp_convert(ip, op, &o, &st, eb, sizeof(eb)) == 0) {
-		awl_file *f;
-		if (awl_open(op, &f, eb, sizeof(eb)) < 0 || awl_verify(f, eb, sizeof(eb)) < 0) {
-			fprintf(stderr, "converter wrote a bad workload: %s\n", eb);
-			abort();
-		}
-		awl_close(f);
-	}
-	close(in);
-	close(out);
+	fuzz_convert_verify(data, size);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
