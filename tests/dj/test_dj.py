@@ -196,8 +196,13 @@ def test_errors(a, tmp):
 
 
 def find(build, name, under=""):
+    """build/NAME (every target lands there), else the first NAME below a
+    directory whose path holds `under`."""
+    top = os.path.join(build, name)
+    if os.path.isfile(top):
+        return top
     for dirpath, _, files in os.walk(build):
-        if name in files and under in dirpath:
+        if name in files and under in os.path.relpath(dirpath, build):
             return os.path.join(dirpath, name)
     return None
 
