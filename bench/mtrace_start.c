@@ -12,5 +12,5 @@
 
 __attribute__((constructor)) static void mtrace_start(void)
 {
-    mtrace();
+	mtrace();
 }

@@ -71,11 +71,11 @@ static inline int alloctrace_marker(const char *label)
 }
 
 /* Seed compatibility: the dj/malloc branch's names. */
-#define mtrace_start() alloctrace_start()
-#define mtrace_stop() alloctrace_stop()
-#define mtrace_pause() alloctrace_pause()
+#define mtrace_start()	 alloctrace_start()
+#define mtrace_stop()	 alloctrace_stop()
+#define mtrace_pause()	 alloctrace_pause()
 #define mtrace_unpause() alloctrace_resume()
-#define mtrace_sync() alloctrace_sync()
+#define mtrace_sync()	 alloctrace_sync()
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@ set -euo pipefail
 
 # The allocators replay/compare test against are test dependencies: the
 # suite replays under each (tests/test_allocators.py).
-pkgs=(cmake make gcc g++ pkg-config libcmocka-dev python3 git sqlite3 file procps
+pkgs=(cmake make gcc g++ pkg-config clang-format libcmocka-dev python3 git sqlite3 file procps
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross
       libunwind-dev libdw-dev libelf-dev libiberty-dev binutils valgrind zlib1g-dev libzstd-dev chromium
       man-db bash-completion debhelper dpkg-dev fakeroot lintian

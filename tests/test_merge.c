@@ -116,7 +116,8 @@ static void test_merge_random(void **state)
 {
 	(void)state;
 	static const unsigned cfg[][3] = {
-		{1, 300, 4}, {2, 400, 1}, {2, 400, 8}, {3, 300, 5}, {5, 200, 3}, {9, 100, 2}, {16, 60, 6},
+	    {1, 300, 4}, {2, 400, 1}, {2, 400, 8}, {3, 300, 5},
+	    {5, 200, 3}, {9, 100, 2}, {16, 60, 6},
 	};
 	for (size_t i = 0; i < sizeof(cfg) / sizeof(cfg[0]); i++)
 		for (int rep = 0; rep < 5; rep++)

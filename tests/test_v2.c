@@ -300,7 +300,8 @@ static void test_codec(void **state)
 	(void)state;
 	uint64_t w[64];
 	size_t n = 0;
-	uint64_t feats[] = {0, ATR_FEAT_CHUNK_FLAGS, ATR_FEAT_TIMING | ATR_FEAT_STACKS | ATR_FEAT_CHUNK_FLAGS};
+	uint64_t feats[] = {0, ATR_FEAT_CHUNK_FLAGS,
+			    ATR_FEAT_TIMING | ATR_FEAT_STACKS | ATR_FEAT_CHUNK_FLAGS};
 	for (size_t fi = 0; fi < 3; fi++) {
 		uint64_t cm = (feats[fi] & ATR_FEAT_CHUNK_FLAGS) ? 4 : 0;
 		n = 0;

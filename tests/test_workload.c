@@ -150,10 +150,10 @@ static void test_all_calls(void **state)
 	atw_call(w, a, ts, ATR_T_REALLOCARRAY, ATR_FLAG_TIMED, ra, rad); /* moved */
 	ts += 3;
 	atw_malloc(w, a, ts++, 0, 1ULL << 46, UINT64_MAX); /* failed malloc */
-	atw_free(w, a, ts++, 0xdead0);			 /* never allocated */
+	atw_free(w, a, ts++, 0xdead0);			   /* never allocated */
 	atw_free(w, a, ts++, 0x1000);
-	atw_free(w, a, ts++, 0x1000);			 /* double free */
-	atw_malloc(w, a, ts++, 0x5000, 64, 0);		 /* address still live */
+	atw_free(w, a, ts++, 0x1000);	       /* double free */
+	atw_malloc(w, a, ts++, 0x5000, 64, 0); /* address still live */
 	atw_marker(w, a, ts++, "phase 2");
 	/* thread b frees what a allocated: cross-thread */
 	atw_free(w, b, ts++, 0x2000);
@@ -313,12 +313,13 @@ static int built(const char *prog, char *tool, size_t tl, char *pp, size_t pl)
 }
 
 /* Record `prog args` and return the first process's trace file. */
-static void record_prog(const char *tool, const char *prog, const char *args, const char *name, char *trace,
-			size_t tl)
+static void record_prog(const char *tool, const char *prog, const char *args, const char *name,
+			char *trace, size_t tl)
 {
 	char dir[300], cmd[4096];
 	path_in(dir, sizeof(dir), name);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' %s >/dev/null 2>&1", tool, dir, prog, args);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' %s >/dev/null 2>&1", tool, dir,
+		 prog, args);
 	assert_int_equal(system(cmd), 0);
 	char **paths;
 	size_t n;
@@ -360,7 +361,8 @@ static void test_recorded_waves(void **state)
 	}
 	awl_close(f);
 	for (int rep = 0; rep < 3; rep++) {
-		struct rp_opts o = {.touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF, .think = RP_THINK_OFF};
+		struct rp_opts o = {
+		    .touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF, .think = RP_THINK_OFF};
 		struct rp_result *r = calloc(1, sizeof(*r));
 		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
 		assert_int_equal(r->threads_created, WAVES * K + 1);
@@ -446,8 +448,8 @@ static void test_think_time(void **state)
 		struct rp_result *r = calloc(1, sizeof(*r));
 		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
 		double err = ((double)r->wall_ns - (double)dur) / (double)dur;
-		print_message("think: traced %.1f ms, replay %.1f ms (%+.1f%%)\n", (double)dur / 1e6,
-			      (double)r->wall_ns / 1e6, 100 * err);
+		print_message("think: traced %.1f ms, replay %.1f ms (%+.1f%%)\n",
+			      (double)dur / 1e6, (double)r->wall_ns / 1e6, 100 * err);
 		if (fabs(err) < best)
 			best = fabs(err);
 		assert_true(r->think_ns >= think && r->think_ns <= think + think / 5);
@@ -455,7 +457,8 @@ static void test_think_time(void **state)
 	}
 	assert_true(best <= THINK_BOUND);
 	/* --think off: the calls only, far shorter */
-	struct rp_opts o = {.touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF, .think = RP_THINK_OFF};
+	struct rp_opts o = {
+	    .touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF, .think = RP_THINK_OFF};
 	struct rp_result *r = calloc(1, sizeof(*r));
 	assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
 	assert_true(r->wall_ns < dur / 4);
@@ -477,8 +480,10 @@ static void test_recorded_threads(void **state)
 	check_exact(trace, wl, 1);
 	/* the command line agrees: ideal_rss_peak_bytes == peak_live_bytes */
 	snprintf(cmd, sizeof(cmd),
-		 "'%s' info --json '%s' | grep -o '\"peak_live_bytes\": [0-9]*' | grep -o '[0-9]*$' > '%s/a' && "
-		 "'%s' replay --json '%s' | grep -o '\"ideal_rss_peak_bytes\": [0-9]*' | grep -o '[0-9]*$' > '%s/b' && "
+		 "'%s' info --json '%s' | grep -o '\"peak_live_bytes\": [0-9]*' | grep -o "
+		 "'[0-9]*$' > '%s/a' && "
+		 "'%s' replay --json '%s' | grep -o '\"ideal_rss_peak_bytes\": [0-9]*' | grep -o "
+		 "'[0-9]*$' > '%s/b' && "
 		 "cmp -s '%s/a' '%s/b'",
 		 tool, trace, tmpdir, tool, wl, tmpdir, tmpdir, tmpdir);
 	assert_int_equal(system(cmd), 0);
@@ -487,13 +492,10 @@ static void test_recorded_threads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_all_calls),
-		cmocka_unit_test(test_cross_thread_order),
-		cmocka_unit_test(test_bad_input),
-		cmocka_unit_test(test_recorded_threads),
-		cmocka_unit_test(test_recorded_waves),
-		cmocka_unit_test(test_v1_fixture),
-		cmocka_unit_test(test_think_time),
+	    cmocka_unit_test(test_all_calls),	   cmocka_unit_test(test_cross_thread_order),
+	    cmocka_unit_test(test_bad_input),	   cmocka_unit_test(test_recorded_threads),
+	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
+	    cmocka_unit_test(test_think_time),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

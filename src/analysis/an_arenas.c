@@ -101,8 +101,8 @@ static void push_pt(struct an_arena_pt **arr, uint32_t *n, uint32_t *cap, uint64
 }
 
 /* A HEAP record: heap start, ar_ptr, heap_info.size. */
-static int on_heap(struct an_arenas *a, const struct atr_event *ev, uint64_t start,
-		   uint64_t ar_ptr, uint64_t size)
+static int on_heap(struct an_arenas *a, const struct atr_event *ev, uint64_t start, uint64_t ar_ptr,
+		   uint64_t size)
 {
 	int ai = arena_get(a, ar_ptr ? ar_ptr : 1, ev); /* 0 is main */
 	if (ai < 0)
@@ -348,7 +348,10 @@ static int step(struct an_arenas *a, const struct atr_event *ev)
 		if (ai == -1)
 			return -1;
 		if (ev->flags & ATR_FLAG_TIMED)
-			note_time(a, t, ai >= 0 ? ai : ev->ret ? -1 : arena_of_ptr(a, ev->ptr),
+			note_time(a, t,
+				  ai >= 0   ? ai
+				  : ev->ret ? -1
+					    : arena_of_ptr(a, ev->ptr),
 				  ev->duration);
 		return 0;
 	}
@@ -380,7 +383,8 @@ static int finish_waits(struct an_arenas *a)
 			for (uint32_t k = 0; k < t->nhist; k++)
 				seen += t->hist[k].h[b];
 			if (seen >= half)
-				t->median = b + 1 < AN_ARENAS_NBUCKETS ? bucket_lo(b + 1) - 1 : bucket_lo(b);
+				t->median = b + 1 < AN_ARENAS_NBUCKETS ? bucket_lo(b + 1) - 1
+								       : bucket_lo(b);
 		}
 		uint64_t limit = t->median * AN_ARENAS_SLOW_FACTOR;
 		for (uint32_t k = 0; k < t->nhist; k++) {

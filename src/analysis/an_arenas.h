@@ -16,12 +16,12 @@
 #include "atr_reader.h"
 #include "util_hmap.h"
 
-#define AN_ARENAS_LIST_CAP 100000u /* events kept per list; more are counted */
-#define AN_ARENAS_NBUCKETS 496u	   /* duration histogram: 8 per power of 2 */
-#define AN_ARENAS_SLOW_FACTOR 10u  /* "long" call: > 10 x the thread's median */
+#define AN_ARENAS_LIST_CAP    100000u /* events kept per list; more are counted */
+#define AN_ARENAS_NBUCKETS    496u    /* duration histogram: 8 per power of 2 */
+#define AN_ARENAS_SLOW_FACTOR 10u     /* "long" call: > 10 x the thread's median */
 /* glibc constants on 64-bit (malloc.c) */
-#define AN_GLIBC_MMAP_THRESHOLD_INIT (128u << 10)   /* DEFAULT_MMAP_THRESHOLD_MIN */
-#define AN_GLIBC_MMAP_THRESHOLD_MAX (32ULL << 20)  /* DEFAULT_MMAP_THRESHOLD_MAX */
+#define AN_GLIBC_MMAP_THRESHOLD_INIT (128u << 10)  /* DEFAULT_MMAP_THRESHOLD_MIN */
+#define AN_GLIBC_MMAP_THRESHOLD_MAX  (32ULL << 20) /* DEFAULT_MMAP_THRESHOLD_MAX */
 
 struct an_arena_pt {
 	uint64_t ts, v;
@@ -29,32 +29,32 @@ struct an_arena_pt {
 
 struct an_arena_heap {
 	uint64_t start;
-	uint32_t arena;	     /* index in an_arenas.arenas */
+	uint32_t arena; /* index in an_arenas.arenas */
 	uint32_t first_thread, first_tid;
 	uint64_t first_ts;
-	uint64_t size;	     /* heap_info.size last seen (0: unknown) */
-	uint64_t extent;     /* highest chunk end - start seen */
+	uint64_t size;		   /* heap_info.size last seen (0: unknown) */
+	uint64_t extent;	   /* highest chunk end - start seen */
 	struct an_arena_pt *sizes; /* (ts, heap_info.size) when it changed */
 	uint32_t nsizes, capsizes;
 	uint64_t sizes_dropped;
 };
 
 struct an_arena {
-	uint64_t ar_ptr;     /* 0: the main arena */
+	uint64_t ar_ptr; /* 0: the main arena */
 	int main;
-	uint64_t first_ts;   /* first allocation seen from it */
+	uint64_t first_ts; /* first allocation seen from it */
 	uint32_t first_thread, first_tid;
-	uint32_t *threads;   /* serials of threads it served, first-use order */
+	uint32_t *threads; /* serials of threads it served, first-use order */
 	uint32_t nthreads, capthreads;
-	uint32_t *heaps;     /* indices in an_arenas.heaps */
+	uint32_t *heaps; /* indices in an_arenas.heaps */
 	uint32_t nheaps, capheaps;
-	uint64_t allocs;     /* non-mmapped allocations it served */
+	uint64_t allocs; /* non-mmapped allocations it served */
 };
 
 struct an_arena_move {
 	uint64_t ts;
 	uint32_t thread, tid;
-	int32_t from, to;    /* arena indices; from = -1: first allocation */
+	int32_t from, to; /* arena indices; from = -1: first allocation */
 };
 
 struct an_arena_thresh {
@@ -71,13 +71,13 @@ struct an_arena_hist {
 
 struct an_arena_thr {
 	uint32_t serial, tid;
-	int32_t cur;	     /* arena of its last non-mmapped allocation */
+	int32_t cur; /* arena of its last non-mmapped allocation */
 	int exited;
 	uint64_t rel_ptr, rel_chunk; /* realloc release stash (realloc(p, 0)) */
 	struct an_arena_hist *hist;
 	uint32_t nhist;
 	uint64_t timed_calls;
-	uint64_t median;     /* ticks, upper bound of the median's bucket */
+	uint64_t median; /* ticks, upper bound of the median's bucket */
 };
 
 /* Long calls of one thread on one shared arena (timing recorded). */
@@ -115,8 +115,8 @@ struct an_arenas {
 	uint32_t nwaits;
 	uint64_t last_ts;
 	/* working state */
-	struct util_hmap mm;	   /* live mmapped chunk -> chunk size */
-	struct util_hmap heap_idx; /* heap start -> index */
+	struct util_hmap mm;	    /* live mmapped chunk -> chunk size */
+	struct util_hmap heap_idx;  /* heap start -> index */
 	struct util_hmap arena_idx; /* ar_ptr -> index */
 };
 

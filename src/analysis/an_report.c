@@ -121,8 +121,9 @@ static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t ts
 		} else {
 			if (s->nblks == s->capblks) {
 				uint32_t nc = s->capblks ? s->capblks * 2 : 4096;
-				struct blk *nb = nc > s->capblks ? realloc(s->blks, (size_t)nc * sizeof(*nb))
-								 : NULL;
+				struct blk *nb = nc > s->capblks
+						     ? realloc(s->blks, (size_t)nc * sizeof(*nb))
+						     : NULL;
 				if (!nb) {
 					s->nomem = 1;
 					return;
@@ -374,13 +375,13 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 	while ((rc = atr_iter_next(it, &ev)) > 0) {
 		util_progress_update(&prog, ev.seq);
 		if (flt) {
-			if (flt->have_to && (flt->to_label ? is_marker(&ev, flt->to_label)
-							   : ev.ts > s.to_ts)) {
+			if (flt->have_to &&
+			    (flt->to_label ? is_marker(&ev, flt->to_label) : ev.ts > s.to_ts)) {
 				r->window_closed = 1;
 				break;
 			}
-			if (!s.in_window &&
-			    (flt->from_label ? is_marker(&ev, flt->from_label) : ev.ts >= s.from_ts))
+			if (!s.in_window && (flt->from_label ? is_marker(&ev, flt->from_label)
+							     : ev.ts >= s.from_ts))
 				s.in_window = r->window_open = 1;
 		}
 		if (ev.type == ATR_EV_REALLOC_RELEASE) {
@@ -472,7 +473,8 @@ long an_report_rank(const struct an_report *r, enum an_by by, size_t **out)
 		return -1;
 	size_t n = 0;
 	for (size_t i = 0; i < r->nst; i++)
-		if (an_stack_value(&r->st[i], by) > 0 && !(by == AN_BY_LEAKED && r->st[i].suppressed))
+		if (an_stack_value(&r->st[i], by) > 0 &&
+		    !(by == AN_BY_LEAKED && r->st[i].suppressed))
 			v[n++] = i;
 	rank_r = r;
 	rank_by = by;

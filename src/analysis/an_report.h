@@ -57,7 +57,7 @@ struct an_report_thread {
 struct an_report {
 	uint64_t calls[ATR_T_CALL_LAST + 1];
 	uint64_t total_calls, bytes_requested, failed, unknown_frees, inherited_frees, free_null;
-	uint64_t pre_attach_frees; /* record -p: frees of blocks from before */
+	uint64_t pre_attach_frees;	  /* record -p: frees of blocks from before */
 	uint64_t live_bytes, live_blocks; /* at the end */
 	uint64_t peak_live_bytes, peak_ts;
 	uint64_t first_ts, last_ts, records;
@@ -65,10 +65,10 @@ struct an_report {
 	uint64_t size_hist[AN_HIST_BUCKETS];
 	uint64_t life_hist[AN_HIST_BUCKETS]; /* nanoseconds */
 	uint64_t freed_blocks;
-	uint64_t excluded_calls; /* allocation calls a filter left out */
+	uint64_t excluded_calls;	/* allocation calls a filter left out */
 	int window_open, window_closed; /* --from/--to labels: seen */
-	int timing; /* ATR_FEAT_TIMING */
-	int stacks; /* ATR_FEAT_STACKS */
+	int timing;			/* ATR_FEAT_TIMING */
+	int stacks;			/* ATR_FEAT_STACKS */
 	struct an_stack_stat *st;
 	size_t nst;
 	struct an_report_thread *threads;

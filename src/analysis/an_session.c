@@ -88,8 +88,8 @@ static int read_supp(struct rep_opts *o, const char *path, const char *cmd)
 		if (!*p || *p == '#')
 			continue;
 		if (strchr(p, ':') && strncmp(p, "leak:", 5)) {
-			util_err("%s: %s:%u: only \"leak:\" suppressions are known: '%s'", cmd, path,
-				 no, p);
+			util_err("%s: %s:%u: only \"leak:\" suppressions are known: '%s'", cmd,
+				 path, no, p);
 			rc = -1;
 		} else if (!strcmp(p, "leak:") || add_supp(o, p) < 0) {
 			util_err("%s: %s:%u: empty pattern or out of memory", cmd, path, no);
@@ -182,7 +182,8 @@ int rep_opt(struct rep_opts *o, int c, const char *arg, const char *cmd)
 	case 8: {
 		int g = an_group_parse(arg);
 		if (g < 0) {
-			util_err("%s: unknown --group '%s' (stack, function, caller, module)", cmd, arg);
+			util_err("%s: unknown --group '%s' (stack, function, caller, module)", cmd,
+				 arg);
 			return -1;
 		}
 		o->group = (enum an_group_kind)g;

@@ -38,16 +38,22 @@ struct rep_opts {
 /* Entries for a getopt_long table; handled by rep_opt(). */
 /* Entries for a getopt_long table; handled by rep_opt().  REP_FILTER_OPTIONS
  * for every analysis command, REP_OPTIONS (adds --group) for report. */
-#define REP_FILTER_OPTIONS                                                                  \
-	{"names", required_argument, NULL, REP_OPT_BASE + 0},                               \
-	    {"pid", required_argument, NULL, REP_OPT_BASE + 1},                             \
-	    {"thread", required_argument, NULL, REP_OPT_BASE + 2},                          \
-	    {"from", required_argument, NULL, REP_OPT_BASE + 3},                            \
-	    {"to", required_argument, NULL, REP_OPT_BASE + 4},                              \
-	    {"module", required_argument, NULL, REP_OPT_BASE + 5},                          \
-	    {"function", required_argument, NULL, REP_OPT_BASE + 6},                        \
-	    {"suppress", required_argument, NULL, REP_OPT_BASE + 7}
-#define REP_OPTIONS REP_FILTER_OPTIONS, {"group", required_argument, NULL, REP_OPT_BASE + 8}
+#define REP_FILTER_OPTIONS                                                                         \
+	{"names", required_argument, NULL, REP_OPT_BASE + 0},                                      \
+	    {"pid", required_argument, NULL, REP_OPT_BASE + 1},                                    \
+	    {"thread", required_argument, NULL, REP_OPT_BASE + 2},                                 \
+	    {"from", required_argument, NULL, REP_OPT_BASE + 3},                                   \
+	    {"to", required_argument, NULL, REP_OPT_BASE + 4},                                     \
+	    {"module", required_argument, NULL, REP_OPT_BASE + 5},                                 \
+	    {"function", required_argument, NULL, REP_OPT_BASE + 6},                               \
+	{                                                                                          \
+		"suppress", required_argument, NULL, REP_OPT_BASE + 7                              \
+	}
+#define REP_OPTIONS                                                                                \
+	REP_FILTER_OPTIONS,                                                                        \
+	{                                                                                          \
+		"group", required_argument, NULL, REP_OPT_BASE + 8                                 \
+	}
 /* The usage lines of REP_OPTIONS. */
 extern const char rep_opts_usage[];
 
@@ -65,7 +71,7 @@ int rep_list(int argc, char **argv, const struct rep_opts *o, const char *cmd, c
 
 struct rep_ctx {
 	atr_file *f;
-	const struct rep_opts *o; /* NULL: defaults */
+	const struct rep_opts *o;	  /* NULL: defaults */
 	uint64_t supp_bytes, supp_blocks; /* leaks --suppress hid */
 	struct an_symbols *sym;
 	struct an_report r;
@@ -88,7 +94,6 @@ void rep_close(struct rep_ctx *c);
  * frames of their own, outside before inside); returns the frame count. */
 typedef void (*rep_frame_fn)(void *arg, const struct an_frame *fr);
 unsigned rep_frames_outer_first(struct rep_ctx *c, uint32_t stack, rep_frame_fn fn, void *arg);
-
 
 /* Trace-relative nanoseconds of an RSS sample (may be negative: before the
  * trace began). */

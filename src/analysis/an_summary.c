@@ -100,7 +100,8 @@ static void on_call(struct an_state *st, const struct atr_event *ev)
 		if (!ev->ret) {
 			if (ev->size != 0 || !ev->ptr)
 				s->failed++;
-			if (ev->ptr && ev->size != 0 && !util_hmap_lookup(&st->live, ev->ptr, NULL)) {
+			if (ev->ptr && ev->size != 0 &&
+			    !util_hmap_lookup(&st->live, ev->ptr, NULL)) {
 				count_unknown(st);
 			}
 			return;

@@ -37,7 +37,7 @@ struct an_summary {
 	uint64_t bytes_requested;
 	uint64_t failed; /* allocation calls that returned NULL */
 	uint64_t unknown_frees;
-	uint64_t inherited_frees; /* fork child: releases of inherited blocks */
+	uint64_t inherited_frees;  /* fork child: releases of inherited blocks */
 	uint64_t pre_attach_frees; /* attached trace: releases of blocks
 				      allocated before the attach */
 	uint64_t free_null;

@@ -100,7 +100,8 @@ void an_shorten_templates(char *name)
 			if (!strncmp(o, "<<=", 3) || !strncmp(o, "<=>", 3) || !strncmp(o, ">>=", 3))
 				k += 3;
 			else if (!strncmp(o, "<<", 2) || !strncmp(o, ">>", 2) ||
-				 !strncmp(o, "<=", 2) || !strncmp(o, ">=", 2) || !strncmp(o, "->", 2))
+				 !strncmp(o, "<=", 2) || !strncmp(o, ">=", 2) ||
+				 !strncmp(o, "->", 2))
 				k += 2;
 			else if (*o == '<' || *o == '>')
 				k += 1;
@@ -232,7 +233,8 @@ static int try_file(struct sym_mod *sm, const struct atr_module *m, const char *
 		const unsigned char *bits;
 		GElf_Addr va;
 		int n = dwfl_module_build_id(dm, &bits, &va);
-		if (n > 0 && ((unsigned)n != m->build_id_len || memcmp(bits, m->build_id, (size_t)n))) {
+		if (n > 0 &&
+		    ((unsigned)n != m->build_id_len || memcmp(bits, m->build_id, (size_t)n))) {
 			dwfl_end(d); /* a different build of that file */
 			return 0;
 		}

@@ -63,13 +63,13 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 
 /* The traced functions in ATR_CALLS order: alloctrace_attach_impl hands
  * back the target's real functions in the same order. */
-#define NFUNCS ((int)ATR_NCALLS)
+#define NFUNCS					       ((int)ATR_NCALLS)
 #define FUNC_(NAME, name, type, op, args, ret, params) #name,
 static const char *const funcs[NFUNCS] = {ATR_CALLS(FUNC_)};
 #undef FUNC_
 
 #define CALL_TIMEOUT_MS 10000
-#define MAX_TASKS 4096
+#define MAX_TASKS	4096
 
 static volatile sig_atomic_t at_stop;
 /* /proc/PID, or /proc/PID/task/TID of a live thread when the main thread
@@ -96,7 +96,7 @@ struct target {
 	struct task {
 		pid_t tid;
 		int sig; /* signal to deliver at detach */
-	} *tasks;
+	} * tasks;
 	size_t ntasks;
 };
 
@@ -116,11 +116,11 @@ static int mem_write(struct target *t, uint64_t addr, const void *buf, size_t n)
 
 struct module {
 	char path[PATH_MAX];
-	uint64_t lo, hi;     /* lowest and highest mapped address */
-	uint64_t base;	     /* start of the offset-0 mapping (0: none) */
-	uint64_t base_end;   /* its end, for /proc/PID/map_files */
+	uint64_t lo, hi;   /* lowest and highest mapped address */
+	uint64_t base;	   /* start of the offset-0 mapping (0: none) */
+	uint64_t base_end; /* its end, for /proc/PID/map_files */
 	uint64_t dev, ino;
-	int done;	     /* GOT patched */
+	int done; /* GOT patched */
 };
 
 static int parse_maps(pid_t pid, struct module **out, size_t *nout)
@@ -139,8 +139,9 @@ static int parse_maps(pid_t pid, struct module **out, size_t *nout)
 		unsigned maj, mnr;
 		char perms[8];
 		int pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &off, &maj, &mnr,
-			   &ino, &pos) < 7 || ino == 0)
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &off, &maj,
+			   &mnr, &ino, &pos) < 7 ||
+		    ino == 0)
 			continue;
 		char *path = line + pos;
 		path[strcspn(path, "\n")] = 0;
@@ -248,8 +249,10 @@ static int elf_open(struct elf *e, pid_t pid, const struct module *m)
 	const Elf64_Ehdr *h = e->eh;
 	if (memcmp(h->e_ident, ELFMAG, SELFMAG) || h->e_ident[EI_CLASS] != ELFCLASS64 ||
 	    h->e_machine != EM_X86_64 || h->e_shentsize != sizeof(Elf64_Shdr) ||
-	    h->e_shoff > e->size || (uint64_t)h->e_shnum * sizeof(Elf64_Shdr) > e->size - h->e_shoff ||
-	    h->e_phoff > e->size || (uint64_t)h->e_phnum * sizeof(Elf64_Phdr) > e->size - h->e_phoff)
+	    h->e_shoff > e->size ||
+	    (uint64_t)h->e_shnum * sizeof(Elf64_Shdr) > e->size - h->e_shoff ||
+	    h->e_phoff > e->size ||
+	    (uint64_t)h->e_phnum * sizeof(Elf64_Phdr) > e->size - h->e_phoff)
 		goto bad;
 	e->sh = (const Elf64_Shdr *)(e->data + h->e_shoff);
 	for (unsigned i = 0; i < h->e_shnum; i++) {
@@ -737,8 +740,9 @@ static void report_skips(const struct patcher *pt)
 			(unsigned long long)pt->real[k->f], module_of(pt, pt->real[k->f]));
 	}
 	if (pt->nskips)
-		fprintf(stderr, "alloctrace: warning: the trace misses those calls; record the "
-				"program from its start (LD_PRELOAD) to see them (docs/ATTACH.md)\n");
+		fprintf(stderr,
+			"alloctrace: warning: the trace misses those calls; record the "
+			"program from its start (LD_PRELOAD) to see them (docs/ATTACH.md)\n");
 }
 
 static int same_module(const struct module *a, const struct module *b)
@@ -1024,9 +1028,10 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 	static const char *const ld_names[] = {"ld-linux", "ld-", NULL};
 	if (reach_safe_point(k, libc, find_module(mods, nmods, ld_names)) < 0) {
 		if (!proc_alive(pid))
-			util_err("record -p: process %d exited while it was being stepped to a safe "
-				 "point; nothing was traced",
-				 (int)pid);
+			util_err(
+			    "record -p: process %d exited while it was being stepped to a safe "
+			    "point; nothing was traced",
+			    (int)pid);
 		goto out_detach;
 	}
 	uint64_t path_at, ret = 0;

@@ -247,8 +247,8 @@ static int request(struct ch_client *c, const char *query_in_url, const void *bo
 	util_buf_free(&u);
 	if (c->verbose) {
 		const char *what = query_in_url ? query_in_url : body ? (const char *)body : "";
-		fprintf(stderr, "clickhouse: %.3f s, %zu bytes sent: %.100s\n", plat_mono_s() - t0, len,
-			what);
+		fprintf(stderr, "clickhouse: %.3f s, %zu bytes sent: %.100s\n", plat_mono_s() - t0,
+			len, what);
 	}
 	if (rc != CURLE_OK) {
 		const char *hint = rc == CURLE_COULDNT_CONNECT

@@ -14,16 +14,15 @@
 
 static void arenas_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: alloctrace arenas [--json] TRACE...\n"
-		"glibc malloc's arenas as the trace shows them: which arena served each\n"
-		"thread and when threads moved, arenas created over time, the heaps of\n"
-		"each arena and their size, main-arena growth by sbrk, chunks served by\n"
-		"mmap, the dynamic mmap/trim thresholds, and at exit the summary of\n"
-		"glibc's malloc systemtap example (contention if recorded with --timing,\n"
-		"active arenas, heaps, total sbrk, final mmap threshold).\n"
-		"Needs a trace recorded on glibc.  See docs/ARENAS.md.\n"
-		"  --json   one JSON object per trace ({\"processes\": [...]} for several)\n");
+	fprintf(out, "usage: alloctrace arenas [--json] TRACE...\n"
+		     "glibc malloc's arenas as the trace shows them: which arena served each\n"
+		     "thread and when threads moved, arenas created over time, the heaps of\n"
+		     "each arena and their size, main-arena growth by sbrk, chunks served by\n"
+		     "mmap, the dynamic mmap/trim thresholds, and at exit the summary of\n"
+		     "glibc's malloc systemtap example (contention if recorded with --timing,\n"
+		     "active arenas, heaps, total sbrk, final mmap threshold).\n"
+		     "Needs a trace recorded on glibc.  See docs/ARENAS.md.\n"
+		     "  --json   one JSON object per trace ({\"processes\": [...]} for several)\n");
 }
 
 static double secs(const atr_file *f, uint64_t ts)
@@ -121,8 +120,7 @@ static void print_text(const atr_file *f, const struct an_arenas *a)
 	if (a->thresh_dropped)
 		printf("  (%" PRIu64 " more not kept)\n", a->thresh_dropped);
 
-	printf("\nContention:%s\n",
-	       a->timing ? "" : " (not recorded: record with --timing)");
+	printf("\nContention:%s\n", a->timing ? "" : " (not recorded: record with --timing)");
 	for (uint32_t i = 0; i < a->nwaits; i++) {
 		const struct an_arena_wait *w = &a->waits[i];
 		arena_name(a, (int32_t)w->arena, n1, sizeof n1);

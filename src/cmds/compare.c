@@ -24,25 +24,26 @@
 #include "util_json.h"
 #include "util_msg.h"
 
-
 static void compare_usage(FILE *out)
 {
-	fprintf(out, "usage: alloctrace compare WORKLOAD --allocators A,B,... [--runs N] [--touch M]\n"
-		     "                          [--trim-interval N] [--timing serial|fast|off] [--json]\n"
-		     "                          [--html FILE]\n"
-		     "Replay WORKLOAD N times (default 3) under each allocator and print medians\n"
-		     "(min-max) and ratios against the first column.  An allocator is glibc,\n"
-		     "jemalloc, tcmalloc, mimalloc, PATH.so or none, optionally with glibc tunables:\n"
-		     "  glibc+glibc.malloc.arena_max=1+glibc.malloc.trim_threshold=0\n"
-		     "--html FILE also writes a self-contained page: bars of time and RSS per\n"
-		     "allocator (median, min-max) and the RSS of each allocator's first run\n"
-		     "over time.\n"
-		     "--clickhouse URL [--database DB] also stores every run in ClickHouse\n"
-		     "(table replay_runs, view replay_medians: docs/CLICKHOUSE.md).\n");
+	fprintf(
+	    out,
+	    "usage: alloctrace compare WORKLOAD --allocators A,B,... [--runs N] [--touch M]\n"
+	    "                          [--trim-interval N] [--timing serial|fast|off] [--json]\n"
+	    "                          [--html FILE]\n"
+	    "Replay WORKLOAD N times (default 3) under each allocator and print medians\n"
+	    "(min-max) and ratios against the first column.  An allocator is glibc,\n"
+	    "jemalloc, tcmalloc, mimalloc, PATH.so or none, optionally with glibc tunables:\n"
+	    "  glibc+glibc.malloc.arena_max=1+glibc.malloc.trim_threshold=0\n"
+	    "--html FILE also writes a self-contained page: bars of time and RSS per\n"
+	    "allocator (median, min-max) and the RSS of each allocator's first run\n"
+	    "over time.\n"
+	    "--clickhouse URL [--database DB] also stores every run in ClickHouse\n"
+	    "(table replay_runs, view replay_medians: docs/CLICKHOUSE.md).\n");
 }
 
-static int run_one(const char *wl, struct cmp_col *c, const char *touch, const char *trim, const char *timing,
-		   const char *timeline, double *out)
+static int run_one(const char *wl, struct cmp_col *c, const char *touch, const char *trim,
+		   const char *timing, const char *timeline, double *out)
 {
 	int pfd[2];
 	if (pipe(pfd) < 0)
@@ -145,11 +146,14 @@ static int store_clickhouse(const char *url, const char *db, const char *wl, str
 	const char *opts[3];
 	int nopt = 0;
 	if (touch)
-		snprintf(opt[nopt], sizeof(opt[0]), "touch=%s", touch), opts[nopt] = opt[nopt], nopt++;
+		snprintf(opt[nopt], sizeof(opt[0]), "touch=%s", touch), opts[nopt] = opt[nopt],
+									nopt++;
 	if (trim)
-		snprintf(opt[nopt], sizeof(opt[0]), "trim-interval=%s", trim), opts[nopt] = opt[nopt], nopt++;
+		snprintf(opt[nopt], sizeof(opt[0]), "trim-interval=%s", trim),
+		    opts[nopt] = opt[nopt], nopt++;
 	if (timing)
-		snprintf(opt[nopt], sizeof(opt[0]), "timing=%s", timing), opts[nopt] = opt[nopt], nopt++;
+		snprintf(opt[nopt], sizeof(opt[0]), "timing=%s", timing), opts[nopt] = opt[nopt],
+									  nopt++;
 	struct ch_replay_col cc[32];
 	char libs[32][4096];
 	for (int k = 0; k < ncol; k++) {
@@ -186,15 +190,20 @@ static int store_clickhouse(const char *url, const char *db, const char *wl, str
 int cmd_compare(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"allocators", required_argument, NULL, 'a'}, {"runs", required_argument, NULL, 'r'},
-		{"touch", required_argument, NULL, 't'},      {"trim-interval", required_argument, NULL, 'I'},
-		{"timing", required_argument, NULL, 'm'},
-		{"json", no_argument, NULL, 'j'},	      {"help", no_argument, NULL, 'h'},
-		{"html", required_argument, NULL, 'H'},
-		{"clickhouse", required_argument, NULL, 'C'}, {"database", required_argument, NULL, 'D'},
-		{NULL, 0, NULL, 0},
+	    {"allocators", required_argument, NULL, 'a'},
+	    {"runs", required_argument, NULL, 'r'},
+	    {"touch", required_argument, NULL, 't'},
+	    {"trim-interval", required_argument, NULL, 'I'},
+	    {"timing", required_argument, NULL, 'm'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"html", required_argument, NULL, 'H'},
+	    {"clickhouse", required_argument, NULL, 'C'},
+	    {"database", required_argument, NULL, 'D'},
+	    {NULL, 0, NULL, 0},
 	};
-	const char *list = "glibc,jemalloc,tcmalloc,mimalloc", *touch = NULL, *trim = NULL, *timing = NULL;
+	const char *list = "glibc,jemalloc,tcmalloc,mimalloc", *touch = NULL, *trim = NULL,
+		   *timing = NULL;
 	const char *html = NULL, *ch_url = NULL, *ch_db = "alloctrace";
 	char tldir[] = "/tmp/alloctrace-compare.XXXXXX";
 	int runs = 3, json = 0, c;
@@ -271,7 +280,8 @@ int cmd_compare(int argc, char **argv)
 		co->spec = t;
 		char *s2 = strdup(t), *sv = NULL;
 		co->name = strtok_r(s2, "+", &sv);
-		for (char *u = strtok_r(NULL, "+", &sv); u && co->ntun < 16; u = strtok_r(NULL, "+", &sv))
+		for (char *u = strtok_r(NULL, "+", &sv); u && co->ntun < 16;
+		     u = strtok_r(NULL, "+", &sv))
 			co->tun[co->ntun++] = u;
 		for (int m = 0; m < CMP_NMETRIC; m++)
 			co->v[m] = calloc((size_t)runs, sizeof(double));
@@ -295,9 +305,10 @@ int cmd_compare(int argc, char **argv)
 		for (int k = 0; k < ncol && !rc; k++) {
 			double out[CMP_NMETRIC];
 			if (isatty(2))
-				fprintf(stderr, "\rcompare: run %d/%d %-30s", r + 1, runs, cols[k].spec);
-			if (run_one(wl, &cols[k], touch, trim, timing, r == 0 ? cols[k].timeline : NULL,
-				    out) < 0) {
+				fprintf(stderr, "\rcompare: run %d/%d %-30s", r + 1, runs,
+					cols[k].spec);
+			if (run_one(wl, &cols[k], touch, trim, timing,
+				    r == 0 ? cols[k].timeline : NULL, out) < 0) {
 				util_err("compare: replay under %s failed", cols[k].spec);
 				rc = 1;
 				break;
@@ -311,8 +322,9 @@ int cmd_compare(int argc, char **argv)
 	if (!vd)
 		util_die_nomem();
 	for (int k = 0; !rc && k < ncol; k++) {
-		rp_verdict_compute(cols[k].v[CMP_M_WALL], cols[0].v[CMP_M_WALL], cols[k].v[CMP_M_RSS],
-				   cols[0].v[CMP_M_RSS], runs, cols[0].ideal_mib, &vd[k]);
+		rp_verdict_compute(cols[k].v[CMP_M_WALL], cols[0].v[CMP_M_WALL],
+				   cols[k].v[CMP_M_RSS], cols[0].v[CMP_M_RSS], runs,
+				   cols[0].ideal_mib, &vd[k]);
 		rp_verdict_line(cols[k].verdict, sizeof(cols[k].verdict), cols[k].spec, &vd[k]);
 	}
 	if (!rc && json) {
@@ -368,8 +380,8 @@ int cmd_compare(int argc, char **argv)
 		json_end_object(&w);
 		json_finish(&w);
 	} else if (!rc) {
-		printf("compare %s: %d run%s each, median (min-max) and ratio to %s\n\n", wl, runs, runs == 1 ? "" : "s",
-		       cols[0].spec);
+		printf("compare %s: %d run%s each, median (min-max) and ratio to %s\n\n", wl, runs,
+		       runs == 1 ? "" : "s", cols[0].spec);
 		printf("%-26s", "");
 		for (int k = 0; k < ncol; k++)
 			printf(" %28.28s", cols[k].spec);
@@ -389,16 +401,17 @@ int cmd_compare(int argc, char **argv)
 				cmp_stats(cols[k].v[m], runs, &med, &mn, &mx);
 				char cell[64];
 				int prec = med < 100 ? 1 : 0;
-				snprintf(cell, sizeof(cell), "%.*f (%.*f-%.*f) x%.2f", prec, med, prec, mn, prec, mx,
-					 b0 > 0 ? med / b0 : 0.0);
+				snprintf(cell, sizeof(cell), "%.*f (%.*f-%.*f) x%.2f", prec, med,
+					 prec, mn, prec, mx, b0 > 0 ? med / b0 : 0.0);
 				printf(" %28s", cell);
 			}
 			printf("\n");
 		}
-		printf("\nverdict: predicted run time (replay wall time, think time included%s) and Max RSS\n"
+		printf("\nverdict: predicted run time (replay wall time, think time included%s) "
+		       "and Max RSS\n"
 		       "against %s: %.0f ms, %.1f MiB Max RSS; the floor (ideal RSS) is %.1f MiB\n",
-		       timing && !strcmp(timing, "off") ? "" : "; --timing off disturbs it least", cols[0].spec,
-		       vd[0].time_ms, vd[0].rss_mib, cols[0].ideal_mib);
+		       timing && !strcmp(timing, "off") ? "" : "; --timing off disturbs it least",
+		       cols[0].spec, vd[0].time_ms, vd[0].rss_mib, cols[0].ideal_mib);
 		for (int k = 1; k < ncol; k++)
 			printf("  %s\n", cols[k].verdict);
 	}

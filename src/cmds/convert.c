@@ -15,25 +15,28 @@
 
 static void convert_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: alloctrace convert TRACE -o WORKLOAD [--pid PID] [--think-floor NS] [--quiet]\n"
-		"                          [--no-progress]\n"
-		"Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
-		"trace, docs/DJ_COMPAT.md) into a workload\n"
-		"for `alloctrace replay` (format: docs/WORKLOAD_FORMAT.md).  One process per\n"
-		"workload: the first one unless --pid picks another.\n"
-		"  -o, --output FILE  workload to write\n"
-		"  -p, --pid PID      the traced process to convert\n"
-		"      --think-floor NS  the recorder's own share of each gap between two calls\n"
-		"                     of a thread, not counted as think time (default %u)\n"
-		"  -q, --quiet        no anomaly reports (they are still counted)\n"
-		"      --no-progress  no progress line even on a terminal\n",
-		RP_THINK_FLOOR_NS);
+	fprintf(
+	    out,
+	    "usage: alloctrace convert TRACE -o WORKLOAD [--pid PID] [--think-floor NS] [--quiet]\n"
+	    "                          [--no-progress]\n"
+	    "Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
+	    "trace, docs/DJ_COMPAT.md) into a workload\n"
+	    "for `alloctrace replay` (format: docs/WORKLOAD_FORMAT.md).  One process per\n"
+	    "workload: the first one unless --pid picks another.\n"
+	    "  -o, --output FILE  workload to write\n"
+	    "  -p, --pid PID      the traced process to convert\n"
+	    "      --think-floor NS  the recorder's own share of each gap between two calls\n"
+	    "                     of a thread, not counted as think time (default %u)\n"
+	    "  -q, --quiet        no anomaly reports (they are still counted)\n"
+	    "      --no-progress  no progress line even on a terminal\n",
+	    RP_THINK_FLOOR_NS);
 }
 
-static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, int progress, uint64_t floor_ns)
+static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, int progress,
+		      uint64_t floor_ns)
 {
-	struct rp_convert_opts o = {.pid = pid, .progress = progress, .quiet = quiet, .think_floor_ns = floor_ns};
+	struct rp_convert_opts o = {
+	    .pid = pid, .progress = progress, .quiet = quiet, .think_floor_ns = floor_ns};
 	struct rp_convert_stats st;
 	char eb[1024];
 	if (rp_convert(in, out, &o, &st, eb, sizeof(eb))) {
@@ -48,35 +51,44 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, 
 		else
 			fprintf(stderr, "convert: process %" PRIu32 " (%s)", st.pid, st.trace_path);
 		if (st.nprocs > 1)
-			fprintf(stderr, ", 1 of %" PRIu32 " processes (--pid picks another)", st.nprocs);
+			fprintf(stderr, ", 1 of %" PRIu32 " processes (--pid picks another)",
+				st.nprocs);
 		fprintf(stderr, "\n");
 		fprintf(stderr,
-			"convert: %s records, %s calls, %" PRIu64 " threads -> %s ops, %s waits, %s slots, %s bytes "
+			"convert: %s records, %s calls, %" PRIu64
+			" threads -> %s ops, %s waits, %s slots, %s bytes "
 			"(%.2f B/call) in %.2f s (%.1f M records/s)\n",
-			util_fmt_u64(a, sizeof(a), st.records), util_fmt_u64(b, sizeof(b), st.calls), st.threads,
+			util_fmt_u64(a, sizeof(a), st.records),
+			util_fmt_u64(b, sizeof(b), st.calls), st.threads,
 			util_fmt_u64(c, sizeof(c), st.ops), util_fmt_u64(d, sizeof(d), st.waits),
-			util_fmt_u64(e, sizeof(e), st.slots), util_fmt_u64(g, sizeof(g), st.bytes_out),
+			util_fmt_u64(e, sizeof(e), st.slots),
+			util_fmt_u64(g, sizeof(g), st.bytes_out),
 			st.calls ? (double)st.bytes_out / (double)st.calls : 0.0, st.seconds,
 			st.seconds > 0 ? (double)st.records / st.seconds / 1e6 : 0.0);
 		(void)h;
 		fprintf(stderr, "convert: ideal RSS (peak live requested bytes) %s bytes\n",
 			util_fmt_u64(a, sizeof(a), st.ideal_peak));
-		fprintf(stderr, "convert: threads alive at once: at most %" PRIu32 "; think time %.3f s\n",
+		fprintf(stderr,
+			"convert: threads alive at once: at most %" PRIu32 "; think time %.3f s\n",
 			st.max_live, (double)st.think_ns / 1e9);
 		if (st.anomalies || st.lost_records)
 			fprintf(stderr,
-				"convert: anomalies: %" PRIu64 " unknown frees, %" PRIu64 " double frees, %" PRIu64
-				" allocations of a live address, %" PRIu64 " reallocs of unknown blocks; %" PRIu64
-				" lost records\n",
-				st.unknown_frees, st.double_frees, st.dup_allocs, st.unknown_reallocs, st.lost_records);
+				"convert: anomalies: %" PRIu64 " unknown frees, %" PRIu64
+				" double frees, %" PRIu64 " allocations of a live address, %" PRIu64
+				" reallocs of unknown blocks; %" PRIu64 " lost records\n",
+				st.unknown_frees, st.double_frees, st.dup_allocs,
+				st.unknown_reallocs, st.lost_records);
 		if (st.dj)
 			fprintf(stderr,
-				"convert: dj trace: %" PRIu64 " inversions fixed (allocations placed after the release "
-				"of their address), %" PRIu64 " left, %" PRIu64 " reallocs merged with their inner "
-				"malloc/free, %" PRIu64 " unknown records skipped, %" PRIu64 " trailing bytes ignored, %" PRIu64
-				" ownership hints skipped\n",
-				st.dj_inversions_fixed, st.dj_inversions_pending, st.dj_reallocs_merged,
-				st.dj_unknown_records, st.dj_truncated_bytes, st.dj_hints);
+				"convert: dj trace: %" PRIu64
+				" inversions fixed (allocations placed after the release "
+				"of their address), %" PRIu64 " left, %" PRIu64
+				" reallocs merged with their inner "
+				"malloc/free, %" PRIu64 " unknown records skipped, %" PRIu64
+				" trailing bytes ignored, %" PRIu64 " ownership hints skipped\n",
+				st.dj_inversions_fixed, st.dj_inversions_pending,
+				st.dj_reallocs_merged, st.dj_unknown_records, st.dj_truncated_bytes,
+				st.dj_hints);
 	}
 	return 0;
 }
@@ -84,10 +96,13 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, 
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"output", required_argument, NULL, 'o'}, {"pid", required_argument, NULL, 'p'},
-		{"quiet", no_argument, NULL, 'q'},	  {"no-progress", no_argument, NULL, 'P'},
-		{"think-floor", required_argument, NULL, 'F'},
-		{"help", no_argument, NULL, 'h'},	  {NULL, 0, NULL, 0},
+	    {"output", required_argument, NULL, 'o'},
+	    {"pid", required_argument, NULL, 'p'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"no-progress", no_argument, NULL, 'P'},
+	    {"think-floor", required_argument, NULL, 'F'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *out = NULL;
 	uint32_t pid = 0;

@@ -43,11 +43,11 @@ static void diff_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: alloctrace diff [--by calls|bytes|peak|leaked|temporary] [--top N] "
-		     "[--json] OLD NEW\n"
-		     "What grew and shrank from OLD to NEW, by call stack (matched by function\n"
-		     "names).  Default --by bytes, --top 20 (0 = all).  Text shows the\n"
-		     "innermost frames with template arguments elided; --json the whole stack.\n"
-		     "%s",
+		"[--json] OLD NEW\n"
+		"What grew and shrank from OLD to NEW, by call stack (matched by function\n"
+		"names).  Default --by bytes, --top 20 (0 = all).  Text shows the\n"
+		"innermost frames with template arguments elided; --json the whole stack.\n"
+		"%s",
 		rep_opts_usage);
 }
 
@@ -170,7 +170,8 @@ static int cmp_delta(const void *a, const void *b)
 {
 	const struct entry *x = a, *y = b;
 	int64_t dx = delta(x, sort_by), dy = delta(y, sort_by);
-	uint64_t ax = dx < 0 ? (uint64_t)-dx : (uint64_t)dx, ay = dy < 0 ? (uint64_t)-dy : (uint64_t)dy;
+	uint64_t ax = dx < 0 ? (uint64_t)-dx : (uint64_t)dx,
+		 ay = dy < 0 ? (uint64_t)-dy : (uint64_t)dy;
 	if (ax != ay)
 		return ax > ay ? -1 : 1;
 	return strcmp(x->key, y->key);
@@ -373,9 +374,10 @@ int cmd_diff(int argc, char **argv)
 			text_total("leaked bytes", o->live_bytes, nw->live_bytes, 1);
 			text_total("temporary", o->temporary, nw->temporary, 0);
 			int isb = by == AN_BY_BYTES || by == AN_BY_PEAK || by == AN_BY_LEAKED;
-			printf("\nstacks that changed, by %s (largest change first; innermost frame "
-			       "first):\n",
-			       an_by_name(by));
+			printf(
+			    "\nstacks that changed, by %s (largest change first; innermost frame "
+			    "first):\n",
+			    an_by_name(by));
 			printf("  %13s %12s %12s  %s\n", "change", "old", "new", "stack");
 			for (size_t i = 0; i < n && (!top || shown < top); i++) {
 				int64_t d = delta(&e[i], by);

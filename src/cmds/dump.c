@@ -186,7 +186,8 @@ static void text_event(FILE *o, const atr_file *f, const struct atr_event *ev)
 				fprintf(o, "brk 0x%" PRIx64 " (+%" PRId64 " since start)\n", w[1],
 					(int64_t)(w[1] - w[0]));
 			else
-				fprintf(o, "heap 0x%" PRIx64 " arena 0x%" PRIx64 " size %" PRIu64 "\n",
+				fprintf(o,
+					"heap 0x%" PRIx64 " arena 0x%" PRIx64 " size %" PRIu64 "\n",
 					w[0], w[1], w[2]);
 			break;
 		}

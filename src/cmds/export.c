@@ -33,24 +33,24 @@ static void export_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: alloctrace export --format FORMAT [-o FILE] [--by KEY] [--pid PID]\n"
-		     "                         FILE_OR_DIR...\n"
-		     "Write a trace in another tool's format (docs/EXPORT.md):\n"
-		     "  folded    folded stacks for flamegraph.pl / speedscope (--by: calls,\n"
-		     "            bytes (default), peak, leaked, temporary); every process\n"
-		     "  perfetto  Chrome trace-event JSON for ui.perfetto.dev: live heap,\n"
-		     "            calls/s per thread and RSS counters, markers; every process\n"
-		     "  pprof     gzip'd profile.proto for `pprof`: alloc_objects, alloc_space,\n"
-		     "            inuse_objects, inuse_space (inuse = live at exit) per stack\n"
-		     "  massif    valgrind massif output for ms_print / massif-visualizer:\n"
-		     "            heap over time, detailed trees at the peak and at exit\n"
-		     "  dj-wl     a glibc dj/malloc workload for dj's trace_run (also from an\n"
-		     "            alloctrace workload); syncs where alloctrace's converter waits\n"
-		     "  dj-trace  a glibc dj/malloc trace for dj's trace2wl (docs/DJ_COMPAT.md);\n"
-		     "            dj-wl and dj-trace take the first process unless --pid\n"
-		     "Processes come the busiest first; pprof and massif hold one: the\n"
-		     "busiest unless --pid PID names another.\n"
-		     "  -o, --output FILE  output file (default: standard output)\n"
-		     "%s",
+		"                         FILE_OR_DIR...\n"
+		"Write a trace in another tool's format (docs/EXPORT.md):\n"
+		"  folded    folded stacks for flamegraph.pl / speedscope (--by: calls,\n"
+		"            bytes (default), peak, leaked, temporary); every process\n"
+		"  perfetto  Chrome trace-event JSON for ui.perfetto.dev: live heap,\n"
+		"            calls/s per thread and RSS counters, markers; every process\n"
+		"  pprof     gzip'd profile.proto for `pprof`: alloc_objects, alloc_space,\n"
+		"            inuse_objects, inuse_space (inuse = live at exit) per stack\n"
+		"  massif    valgrind massif output for ms_print / massif-visualizer:\n"
+		"            heap over time, detailed trees at the peak and at exit\n"
+		"  dj-wl     a glibc dj/malloc workload for dj's trace_run (also from an\n"
+		"            alloctrace workload); syncs where alloctrace's converter waits\n"
+		"  dj-trace  a glibc dj/malloc trace for dj's trace2wl (docs/DJ_COMPAT.md);\n"
+		"            dj-wl and dj-trace take the first process unless --pid\n"
+		"Processes come the busiest first; pprof and massif hold one: the\n"
+		"busiest unless --pid PID names another.\n"
+		"  -o, --output FILE  output file (default: standard output)\n"
+		"%s",
 		rep_opts_usage);
 }
 
@@ -78,7 +78,8 @@ static int export_dj_wl(FILE *out, const char *in, long pid)
 		snprintf(tmp, sizeof(tmp), "%s/alloctrace-djexp.XXXXXX", td && *td ? td : "/tmp");
 		int fd = mkstemp(tmp);
 		if (fd < 0) {
-			util_err("export: cannot create a temporary file in %s", td && *td ? td : "/tmp");
+			util_err("export: cannot create a temporary file in %s",
+				 td && *td ? td : "/tmp");
 			return 1;
 		}
 		close(fd);
@@ -90,7 +91,8 @@ static int export_dj_wl(FILE *out, const char *in, long pid)
 			return 1;
 		}
 		if (cs.anomalies)
-			util_warn("export: %" PRIu64 " trace anomalies skipped (alloctrace convert lists them)",
+			util_warn("export: %" PRIu64
+				  " trace anomalies skipped (alloctrace convert lists them)",
 				  cs.anomalies);
 		wl = tmp;
 	}
@@ -150,7 +152,8 @@ static int export_dj(const char *format, const char *in, const char *outpath, lo
 		util_err("export: %s: %s", outpath, strerror(errno));
 		return 1;
 	}
-	int rc = !strcmp(format, "dj-wl") ? export_dj_wl(out, in, pid) : export_dj_trace(out, in, pid);
+	int rc =
+	    !strcmp(format, "dj-wl") ? export_dj_wl(out, in, pid) : export_dj_trace(out, in, pid);
 	if (fflush(out) != 0 || ferror(out)) {
 		util_err("export: write error on %s", outpath ? outpath : "standard output");
 		rc = 1;
@@ -171,9 +174,12 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
-	    {"by", required_argument, NULL, 'b'},     {"help", no_argument, NULL, 'h'},
-	    REP_FILTER_OPTIONS,			      {NULL, 0, NULL, 0},
+	    {"format", required_argument, NULL, 'f'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"by", required_argument, NULL, 'b'},
+	    {"help", no_argument, NULL, 'h'},
+	    REP_FILTER_OPTIONS,
+	    {NULL, 0, NULL, 0},
 	};
 	struct rep_opts ro;
 	rep_opts_init(&ro);
@@ -302,9 +308,10 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 			}
 			found = 1;
 			if (nall > 1)
-				util_warn("export: %zu processes; writing the busiest, pid %u (--pid "
-					  "chooses)",
-					  nall, atr_get_info(cx.f)->pid);
+				util_warn(
+				    "export: %zu processes; writing the busiest, pid %u (--pid "
+				    "chooses)",
+				    nall, atr_get_info(cx.f)->pid);
 			if ((fmt == F_PPROF ? rep_write_pprof(out, &cx)
 					    : rep_write_massif(out, &cx)) < 0)
 				rc = 1;

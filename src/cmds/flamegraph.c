@@ -97,9 +97,10 @@ static int flame_opts(int argc, char **argv, struct rep_opts *o)
 		case 'b': {
 			int b = an_by_parse(optarg);
 			if (b < 0) {
-				util_err("flamegraph: unknown --by '%s' (calls, bytes, peak, leaked, "
-					 "temporary)",
-					 optarg);
+				util_err(
+				    "flamegraph: unknown --by '%s' (calls, bytes, peak, leaked, "
+				    "temporary)",
+				    optarg);
 				return 2;
 			}
 			r.by = (enum an_by)b;

@@ -385,8 +385,18 @@ static int report(const char *dir)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_FORCE = 256, O_NOCHILD, O_STACKS, O_TIMING, O_NOSTART, O_BUFKB, O_DEPTH, O_NORSS,
-	       O_DURATION, O_ZSTD };
+	enum {
+		O_FORCE = 256,
+		O_NOCHILD,
+		O_STACKS,
+		O_TIMING,
+		O_NOSTART,
+		O_BUFKB,
+		O_DEPTH,
+		O_NORSS,
+		O_DURATION,
+		O_ZSTD
+	};
 	static const struct option opts[] = {
 	    {"output", required_argument, NULL, 'o'},
 	    {"force", no_argument, NULL, O_FORCE},
@@ -414,7 +424,8 @@ int cmd_record(int argc, char **argv)
 			char *end;
 			errno = 0;
 			attach_pid = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || attach_pid <= 0 || attach_pid > INT_MAX) {
+			if (errno || *end || end == optarg || attach_pid <= 0 ||
+			    attach_pid > INT_MAX) {
 				util_err("record: -p %s: not a process id", optarg);
 				return 2;
 			}
@@ -425,8 +436,9 @@ int cmd_record(int argc, char **argv)
 			errno = 0;
 			duration = strtod(optarg, &end);
 			if (errno || *end || end == optarg || !(duration > 0) || duration > 1e7) {
-				util_err("record: --duration %s: must be a positive number of seconds",
-					 optarg);
+				util_err(
+				    "record: --duration %s: must be a positive number of seconds",
+				    optarg);
 				return 2;
 			}
 			break;
@@ -515,10 +527,11 @@ int cmd_record(int argc, char **argv)
 				 "--stacks");
 			return 2;
 		}
-		if (o.no_children || o.timing || o.no_start || o.buffer_kb ||
-		    o.stack_depth || o.no_rss || o.zstd_level)
-			util_warn("record: with -p only -o, --force and --duration apply; the other "
-				  "options are ignored (docs/ATTACH.md)");
+		if (o.no_children || o.timing || o.no_start || o.buffer_kb || o.stack_depth ||
+		    o.no_rss || o.zstd_level)
+			util_warn(
+			    "record: with -p only -o, --force and --duration apply; the other "
+			    "options are ignored (docs/ATTACH.md)");
 		char alib[PATH_MAX], adir[PATH_MAX];
 		if (find_lib(alib) < 0 || prepare_dir(o.dir, o.explicit_dir, o.force) < 0)
 			return 1;
@@ -526,7 +539,8 @@ int cmd_record(int argc, char **argv)
 			util_err("record: %s: %s", o.dir, strerror(errno));
 			return 1;
 		}
-		if (att_attach((pid_t)attach_pid, alib, adir, plat_ticks_per_sec(20000000, 1), duration) != 0)
+		if (att_attach((pid_t)attach_pid, alib, adir, plat_ticks_per_sec(20000000, 1),
+			       duration) != 0)
 			return 1;
 		report(adir);
 		return 0;

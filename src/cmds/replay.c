@@ -20,39 +20,41 @@
 
 static void replay_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: alloctrace replay WORKLOAD [options]\n"
-		"Run a workload (from `alloctrace convert`) with one thread per traced thread\n"
-		"against an allocator, timing every call (docs/REPLAY.md).\n"
-		"  -a, --allocator A      glibc (default), jemalloc, tcmalloc, mimalloc, PATH.so,\n"
-		"                         or none (bookkeeping only: the simulator's own cost)\n"
-		"  -T, --tunable T=V      a glibc tunable, e.g. glibc.malloc.arena_max=2 (repeatable;\n"
-		"                         passed through GLIBC_TUNABLES at exec time)\n"
-		"      --trim-interval N  call malloc_trim(0) every N ops of each thread\n"
-		"      --touch MODE       none | first (default: first byte of each page) | all\n"
-		"      --timing MODE      serial (default: fenced clock reads, their floor\n"
-		"                         subtracted) | fast (unfenced: cheap calls read as the\n"
-		"                         clock's latency) | off (no per-call times, least overhead)\n"
-		"      --think MODE       on (default): spend the traced threads' time between\n"
-		"                         calls (workload version 2) writing a per-thread working\n"
-		"                         set, so wall time predicts the program's | off: calls\n"
-		"                         back to back (the allocator's time only)\n"
-		"      --spin N           pauses a wait spins before it sleeps (default %u; spins\n"
-		"                         only while every running replay thread has a core)\n"
-		"      --timeline FILE    sample VmSize, VmRSS and ideal live bytes (ms vmsize_kb\n"
-		"                         rss_kb ideal_kb) every --interval ms (default 10)\n"
-		"      --interval MS      the --timeline sampling period\n"
-		"  -n, --dry-run          the same as --allocator none\n"
-		"  -j, --json             one JSON object instead of text\n"
-		"      --kv               key=value lines (what `alloctrace compare` reads)\n"
-		"      --dj               dj/malloc trace_run's 13 lines instead (the default as\n"
-		"                         trace_run); --extras adds this report on stderr\n"
-		"A glibc dj/malloc workload (.wl) is replayed too (docs/DJ_COMPAT.md).\n",
-		RP_SPIN_DEFAULT);
+	fprintf(
+	    out,
+	    "usage: alloctrace replay WORKLOAD [options]\n"
+	    "Run a workload (from `alloctrace convert`) with one thread per traced thread\n"
+	    "against an allocator, timing every call (docs/REPLAY.md).\n"
+	    "  -a, --allocator A      glibc (default), jemalloc, tcmalloc, mimalloc, PATH.so,\n"
+	    "                         or none (bookkeeping only: the simulator's own cost)\n"
+	    "  -T, --tunable T=V      a glibc tunable, e.g. glibc.malloc.arena_max=2 (repeatable;\n"
+	    "                         passed through GLIBC_TUNABLES at exec time)\n"
+	    "      --trim-interval N  call malloc_trim(0) every N ops of each thread\n"
+	    "      --touch MODE       none | first (default: first byte of each page) | all\n"
+	    "      --timing MODE      serial (default: fenced clock reads, their floor\n"
+	    "                         subtracted) | fast (unfenced: cheap calls read as the\n"
+	    "                         clock's latency) | off (no per-call times, least overhead)\n"
+	    "      --think MODE       on (default): spend the traced threads' time between\n"
+	    "                         calls (workload version 2) writing a per-thread working\n"
+	    "                         set, so wall time predicts the program's | off: calls\n"
+	    "                         back to back (the allocator's time only)\n"
+	    "      --spin N           pauses a wait spins before it sleeps (default %u; spins\n"
+	    "                         only while every running replay thread has a core)\n"
+	    "      --timeline FILE    sample VmSize, VmRSS and ideal live bytes (ms vmsize_kb\n"
+	    "                         rss_kb ideal_kb) every --interval ms (default 10)\n"
+	    "      --interval MS      the --timeline sampling period\n"
+	    "  -n, --dry-run          the same as --allocator none\n"
+	    "  -j, --json             one JSON object instead of text\n"
+	    "      --kv               key=value lines (what `alloctrace compare` reads)\n"
+	    "      --dj               dj/malloc trace_run's 13 lines instead (the default as\n"
+	    "                         trace_run); --extras adds this report on stderr\n"
+	    "A glibc dj/malloc workload (.wl) is replayed too (docs/DJ_COMPAT.md).\n",
+	    RP_SPIN_DEFAULT);
 }
 
 #define NAME_(NAME, name, type, op, args, ret, params) [AWL_OP_##NAME] = #name,
-static const char *const type_names[RP_NTYPES + 1] = {"?", ATR_CALLS(NAME_)[RP_TRIM] = "malloc_trim"};
+static const char *const type_names[RP_NTYPES + 1] = {"?",
+						      ATR_CALLS(NAME_)[RP_TRIM] = "malloc_trim"};
 #undef NAME_
 
 static uint64_t avg(const struct rp_callstat *s)
@@ -71,60 +73,75 @@ static void warn_descheduled(const struct rp_result *r)
 		return; /* the threads sleep through long think times by design */
 	double ran = (double)r->thread_cpu_ns_sum / (double)r->thread_ns_sum;
 	if (ran < 0.9 && r->waits * 1000 < r->ops)
-		util_warn("replay: the replay threads ran only %.0f%% of their wall time (%" PRIu64
-			  " involuntary context switches): fewer free cores than threads; compare CPU "
-			  "time (thread_cpu_us), not wall time",
-			  100.0 * ran, r->invol_switches);
+		util_warn(
+		    "replay: the replay threads ran only %.0f%% of their wall time (%" PRIu64
+		    " involuntary context switches): fewer free cores than threads; compare CPU "
+		    "time (thread_cpu_us), not wall time",
+		    100.0 * ran, r->invol_switches);
 }
 
-static void print_text(const char *wl, const char *alloc, const struct rp_opts *o, const struct rp_result *r)
+static void print_text(const char *wl, const char *alloc, const struct rp_opts *o,
+		       const struct rp_result *r)
 {
 	char a[32], b[32], c[32];
 	static const char *const tn[] = {"none", "first", "all"};
 	static const char *const tmn[] = {"serial", "fast", "off"};
-	printf("replay %s: allocator %s, %" PRIu32 " thread%s, touch %s, clock %s (%.3f ticks/ns), timing %s",
-	       wl, alloc, r->threads, r->threads == 1 ? "" : "s", tn[o->touch], r->clock, r->ticks_per_ns,
-	       tmn[r->timing]);
+	printf("replay %s: allocator %s, %" PRIu32
+	       " thread%s, touch %s, clock %s (%.3f ticks/ns), timing %s",
+	       wl, alloc, r->threads, r->threads == 1 ? "" : "s", tn[o->touch], r->clock,
+	       r->ticks_per_ns, tmn[r->timing]);
 	if (r->timing == RP_TIMING_OFF)
 		printf(" (no per-call times)\n");
 	else
 		printf(" (clock floor of %" PRIu64 " ticks subtracted per call)\n", r->timer_floor);
 	printf("%s cycles\n", util_fmt_u64(a, sizeof(a), r->cycles));
 	printf("%s usec wall time\n", util_fmt_u64(a, sizeof(a), r->wall_ns / 1000));
-	printf("%s usec across %" PRIu32 " thread%s\n", util_fmt_u64(a, sizeof(a), r->thread_ns_sum / 1000),
-	       r->threads, r->threads == 1 ? "" : "s");
-	printf("%s usec CPU across %" PRIu32 " thread%s (%.0f%% of their wall time, %s involuntary context "
+	printf("%s usec across %" PRIu32 " thread%s\n",
+	       util_fmt_u64(a, sizeof(a), r->thread_ns_sum / 1000), r->threads,
+	       r->threads == 1 ? "" : "s");
+	printf("%s usec CPU across %" PRIu32
+	       " thread%s (%.0f%% of their wall time, %s involuntary context "
 	       "switches)\n",
-	       util_fmt_u64(a, sizeof(a), r->thread_cpu_ns_sum / 1000), r->threads, r->threads == 1 ? "" : "s",
-	       r->thread_ns_sum ? 100.0 * (double)r->thread_cpu_ns_sum / (double)r->thread_ns_sum : 100.0,
+	       util_fmt_u64(a, sizeof(a), r->thread_cpu_ns_sum / 1000), r->threads,
+	       r->threads == 1 ? "" : "s",
+	       r->thread_ns_sum ? 100.0 * (double)r->thread_cpu_ns_sum / (double)r->thread_ns_sum
+				: 100.0,
 	       util_fmt_u64(b, sizeof(b), r->invol_switches));
-	printf("%s Kb Max RSS (%s -> %s)\n",
-	       util_fmt_u64(a, sizeof(a), r->rss_after_kb - (r->rss_after_kb > r->rss_before_kb ? r->rss_before_kb : r->rss_after_kb)),
-	       util_fmt_u64(b, sizeof(b), r->rss_before_kb), util_fmt_u64(c, sizeof(c), r->rss_after_kb));
+	printf(
+	    "%s Kb Max RSS (%s -> %s)\n",
+	    util_fmt_u64(a, sizeof(a),
+			 r->rss_after_kb - (r->rss_after_kb > r->rss_before_kb ? r->rss_before_kb
+									       : r->rss_after_kb)),
+	    util_fmt_u64(b, sizeof(b), r->rss_before_kb),
+	    util_fmt_u64(c, sizeof(c), r->rss_after_kb));
 	printf("%s Kb Max Ideal RSS\n", util_fmt_u64(a, sizeof(a), (r->ideal_peak + 1023) / 1024));
-	static const unsigned seed_order[] = {AWL_OP_MALLOC, AWL_OP_CALLOC, AWL_OP_REALLOC, AWL_OP_FREE};
+	static const unsigned seed_order[] = {AWL_OP_MALLOC, AWL_OP_CALLOC, AWL_OP_REALLOC,
+					      AWL_OP_FREE};
 	for (unsigned i = 0; i < 4; i++) {
 		const struct rp_callstat *s = &r->st[seed_order[i]];
-		printf("Avg %s time: %s in %s calls\n", type_names[seed_order[i]], util_fmt_u64(a, sizeof(a), avg(s)),
-		       util_fmt_u64(b, sizeof(b), s->count));
+		printf("Avg %s time: %s in %s calls\n", type_names[seed_order[i]],
+		       util_fmt_u64(a, sizeof(a), avg(s)), util_fmt_u64(b, sizeof(b), s->count));
 	}
 	for (unsigned k = 1; k <= RP_NTYPES; k++) {
-		if (k == AWL_OP_MALLOC || k == AWL_OP_CALLOC || k == AWL_OP_REALLOC || k == AWL_OP_FREE)
+		if (k == AWL_OP_MALLOC || k == AWL_OP_CALLOC || k == AWL_OP_REALLOC ||
+		    k == AWL_OP_FREE)
 			continue;
 		const struct rp_callstat *s = &r->st[k];
 		if (s->count)
-			printf("Avg %s time: %s in %s calls\n", type_names[k], util_fmt_u64(a, sizeof(a), avg(s)),
+			printf("Avg %s time: %s in %s calls\n", type_names[k],
+			       util_fmt_u64(a, sizeof(a), avg(s)),
 			       util_fmt_u64(b, sizeof(b), s->count));
 	}
 	printf("Total call time: %s cycles\n", util_fmt_u64(a, sizeof(a), r->total_cycles));
-	printf("\n%-15s %14s %9s %9s %9s %12s  (%s ticks)\n", "call", "count", "avg", "p50", "p99", "max", r->clock);
+	printf("\n%-15s %14s %9s %9s %9s %12s  (%s ticks)\n", "call", "count", "avg", "p50", "p99",
+	       "max", r->clock);
 	for (unsigned k = 1; k <= RP_NTYPES; k++) {
 		const struct rp_callstat *s = &r->st[k];
 		if (!s->count)
 			continue;
-		printf("%-15s %14s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %12" PRIu64 "\n", type_names[k],
-		       util_fmt_u64(a, sizeof(a), s->count), avg(s), rp_percentile(s, 50), rp_percentile(s, 99),
-		       s->max);
+		printf("%-15s %14s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %12" PRIu64 "\n",
+		       type_names[k], util_fmt_u64(a, sizeof(a), s->count), avg(s),
+		       rp_percentile(s, 50), rp_percentile(s, 99), s->max);
 	}
 	char d[32], e[32];
 	printf("\nops %s, waits %s (slept %s), RSS at end %s Kb, VmSize at end %s Kb\n",
@@ -132,27 +149,34 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 	       util_fmt_u64(c, sizeof(c), r->sleeps), util_fmt_u64(d, sizeof(d), r->vmrss_end_kb),
 	       util_fmt_u64(e, sizeof(e), r->vmsize_end_kb));
 	printf("threads: %s created, at most %" PRIu32 " alive at once (traced: %" PRIu32
-	       "); pthread_create %s usec, thread exit and join %s usec (summed over threads, not in the "
+	       "); pthread_create %s usec, thread exit and join %s usec (summed over threads, not "
+	       "in the "
 	       "call times)\n",
-	       util_fmt_u64(a, sizeof(a), r->threads_created), r->max_live_threads, r->trace_max_live,
-	       util_fmt_u64(b, sizeof(b), r->thread_create_ns / 1000), util_fmt_u64(c, sizeof(c), r->thread_exit_ns / 1000));
+	       util_fmt_u64(a, sizeof(a), r->threads_created), r->max_live_threads,
+	       r->trace_max_live, util_fmt_u64(b, sizeof(b), r->thread_create_ns / 1000),
+	       util_fmt_u64(c, sizeof(c), r->thread_exit_ns / 1000));
 	if (r->overlap_checked)
-		printf("thread starts with as many threads alive as traced: %" PRIu64 " of %" PRIu64 "\n",
+		printf("thread starts with as many threads alive as traced: %" PRIu64 " of %" PRIu64
+		       "\n",
 		       r->overlap_checked - r->overlap_diff, r->overlap_checked);
 	if (r->version < 2)
 		printf("think time: none (workload version %d has none)\n", r->version);
 	else
-		printf("think time: %s usec spent%s (workload: %s usec); the traced run lasted %s usec\n",
-		       util_fmt_u64(a, sizeof(a), r->think_ns / 1000), o->think == RP_THINK_ON ? "" : " (--think off)",
+		printf("think time: %s usec spent%s (workload: %s usec); the traced run lasted %s "
+		       "usec\n",
+		       util_fmt_u64(a, sizeof(a), r->think_ns / 1000),
+		       o->think == RP_THINK_ON ? "" : " (--think off)",
 		       util_fmt_u64(b, sizeof(b), r->think_trace_ns / 1000),
 		       util_fmt_u64(c, sizeof(c), r->trace_duration_ns / 1000));
-	printf("replay's own memory (mapped, virtual): decoder buffers %s Kb and thread stats %s Kb at most (per "
+	printf("replay's own memory (mapped, virtual): decoder buffers %s Kb and thread stats %s "
+	       "Kb at most (per "
 	       "live thread, unmapped at its exit), slot table %s Kb\n",
 	       util_fmt_u64(a, sizeof(a), r->decoder_peak_bytes / 1024),
 	       util_fmt_u64(b, sizeof(b), r->thread_state_peak_bytes / 1024),
 	       util_fmt_u64(c, sizeof(c), r->slot_table_bytes / 1024));
 	if (r->unexpected_ok || r->unexpected_fail)
-		printf("results unlike the trace: %" PRIu64 " calls succeeded that failed when traced, %" PRIu64
+		printf("results unlike the trace: %" PRIu64
+		       " calls succeeded that failed when traced, %" PRIu64
 		       " failed that succeeded\n",
 		       r->unexpected_ok, r->unexpected_fail);
 	if (r->emulated) {
@@ -189,7 +213,9 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_key(&w, "thread_us");
 	json_u64(&w, r->thread_ns_sum / 1000);
 	json_key(&w, "timing");
-	json_string(&w, r->timing == RP_TIMING_SERIAL ? "serial" : r->timing == RP_TIMING_FAST ? "fast" : "off");
+	json_string(&w, r->timing == RP_TIMING_SERIAL ? "serial"
+			: r->timing == RP_TIMING_FAST ? "fast"
+						      : "off");
 	json_key(&w, "timer_floor_cycles");
 	json_u64(&w, r->timer_floor);
 	json_key(&w, "thread_cpu_us");
@@ -280,35 +306,35 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 /* compare reads these "key value" lines. */
 static void print_kv(const struct rp_result *r)
 {
-	printf("wall_us %" PRIu64 "\ntotal_call_cycles %" PRIu64 "\nmax_rss_kb %" PRIu64 "\nrss_end_kb %" PRIu64
-	       "\nideal_rss_peak_bytes %" PRIu64 "\nthread_cpu_us %" PRIu64 "\nthink_us %" PRIu64
-	       "\nthreads_created %" PRIu64 "\n",
+	printf("wall_us %" PRIu64 "\ntotal_call_cycles %" PRIu64 "\nmax_rss_kb %" PRIu64
+	       "\nrss_end_kb %" PRIu64 "\nideal_rss_peak_bytes %" PRIu64 "\nthread_cpu_us %" PRIu64
+	       "\nthink_us %" PRIu64 "\nthreads_created %" PRIu64 "\n",
 	       r->wall_ns / 1000, r->total_cycles, r->rss_after_kb, r->vmrss_end_kb, r->ideal_peak,
 	       r->thread_cpu_ns_sum / 1000, r->think_ns / 1000, r->threads_created);
 	for (unsigned k = 1; k <= AWL_OP_CALL_LAST; k++)
-		printf("count_%s %" PRIu64 "\navg_%s %" PRIu64 "\n", type_names[k], r->st[k].count, type_names[k],
-		       avg(&r->st[k]));
+		printf("count_%s %" PRIu64 "\navg_%s %" PRIu64 "\n", type_names[k], r->st[k].count,
+		       type_names[k], avg(&r->st[k]));
 }
 
 int cmd_replay(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"allocator", required_argument, NULL, 'a'},
-		{"tunable", required_argument, NULL, 'T'},
-		{"trim-interval", required_argument, NULL, 'I'},
-		{"touch", required_argument, NULL, 't'},
-		{"timing", required_argument, NULL, 'm'},
-		{"timeline", required_argument, NULL, 'L'},
-		{"think", required_argument, NULL, 'K'},
-		{"spin", required_argument, NULL, 'S'},
-		{"interval", required_argument, NULL, 'i'},
-		{"json", no_argument, NULL, 'j'},
-		{"kv", no_argument, NULL, 'k'},
-		{"dry-run", no_argument, NULL, 'n'},
-		{"dj", no_argument, NULL, 'D'},
-		{"extras", no_argument, NULL, 'E'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"allocator", required_argument, NULL, 'a'},
+	    {"tunable", required_argument, NULL, 'T'},
+	    {"trim-interval", required_argument, NULL, 'I'},
+	    {"touch", required_argument, NULL, 't'},
+	    {"timing", required_argument, NULL, 'm'},
+	    {"timeline", required_argument, NULL, 'L'},
+	    {"think", required_argument, NULL, 'K'},
+	    {"spin", required_argument, NULL, 'S'},
+	    {"interval", required_argument, NULL, 'i'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"kv", no_argument, NULL, 'k'},
+	    {"dry-run", no_argument, NULL, 'n'},
+	    {"dj", no_argument, NULL, 'D'},
+	    {"extras", no_argument, NULL, 'E'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct rp_opts o = {.touch = RP_TOUCH_FIRST};
 	const char *alloc = "glibc";
@@ -323,10 +349,12 @@ int cmd_replay(int argc, char **argv)
 			break;
 		case 'T':
 			if (strncmp(optarg, "glibc.", 6) || !strchr(optarg, '=')) {
-				util_err("replay: bad tunable '%s' (want glibc.malloc.NAME=VALUE)", optarg);
+				util_err("replay: bad tunable '%s' (want glibc.malloc.NAME=VALUE)",
+					 optarg);
 				goto out;
 			}
-			if ((tun.len && util_buf_puts(&tun, ":") < 0) || util_buf_puts(&tun, optarg) < 0)
+			if ((tun.len && util_buf_puts(&tun, ":") < 0) ||
+			    util_buf_puts(&tun, optarg) < 0)
 				util_die_nomem();
 			break;
 		case 'I':
@@ -455,9 +483,11 @@ int cmd_replay(int argc, char **argv)
 	if (isdj) {
 		wl = djtmp;
 		if (!kv && !json)
-			util_warn("replay: dj/malloc workload %s: %" PRIu32 " threads, %" PRIu64 " calls, %" PRIu64
-				  " syncs kept as %" PRIu64 " waits, %" PRIu64 " unsynchronised slot uses ordered",
-				  argv[optind], djs.threads, djs.calls[0], djs.syncs_r, djs.waits, djs.races_fixed);
+			util_warn("replay: dj/malloc workload %s: %" PRIu32 " threads, %" PRIu64
+				  " calls, %" PRIu64 " syncs kept as %" PRIu64 " waits, %" PRIu64
+				  " unsynchronised slot uses ordered",
+				  argv[optind], djs.threads, djs.calls[0], djs.syncs_r, djs.waits,
+				  djs.races_fixed);
 	}
 	int failed = rp_replay(wl, &o, res, eb, sizeof(eb));
 	if (isdj)

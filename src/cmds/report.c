@@ -82,9 +82,12 @@ static int run_html(int argc, char **argv, const char *out, size_t top, const st
 static int report_opts(int argc, char **argv, struct rep_opts *o)
 {
 	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},	    {"top", required_argument, NULL, 't'},
-	    {"by", required_argument, NULL, 'b'},   {"html", required_argument, NULL, 'H'},
-	    {"help", no_argument, NULL, 'h'},	    REP_OPTIONS,
+	    {"json", no_argument, NULL, 'j'},
+	    {"top", required_argument, NULL, 't'},
+	    {"by", required_argument, NULL, 'b'},
+	    {"html", required_argument, NULL, 'H'},
+	    {"help", no_argument, NULL, 'h'},
+	    REP_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
 	enum an_by by = AN_BY_CALLS;
@@ -118,7 +121,8 @@ static int report_opts(int argc, char **argv, struct rep_opts *o)
 		case 'b': {
 			int b = an_by_parse(optarg);
 			if (b < 0) {
-				util_err("report: unknown --by '%s' (calls, bytes, peak, leaked, temporary)",
+				util_err("report: unknown --by '%s' (calls, bytes, peak, leaked, "
+					 "temporary)",
 					 optarg);
 				return 2;
 			}

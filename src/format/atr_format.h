@@ -14,14 +14,14 @@
 
 #include "atr_calls.h"
 
-#define ATR_MAGIC "ALCTRACE"	      /* 8 bytes, no NUL */
-#define ATR_VERSION 2u	      /* what the recorder writes */
-#define ATR_VERSION_V1 1u     /* still read */
-#define ATR_HEADER_SIZE 4096u
-#define ATR_BLOCK_MAGIC 0x4b4c4254u   /* "TBLK" read as LE u32 */
-#define ATR_BLOCK_HEADER_SIZE 64u
-#define ATR_BLOCK_SIZE_MIN 4096u
-#define ATR_BLOCK_SIZE_MAX (64u << 20)
+#define ATR_MAGIC	       "ALCTRACE" /* 8 bytes, no NUL */
+#define ATR_VERSION	       2u	  /* what the recorder writes */
+#define ATR_VERSION_V1	       1u	  /* still read */
+#define ATR_HEADER_SIZE	       4096u
+#define ATR_BLOCK_MAGIC	       0x4b4c4254u /* "TBLK" read as LE u32 */
+#define ATR_BLOCK_HEADER_SIZE  64u
+#define ATR_BLOCK_SIZE_MIN     4096u
+#define ATR_BLOCK_SIZE_MAX     (64u << 20)
 #define ATR_BLOCK_SIZE_DEFAULT (256u << 10)
 
 /* Feature bits (header.features).  A reader must reject a file with bits
@@ -47,15 +47,15 @@ enum {
  * (atr_event.ret is always the true pointer, atr_event.chunk_flags the
  * bits).  ARENAS_HEAP_MAX: non-main heaps are aligned to this (glibc's
  * HEAP_MAX_SIZE on 64-bit). */
-#define ATR_CHUNK_MMAPPED 0x2u
+#define ATR_CHUNK_MMAPPED  0x2u
 #define ATR_CHUNK_NON_MAIN 0x4u
-#define ATR_CHUNK_MASK 0x6u
+#define ATR_CHUNK_MASK	   0x6u
 #define ATR_ARENA_HEAP_MAX (64ULL << 20)
 
 /* header.status bits, set while the process runs. */
 enum {
 	ATR_STATUS_CLEAN_EXIT = 1u << 0,  /* library destructor ran */
-	ATR_STATUS_TRUNCATED = 1u << 1,   /* writing failed: trace cut short */
+	ATR_STATUS_TRUNCATED = 1u << 1,	  /* writing failed: trace cut short */
 	ATR_STATUS_STOPPED = 1u << 2,	  /* recording was stopped by the API */
 	ATR_STATUS_NO_CHILDREN = 1u << 3, /* --no-children */
 	ATR_STATUS_FORK_CHILD = 1u << 4,  /* a fork child: it may free blocks
@@ -67,41 +67,41 @@ enum {
 
 /* File header field offsets (all little-endian). */
 enum {
-	ATR_H_MAGIC = 0,	 /* char[8] "ALCTRACE" */
-	ATR_H_VERSION = 8,	 /* u32 */
-	ATR_H_HEADER_SIZE = 12,	 /* u32, 4096 */
-	ATR_H_FEATURES = 16,	 /* u64 */
-	ATR_H_BLOCK_SIZE = 24,	 /* u32 */
-	ATR_H_STATUS = 28,	 /* u32, ATR_STATUS_* */
-	ATR_H_PID = 32,		 /* u32 */
-	ATR_H_PPID = 36,	 /* u32 */
+	ATR_H_MAGIC = 0,	   /* char[8] "ALCTRACE" */
+	ATR_H_VERSION = 8,	   /* u32 */
+	ATR_H_HEADER_SIZE = 12,	   /* u32, 4096 */
+	ATR_H_FEATURES = 16,	   /* u64 */
+	ATR_H_BLOCK_SIZE = 24,	   /* u32 */
+	ATR_H_STATUS = 28,	   /* u32, ATR_STATUS_* */
+	ATR_H_PID = 32,		   /* u32 */
+	ATR_H_PPID = 36,	   /* u32 */
 	ATR_H_START_REALTIME = 40, /* u64 ns since the epoch at start */
-	ATR_H_START_MONO = 48,	 /* u64 CLOCK_MONOTONIC ns at start */
-	ATR_H_START_TICKS = 56,	 /* u64 raw clock value at start (tick 0) */
+	ATR_H_START_MONO = 48,	   /* u64 CLOCK_MONOTONIC ns at start */
+	ATR_H_START_TICKS = 56,	   /* u64 raw clock value at start (tick 0) */
 	ATR_H_TICKS_PER_SEC = 64,  /* u64 calibration hint, 0 if unknown */
-	ATR_H_BLOCKS = 72,	 /* u64 blocks allocated so far */
-	ATR_H_LOST = 80,	 /* u64 records lost (write errors) */
-	ATR_H_ERRNO = 88,	 /* u32 errno of the first write failure */
-	ATR_H_EXEC_SEQ = 92,	 /* u32 n-th image of this pid (exec) */
-	ATR_H_UNTRACED = 96,	 /* u64 calls passed through untraced
-				    (re-entrant, e.g. from signal handlers) */
-	ATR_H_END_MONO = 104,	 /* u64 CLOCK_MONOTONIC ns at destructor */
-	ATR_H_END_TICKS = 112,	 /* u64 raw clock at destructor */
-	ATR_H_EXE = 256,	 /* char[256] executable path, NUL-terminated */
-	ATR_H_CMDLINE = 512,	 /* u32 length, then bytes (args split by NUL) */
+	ATR_H_BLOCKS = 72,	   /* u64 blocks allocated so far */
+	ATR_H_LOST = 80,	   /* u64 records lost (write errors) */
+	ATR_H_ERRNO = 88,	   /* u32 errno of the first write failure */
+	ATR_H_EXEC_SEQ = 92,	   /* u32 n-th image of this pid (exec) */
+	ATR_H_UNTRACED = 96,	   /* u64 calls passed through untraced
+				      (re-entrant, e.g. from signal handlers) */
+	ATR_H_END_MONO = 104,	   /* u64 CLOCK_MONOTONIC ns at destructor */
+	ATR_H_END_TICKS = 112,	   /* u64 raw clock at destructor */
+	ATR_H_EXE = 256,	   /* char[256] executable path, NUL-terminated */
+	ATR_H_CMDLINE = 512,	   /* u32 length, then bytes (args split by NUL) */
 	ATR_H_CMDLINE_MAX = 4096 - 512 - 4,
 };
 
 /* Block header field offsets. */
 enum {
-	ATR_B_MAGIC = 0,    /* u32 ATR_BLOCK_MAGIC */
-	ATR_B_KIND = 4,	    /* u32 ATR_BLOCK_* */
-	ATR_B_THREAD = 8,   /* u32 thread serial (1, 2, ... in creation order) */
-	ATR_B_TID = 12,	    /* u32 kernel thread id */
-	ATR_B_SEQ = 16,	    /* u64 block sequence number within the thread */
-	ATR_B_USED = 24,    /* u32 bytes of records (data blocks only) */
-	ATR_B_RECORDS = 28, /* u32 records in the block (data blocks only) */
-	ATR_B_PID = 32,	    /* u32 pid of the writing process */
+	ATR_B_MAGIC = 0,     /* u32 ATR_BLOCK_MAGIC */
+	ATR_B_KIND = 4,	     /* u32 ATR_BLOCK_* */
+	ATR_B_THREAD = 8,    /* u32 thread serial (1, 2, ... in creation order) */
+	ATR_B_TID = 12,	     /* u32 kernel thread id */
+	ATR_B_SEQ = 16,	     /* u64 block sequence number within the thread */
+	ATR_B_USED = 24,     /* u32 bytes of records (data blocks only) */
+	ATR_B_RECORDS = 28,  /* u32 records in the block (data blocks only) */
+	ATR_B_PID = 32,	     /* u32 pid of the writing process */
 	ATR_B_RESERVED = 36, /* zero up to byte 64 */
 };
 
@@ -114,7 +114,7 @@ enum {
 	ATR_U_CALLS = 56,    /* u32 FRAME: call records in the frame */
 	ATR_U_CHECK = 60,    /* u32 FRAME: atr_unit_check() of bytes 0..59 */
 };
-#define ATR_UNIT_ALIGN 8u    /* every unit starts at a multiple of this */
+#define ATR_UNIT_ALIGN 8u /* every unit starts at a multiple of this */
 
 /* FNV-1a of a v2 unit header's bytes 0..59: lets a reader that skips a
  * hole (space reserved by a writer killed before it wrote) trust the next
@@ -138,22 +138,23 @@ enum {
 
 /* Record word 0: bits 0-4 type, bits 5-7 flags, bits 8-63 timestamp
  * (clock ticks since header.start_ticks, 56 bits).  Word 0 is never 0. */
-#define ATR_TYPE_MASK 0x1fu
+#define ATR_TYPE_MASK  0x1fu
 #define ATR_FLAG_TIMED 0x20u /* last word: ticks spent inside the call */
-#define ATR_FLAG_WIDE 0x40u  /* size word is the full size; a slack word
+#define ATR_FLAG_WIDE                                                                              \
+	0x40u		     /* size word is the full size; a slack word                           \
 				follows it */
 #define ATR_FLAG_STACK 0x80u /* a stack-id word precedes the timing word */
-#define ATR_FLAG_MASK 0xe0u
-#define ATR_TS_SHIFT 8
-#define ATR_TS_MASK ((1ULL << 56) - 1)
+#define ATR_FLAG_MASK  0xe0u
+#define ATR_TS_SHIFT   8
+#define ATR_TS_MASK    ((1ULL << 56) - 1)
 
 /* Size word of allocation records (unless WIDE): bits 0-47 requested bytes,
  * bits 48-63 slack = usable size - requested, 0xffff when unknown.  When
  * size >= 2^48 or slack >= 0xffff the record is WIDE: the size word is the
  * size and the next word the slack (UINT64_MAX when unknown).  A failed
  * posix_memalign (ret 0) keeps its error code in the slack field. */
-#define ATR_SIZE_BITS 48
-#define ATR_SIZE_MASK ((1ULL << ATR_SIZE_BITS) - 1)
+#define ATR_SIZE_BITS		 48
+#define ATR_SIZE_MASK		 ((1ULL << ATR_SIZE_BITS) - 1)
 #define ATR_SLACK_NARROW_UNKNOWN 0xffffu
 
 /* Call record types: one per traced function, numbered in atr_calls.h.
@@ -164,8 +165,7 @@ enum atr_type {
 	/* call records: w0, then the words of the argument shape, then the
 	 * optional words (slack if WIDE, stack id if STACK, duration if
 	 * TIMED) */
-	ATR_CALLS(ATR_T_CALL_)
-	ATR_T_CALL_LAST = ATR_NCALLS,
+	ATR_CALLS(ATR_T_CALL_) ATR_T_CALL_LAST = ATR_NCALLS,
 	/* meta records: word 1 = payload length in bytes (low 32 bits) and an
 	 * argument (high 32 bits); the payload follows, padded to 8 bytes.
 	 * Readers skip meta types they do not know. */
@@ -189,8 +189,9 @@ enum atr_type {
 #undef ATR_T_CALL_
 
 /* Types are 1..ATR_NCALLS in list order: tables are indexed by them. */
-#define ATR_T_CHECK_(NAME, name, type, op, args, ret, params)                                       \
-	_Static_assert(ATR_T_##NAME == (int)ATR_CALL_SEQ_##NAME, "trace type of " #name " out of order");
+#define ATR_T_CHECK_(NAME, name, type, op, args, ret, params)                                      \
+	_Static_assert(ATR_T_##NAME == (int)ATR_CALL_SEQ_##NAME,                                   \
+		       "trace type of " #name " out of order");
 ATR_CALLS(ATR_T_CHECK_)
 #undef ATR_T_CHECK_
 _Static_assert(ATR_T_CALL_LAST < ATR_T_THREAD_START, "call types run into the meta types");
@@ -212,7 +213,7 @@ enum atr_ctl {
  * threads' streams (always with the same id for identical frames within a
  * thread; two threads may use different ids for the same frames). */
 #define ATR_STACK_DEPTH_DEFAULT 64u
-#define ATR_STACK_DEPTH_MAX 256u
+#define ATR_STACK_DEPTH_MAX	256u
 
 /* MODULE record argument. */
 enum atr_mod_kind {

@@ -45,15 +45,15 @@ struct atr_file {
 	const uint8_t *base; /* v1 mapped, or a caller's buffer; NULL: pread */
 	size_t size;
 	int mapped;
-	int fd;	     /* v2 files are read with pread, never mapped whole */
-	int v2;	     /* format version 2: units, FRAMEs */
+	int fd; /* v2 files are read with pread, never mapped whole */
+	int v2; /* format version 2: units, FRAMEs */
 	uint64_t features;
 	ZSTD_DCtx *dctx;
 	uint8_t *zbuf, *dbuf; /* a frame's payload and its decompressed bytes */
 	size_t zcap, dcap;
 	uint8_t **moddata; /* copies of MODULE payloads (build ids live here) */
 	size_t nmoddata;
-	uint64_t trunc_calls; /* v2: calls of frames cut off by the file end */
+	uint64_t trunc_calls;	      /* v2: calls of frames cut off by the file end */
 	uint8_t hdr[ATR_HEADER_SIZE]; /* v2: the file header (no mapping) */
 	char *path;
 	struct atr_info info;
@@ -134,7 +134,7 @@ static const char *const atr_names[32] = {
 #define NAME_(NAME, name, type, op, args, ret, params) [ATR_T_##NAME] = #name,
     ATR_CALLS(NAME_)
 #undef NAME_
-    [ATR_T_THREAD_START] = "thread_start",
+	[ATR_T_THREAD_START] = "thread_start",
     [ATR_T_THREAD_EXIT] = "thread_exit",
     [ATR_T_MARKER] = "marker",
     [ATR_T_CONTROL] = "control",
@@ -368,7 +368,8 @@ static size_t src_read(const atr_file *f, uint64_t off, void *dst, size_t len)
 	} else {
 		size_t got = 0;
 		while (got < have) {
-			ssize_t r = pread(f->fd, (uint8_t *)dst + got, have - got, (off_t)(off + got));
+			ssize_t r =
+			    pread(f->fd, (uint8_t *)dst + got, have - got, (off_t)(off + got));
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r <= 0)
@@ -496,8 +497,8 @@ static int scan_v2(atr_file *f, struct scan_list *l, char *eb, size_t el)
 		size_t have = src_read(f, off, h, sizeof h);
 		uint32_t magic = rd32(h + ATR_B_MAGIC), kind = rd32(h + ATR_B_KIND);
 		if (magic != ATR_BLOCK_MAGIC) {
-			fmt_err(eb, el, "%s: unit at offset 0x%" PRIx64 ": bad magic 0x%08" PRIx32, p,
-				off, magic);
+			fmt_err(eb, el, "%s: unit at offset 0x%" PRIx64 ": bad magic 0x%08" PRIx32,
+				p, off, magic);
 			return ATR_E_BLOCK;
 		}
 		if (have < sizeof h) {
@@ -513,16 +514,17 @@ static int scan_v2(atr_file *f, struct scan_list *l, char *eb, size_t el)
 			uint32_t nrec = rd32(h + ATR_B_RECORDS), calls = rd32(h + ATR_U_CALLS);
 			if (rd32(h + ATR_U_CHECK) != atr_unit_check(h)) {
 				fmt_err(eb, el,
-					"%s: frame at offset 0x%" PRIx64 ": header check mismatch", p,
-					off);
+					"%s: frame at offset 0x%" PRIx64 ": header check mismatch",
+					p, off);
 				return ATR_E_BLOCK;
 			}
 			if (used > f->bs - ATR_BLOCK_HEADER_SIZE || used % 8 || calls > nrec ||
 			    csize > ZSTD_compressBound(ATR_V2_ENC_BOUND((size_t)f->bs)) ||
 			    (uint64_t)nrec * 16 > used) {
 				fmt_err(eb, el,
-					"%s: frame at offset 0x%" PRIx64 ": invalid sizes (used %" PRIu32
-					", compressed %" PRIu32 ", records %" PRIu32 ", calls %" PRIu32
+					"%s: frame at offset 0x%" PRIx64
+					": invalid sizes (used %" PRIu32 ", compressed %" PRIu32
+					", records %" PRIu32 ", calls %" PRIu32
 					", block size %" PRIu32 ")",
 					p, off, used, csize, nrec, calls, f->bs);
 				return ATR_E_BLOCK;
@@ -536,8 +538,8 @@ static int scan_v2(atr_file *f, struct scan_list *l, char *eb, size_t el)
 			}
 			f->info.records_hint += nrec;
 		} else {
-			fmt_err(eb, el, "%s: unit at offset 0x%" PRIx64 ": unknown kind %" PRIu32, p,
-				off, kind);
+			fmt_err(eb, el, "%s: unit at offset 0x%" PRIx64 ": unknown kind %" PRIu32,
+				p, off, kind);
 			return ATR_E_BLOCK;
 		}
 		if (kind != ATR_BLOCK_RETIRED) {
@@ -721,7 +723,8 @@ int atr_open(const char *path, atr_file **out, char *errbuf, size_t errlen)
 		return ATR_E_NOMEM;
 	}
 	f->size = (size_t)st.st_size;
-	if (f->size >= ATR_HEADER_SIZE && pread(fd, f->hdr, ATR_HEADER_SIZE, 0) == ATR_HEADER_SIZE &&
+	if (f->size >= ATR_HEADER_SIZE &&
+	    pread(fd, f->hdr, ATR_HEADER_SIZE, 0) == ATR_HEADER_SIZE &&
 	    !memcmp(f->hdr, ATR_MAGIC, 8) && rd32(f->hdr + ATR_H_VERSION) == ATR_VERSION) {
 		/* v2: read piecewise, so memory stays small on any size */
 		f->fd = fd;
@@ -877,11 +880,11 @@ struct atr_cur {
 	uint8_t *buf[2];
 	size_t cap[2];
 	int which;
-	uint64_t pos;	  /* next record, block-relative */
-	uint64_t end;	  /* readable end (file end or used/limit) */
-	uint64_t lim;	  /* logical end: records may not cross it */
-	uint64_t nrec;	  /* records decoded in the current block */
-	uint64_t want;	  /* data block: header record count */
+	uint64_t pos;  /* next record, block-relative */
+	uint64_t end;  /* readable end (file end or used/limit) */
+	uint64_t lim;  /* logical end: records may not cross it */
+	uint64_t nrec; /* records decoded in the current block */
+	uint64_t want; /* data block: header record count */
 	uint64_t prev_ts;
 	struct atr_event stash; /* a realloc waiting behind its release */
 	int has_stash;
@@ -1016,8 +1019,8 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 				int r = cur_load_v2(f, c);
 				if (r < 0) {
 					if (r == ATR_E_NOMEM)
-						snprintf(f->err, sizeof(f->err), "%s: out of memory",
-							 f->path);
+						snprintf(f->err, sizeof(f->err),
+							 "%s: out of memory", f->path);
 					return r;
 				}
 			} else {
@@ -1707,8 +1710,8 @@ static int build_modules(atr_file *f, struct atr_modev *ev, size_t nev)
 		struct atr_module *same = NULL;
 		for (size_t k = f->nmods; k-- > 0;) {
 			struct atr_module *m = &f->mods[k];
-			if (m->unload_ts == UINT64_MAX && m->start == e->start && m->size == e->size &&
-			    m->bias == e->bias) {
+			if (m->unload_ts == UINT64_MAX && m->start == e->start &&
+			    m->size == e->size && m->bias == e->bias) {
 				same = m;
 				break;
 			}
@@ -1718,8 +1721,7 @@ static int build_modules(atr_file *f, struct atr_modev *ev, size_t nev)
 				same->unload_ts = e->ts;
 			continue;
 		}
-		if (same && same->build_id_len == e->bl &&
-		    !memcmp(same->build_id, e->data, e->bl))
+		if (same && same->build_id_len == e->bl && !memcmp(same->build_id, e->data, e->bl))
 			continue; /* written twice (two threads raced): one is enough */
 		struct atr_module *m = &f->mods[f->nmods];
 		char *path;
@@ -1792,8 +1794,8 @@ int atr_stacks_load(atr_file *f)
 				/* a copy: the payload's buffer is reused, and
 				 * the module table keeps the build id */
 				if (f->nmoddata % 64 == 0) {
-					uint8_t **nd = realloc(f->moddata,
-							       (f->nmoddata + 64) * sizeof(*nd));
+					uint8_t **nd =
+					    realloc(f->moddata, (f->nmoddata + 64) * sizeof(*nd));
 					if (!nd) {
 						r = ATR_E_NOMEM;
 						break;

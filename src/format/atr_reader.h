@@ -48,37 +48,37 @@ struct atr_info {
 	uint32_t block_size;
 	uint32_t pid, ppid, exec_seq;
 	uint64_t start_realtime_ns, start_mono_ns;
-	uint64_t end_mono_ns;	  /* 0 when the destructor never ran */
-	double ticks_per_sec;	  /* calibration used for *_ns conversions */
-	uint64_t lost_records;	  /* header counter + LOST records */
-	uint64_t untraced_calls;  /* passed through by the re-entrancy guard */
-	uint64_t blocks;	  /* non-empty blocks */
-	uint32_t threads;	  /* distinct thread serials */
-	uint64_t records_hint;	  /* sum of block record counts, exact once
-				     atr_count_records() was called */
-	uint64_t last_ts;	  /* largest record timestamp (ticks) */
-	const char *exe;	  /* "" if unknown */
-	const char *cmdline;	  /* arguments joined by spaces */
-	const char *path;	  /* file this came from */
+	uint64_t end_mono_ns;	 /* 0 when the destructor never ran */
+	double ticks_per_sec;	 /* calibration used for *_ns conversions */
+	uint64_t lost_records;	 /* header counter + LOST records */
+	uint64_t untraced_calls; /* passed through by the re-entrancy guard */
+	uint64_t blocks;	 /* non-empty blocks */
+	uint32_t threads;	 /* distinct thread serials */
+	uint64_t records_hint;	 /* sum of block record counts, exact once
+				    atr_count_records() was called */
+	uint64_t last_ts;	 /* largest record timestamp (ticks) */
+	const char *exe;	 /* "" if unknown */
+	const char *cmdline;	 /* arguments joined by spaces */
+	const char *path;	 /* file this came from */
 	/* Added fields.  The ones marked (walk) are exact only after a full
 	 * walk: atr_count_records()/atr_count_calls() or an iteration that
 	 * reached the end (info.walked is then 1). */
 	uint64_t file_size;
-	uint64_t header_lost;	  /* the header's ATR_H_LOST counter alone */
-	uint32_t header_errno;	  /* ATR_H_ERRNO */
-	uint64_t end_ticks;	  /* ATR_H_END_TICKS, 0 if unknown */
-	int ticks_guessed;	  /* 1: no calibration known, 1e9 assumed */
-	uint64_t lost_blocks;	  /* sequence gaps in threads' block chains
-				     (blocks never written; their records
-				     are not known individually) */
-	uint64_t ignored_staging; /* staging blocks superseded by data blocks
-				     (crash between flush and reset) */
-	uint64_t truncated_blocks; /* blocks cut short by the end of file */
+	uint64_t header_lost;	    /* the header's ATR_H_LOST counter alone */
+	uint32_t header_errno;	    /* ATR_H_ERRNO */
+	uint64_t end_ticks;	    /* ATR_H_END_TICKS, 0 if unknown */
+	int ticks_guessed;	    /* 1: no calibration known, 1e9 assumed */
+	uint64_t lost_blocks;	    /* sequence gaps in threads' block chains
+				       (blocks never written; their records
+				       are not known individually) */
+	uint64_t ignored_staging;   /* staging blocks superseded by data blocks
+				       (crash between flush and reset) */
+	uint64_t truncated_blocks;  /* blocks cut short by the end of file */
 	uint64_t truncated_records; /* data records lost to that (walk; known
 				       from block record counts) */
-	uint64_t clock_inversions; /* per-thread timestamps that went
-				      backwards and were clamped (walk) */
-	uint64_t calls;		  /* call records (walk) */
+	uint64_t clock_inversions;  /* per-thread timestamps that went
+				       backwards and were clamped (walk) */
+	uint64_t calls;		    /* call records (walk) */
 	int walked;
 };
 

@@ -12,9 +12,9 @@
 
 #include "atr_format.h"
 
-#define V2_CACHE 8	  /* move-to-front cache of recent addresses */
-#define V2_TAG_META 0x0u  /* low nibble 0: meta record, its v1 byte follows */
-#define V2_TAG_EXPL 0xfu  /* low nibble 15: call, its v1 byte follows */
+#define V2_CACHE     8	  /* move-to-front cache of recent addresses */
+#define V2_TAG_META  0x0u /* low nibble 0: meta record, its v1 byte follows */
+#define V2_TAG_EXPL  0xfu /* low nibble 15: call, its v1 byte follows */
 #define V2_SEC_CACHE 1u	  /* secondary pointer: 1..8 = cache hit */
 #define V2_SEC_DELTA 9u	  /* secondary pointer: >= 9 = delta + 9 */
 
@@ -23,7 +23,7 @@ struct v2_state {
 	uint64_t base;	/* last allocation's address: allocations' deltas */
 	uint64_t fbase; /* last free's address: frees' deltas */
 	uint64_t cache[V2_CACHE];
-	uint64_t cmask;		   /* chunk flag bits of ret (glibc) or 0 */
+	uint64_t cmask;			    /* chunk flag bits of ret (glibc) or 0 */
 	unsigned dflt[ATR_T_CALL_LAST + 1]; /* default flags per call type */
 };
 

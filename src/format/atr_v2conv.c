@@ -54,8 +54,8 @@ static int ob_reserve(struct obuf *o, size_t at, size_t n)
 	return 0;
 }
 
-int atr_v1_to_v2(const uint8_t *in, size_t len, int level, uint8_t **out, size_t *outlen,
-		 char *err, size_t errlen)
+int atr_v1_to_v2(const uint8_t *in, size_t len, int level, uint8_t **out, size_t *outlen, char *err,
+		 size_t errlen)
 {
 	*out = NULL;
 	*outlen = 0;
@@ -110,7 +110,8 @@ int atr_v1_to_v2(const uint8_t *in, size_t len, int level, uint8_t **out, size_t
 		if (kind != ATR_BLOCK_DATA)
 			continue;
 		uint32_t used = get32(b + ATR_B_USED);
-		if (used > bs - ATR_BLOCK_HEADER_SIZE || ATR_BLOCK_HEADER_SIZE + (size_t)used > avail) {
+		if (used > bs - ATR_BLOCK_HEADER_SIZE ||
+		    ATR_BLOCK_HEADER_SIZE + (size_t)used > avail) {
 			snprintf(err, errlen, "block at offset %zu: bad used size", off);
 			goto out;
 		}
@@ -132,7 +133,8 @@ int atr_v1_to_v2(const uint8_t *in, size_t len, int level, uint8_t **out, size_t
 			}
 			payload = z;
 		}
-		size_t ulen = ATR_BLOCK_HEADER_SIZE + ((plen + ATR_UNIT_ALIGN - 1) & ~(size_t)(ATR_UNIT_ALIGN - 1));
+		size_t ulen = ATR_BLOCK_HEADER_SIZE +
+			      ((plen + ATR_UNIT_ALIGN - 1) & ~(size_t)(ATR_UNIT_ALIGN - 1));
 		if (ob_reserve(&o, o.len, ulen)) {
 			snprintf(err, errlen, "out of memory");
 			goto out;

@@ -32,7 +32,8 @@ static uint64_t get64(const uint8_t *p)
 	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
 }
 
-static void seterr(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void seterr(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void seterr(char *buf, size_t len, const char *fmt, ...)
 {
 	if (!buf || !len)
@@ -212,8 +213,8 @@ int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char
 		put64(hdr + AWL_H_CALLS + 8 * i, w->calls[i]);
 	if (fflush(w->fp) != 0 && !w->ioerr)
 		w->ioerr = errno ? errno : EIO;
-	if (!w->ioerr && (fseeko(w->fp, 0, SEEK_SET) != 0 || fwrite(hdr, 1, sizeof(hdr), w->fp) != sizeof(hdr) ||
-			  fflush(w->fp) != 0))
+	if (!w->ioerr && (fseeko(w->fp, 0, SEEK_SET) != 0 ||
+			  fwrite(hdr, 1, sizeof(hdr), w->fp) != sizeof(hdr) || fflush(w->fp) != 0))
 		w->ioerr = errno ? errno : EIO;
 	if (w->ioerr) {
 		seterr(errbuf, errlen, "%s: write failed: %s", w->path ? w->path : "workload",
@@ -311,8 +312,10 @@ static int load(awl_file *f, char *eb, size_t el)
 	}
 	in->version = get32(h + AWL_H_VERSION);
 	if (in->version < AWL_VERSION_MIN || in->version > AWL_VERSION) {
-		seterr(eb, el, "%s: workload version %" PRIu32 " not supported (this reader knows %u to %u)", nm,
-		       in->version, AWL_VERSION_MIN, AWL_VERSION);
+		seterr(eb, el,
+		       "%s: workload version %" PRIu32
+		       " not supported (this reader knows %u to %u)",
+		       nm, in->version, AWL_VERSION_MIN, AWL_VERSION);
 		return -1;
 	}
 	const uint64_t trec = in->version == 1 ? AWL_THREAD_REC_V1 : AWL_THREAD_REC;
@@ -353,17 +356,20 @@ static int load(awl_file *f, char *eb, size_t el)
 	}
 	/* every slot is filled by some op, so slots <= ops */
 	if (in->nthreads > AWL_MAX_THREADS || in->slots > AWL_MAX_SLOTS || in->slots > in->ops) {
-		seterr(eb, el, "%s: implausible header (%" PRIu32 " threads, %" PRIu64 " slots)", nm,
-		       in->nthreads, in->slots);
+		seterr(eb, el, "%s: implausible header (%" PRIu32 " threads, %" PRIu64 " slots)",
+		       nm, in->nthreads, in->slots);
 		return -1;
 	}
 	if (table < hs || table > f->size || f->size - table != 8 + trec * in->nthreads) {
-		seterr(eb, el, "%s: truncated or corrupt (thread table at %" PRIu64 ", file %" PRIu64 " bytes)", nm,
-		       table, f->size);
+		seterr(eb, el,
+		       "%s: truncated or corrupt (thread table at %" PRIu64 ", file %" PRIu64
+		       " bytes)",
+		       nm, table, f->size);
 		return -1;
 	}
 	uint8_t tb[AWL_THREAD_REC];
-	if (rd(f, table, tb, 8) < 0 || get32(tb) != AWL_TABLE_MAGIC || get32(tb + 4) != in->nthreads) {
+	if (rd(f, table, tb, 8) < 0 || get32(tb) != AWL_TABLE_MAGIC ||
+	    get32(tb + 4) != in->nthreads) {
 		seterr(eb, el, "%s: corrupt thread table at offset %" PRIu64, nm, table);
 		return -1;
 	}
@@ -394,19 +400,26 @@ static int load(awl_file *f, char *eb, size_t el)
 	}
 	for (uint32_t i = 0; i < in->nthreads; i++) {
 		uint32_t p = f->th[i].parent;
-		if (p > in->nthreads || p == i + 1 || (p && f->th[i].spawn_op >= f->th[p - 1].ops)) {
-			seterr(eb, el, "%s: thread %" PRIu32 " has a bad parent (%" PRIu32 ", op %" PRIu64 ")", nm, i,
-			       p, f->th[i].spawn_op);
+		if (p > in->nthreads || p == i + 1 ||
+		    (p && f->th[i].spawn_op >= f->th[p - 1].ops)) {
+			seterr(eb, el,
+			       "%s: thread %" PRIu32 " has a bad parent (%" PRIu32 ", op %" PRIu64
+			       ")",
+			       nm, i, p, f->th[i].spawn_op);
 			return -1;
 		}
 	}
 	if (roots != in->roots || in->max_live > in->nthreads || (in->nthreads && !roots)) {
-		seterr(eb, el, "%s: thread table does not match the header (%" PRIu32 " root threads)", nm, roots);
+		seterr(eb, el,
+		       "%s: thread table does not match the header (%" PRIu32 " root threads)", nm,
+		       roots);
 		return -1;
 	}
 	if (sum_ops != in->ops || sum_calls != in->calls[0]) {
-		seterr(eb, el, "%s: thread table does not match the header (ops %" PRIu64 " vs %" PRIu64 ")", nm,
-		       sum_ops, in->ops);
+		seterr(eb, el,
+		       "%s: thread table does not match the header (ops %" PRIu64 " vs %" PRIu64
+		       ")",
+		       nm, sum_ops, in->ops);
 		return -1;
 	}
 	/* scan the chunks */
@@ -425,8 +438,9 @@ static int load(awl_file *f, char *eb, size_t el)
 			break;
 		}
 		uint32_t t = get32(ch + 4), len = get32(ch + 8), ops = get32(ch + 12);
-		if (get32(ch) != AWL_CHUNK_MAGIC || t >= in->nthreads || len == 0 || len > AWL_CHUNK_MAX ||
-		    ops == 0 || ops > len || len > table - off - AWL_CHUNK_HDR) {
+		if (get32(ch) != AWL_CHUNK_MAGIC || t >= in->nthreads || len == 0 ||
+		    len > AWL_CHUNK_MAX || ops == 0 || ops > len ||
+		    len > table - off - AWL_CHUNK_HDR) {
 			seterr(eb, el, "%s: corrupt chunk at offset %" PRIu64, nm, off);
 			rc = -1;
 			break;
@@ -442,12 +456,15 @@ static int load(awl_file *f, char *eb, size_t el)
 	}
 	for (uint32_t i = 0; rc == 0 && i < in->nthreads; i++)
 		if (ops_seen[i] != f->th[i].ops) {
-			seterr(eb, el, "%s: thread %" PRIu32 " has %" PRIu64 " ops in chunks, table says %" PRIu64, nm,
-			       i, ops_seen[i], f->th[i].ops);
+			seterr(eb, el,
+			       "%s: thread %" PRIu32 " has %" PRIu64
+			       " ops in chunks, table says %" PRIu64,
+			       nm, i, ops_seen[i], f->th[i].ops);
 			rc = -1;
 		}
 	if (rc == 0 && nchunks != in->chunks) {
-		seterr(eb, el, "%s: %" PRIu64 " chunks, header says %" PRIu64, nm, nchunks, in->chunks);
+		seterr(eb, el, "%s: %" PRIu64 " chunks, header says %" PRIu64, nm, nchunks,
+		       in->chunks);
 		rc = -1;
 	}
 	free(ops_seen);
@@ -579,25 +596,24 @@ static int get_uv(struct awl_stream *s, uint64_t *v)
 
 static int serr(struct awl_stream *s, const char *what)
 {
-	snprintf(s->err, sizeof(s->err), "%s: thread %" PRIu32 " op %" PRIu64 ": %s", s->f->name, s->t, s->done,
-		 what);
+	snprintf(s->err, sizeof(s->err), "%s: thread %" PRIu32 " op %" PRIu64 ": %s", s->f->name,
+		 s->t, s->done, what);
 	return -1;
 }
 
 /* Fields per op code; -1: unknown code. */
 #define FIELDS_(NAME, name, type, op, args, ret, params) [AWL_OP_##NAME] = ATR_ARGS_FIELDS_##args,
 static const signed char op_fields[32] = {
-	[0] = -1,
-	ATR_CALLS(FIELDS_)
-	[AWL_OP_CALL_LAST + 1 ... AWL_OP_WAIT - 1] = -1,
-	[AWL_OP_WAIT] = 2,
-	[AWL_OP_DROP] = 1,
-	[AWL_OP_MARKER] = 1,
-	[AWL_OP_THREAD_START] = 1,
-	[AWL_OP_THREAD_EXIT] = 0,
-	[AWL_OP_SPAWN] = 1,
-	[AWL_OP_THINK] = 1,
-	[AWL_OP_THINK + 1 ... 31] = -1,
+    [0] = -1,
+    ATR_CALLS(FIELDS_)[AWL_OP_CALL_LAST + 1 ... AWL_OP_WAIT - 1] = -1,
+    [AWL_OP_WAIT] = 2,
+    [AWL_OP_DROP] = 1,
+    [AWL_OP_MARKER] = 1,
+    [AWL_OP_THREAD_START] = 1,
+    [AWL_OP_THREAD_EXIT] = 0,
+    [AWL_OP_SPAWN] = 1,
+    [AWL_OP_THINK] = 1,
+    [AWL_OP_THINK + 1 ... 31] = -1,
 };
 #undef FIELDS_
 
@@ -698,8 +714,8 @@ struct vslot {
 	uint64_t idx; /* op index of the last use */
 };
 
-static int use_slot(struct vthread *vt, uint32_t t, struct vslot *slots, uint64_t slot, uint64_t idx,
-		    int want_live, int make_live, char *eb, size_t el, const char *nm)
+static int use_slot(struct vthread *vt, uint32_t t, struct vslot *slots, uint64_t slot,
+		    uint64_t idx, int want_live, int make_live, char *eb, size_t el, const char *nm)
 {
 	struct vslot *v = &slots[slot];
 	if (v->thread && v->thread - 1 != t) {
@@ -713,8 +729,8 @@ static int use_slot(struct vthread *vt, uint32_t t, struct vslot *slots, uint64_
 		}
 	}
 	if (want_live >= 0 && v->live != want_live) {
-		seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": slot %" PRIu64 " is %s", nm, t, idx, slot,
-		       v->live ? "already in use" : "empty");
+		seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": slot %" PRIu64 " is %s", nm,
+		       t, idx, slot, v->live ? "already in use" : "empty");
 		return -1;
 	}
 	v->live = (uint8_t)make_live;
@@ -767,27 +783,35 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 				const char *nm = f->name;
 				if (op->code == AWL_OP_WAIT) {
 					if (op->a >= n || op->a == t || op->b > f->th[op->a].ops) {
-						seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": bad wait target", nm, t,
-						       idx);
+						seterr(eb, el,
+						       "%s: thread %" PRIu32 " op %" PRIu64
+						       ": bad wait target",
+						       nm, t, idx);
 						rc = -1;
 						break;
 					}
 					if (vt[op->a].s.done - (uint64_t)vt[op->a].have < op->b)
-						break; /* blocked: the target op is not complete yet */
+						break; /* blocked: the target op is not complete yet
+							*/
 					uint64_t old = 0;
-					if (!util_hmap_lookup(&v->waited, op->a, &old) || old < op->b)
-						if (util_hmap_insert(&v->waited, op->a, op->b, NULL) < 0) {
+					if (!util_hmap_lookup(&v->waited, op->a, &old) ||
+					    old < op->b)
+						if (util_hmap_insert(&v->waited, op->a, op->b,
+								     NULL) < 0) {
 							seterr(eb, el, "%s: out of memory", nm);
 							rc = -1;
 							break;
 						}
 					waits++;
 				} else if (op->code == AWL_OP_SPAWN) {
-					const struct awl_thread *c = op->a < n ? &f->th[op->a] : NULL;
-					if (!c || c->parent != t + 1 || c->spawn_op != idx || vt[op->a].spawned) {
+					const struct awl_thread *c =
+					    op->a < n ? &f->th[op->a] : NULL;
+					if (!c || c->parent != t + 1 || c->spawn_op != idx ||
+					    vt[op->a].spawned) {
 						seterr(eb, el,
 						       "%s: thread %" PRIu32 " op %" PRIu64
-						       ": spawn of thread %" PRIu64 " does not match the thread table",
+						       ": spawn of thread %" PRIu64
+						       " does not match the thread table",
 						       nm, t, idx, op->a);
 						rc = -1;
 						break;
@@ -795,7 +819,9 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 					vt[op->a].spawned = 1;
 				} else if (op->code == AWL_OP_THINK) {
 					if (__builtin_add_overflow(think, op->a, &think)) {
-						seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": think time overflows",
+						seterr(eb, el,
+						       "%s: thread %" PRIu32 " op %" PRIu64
+						       ": think time overflows",
 						       nm, t, idx);
 						rc = -1;
 						break;
@@ -806,39 +832,48 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 					uint64_t src = 0, dst;
 					unsigned shape = awl_op_args(op->code);
 					int is_free = shape == ATR_ARGS_PTR;
-					int has_src = is_free || shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB;
+					int has_src = is_free || shape == ATR_ARGS_OLD ||
+						      shape == ATR_ARGS_OLD_NMEMB;
 					if (has_src)
 						src = op->a;
 					dst = is_free ? 0 : has_src ? op->b : op->a;
 					if (src > in->slots || dst > in->slots) {
-						seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": slot out of range", nm,
-						       t, idx);
+						seterr(eb, el,
+						       "%s: thread %" PRIu32 " op %" PRIu64
+						       ": slot out of range",
+						       nm, t, idx);
 						rc = -1;
 						break;
 					}
-					if (src && use_slot(vt, t, slots, src - 1, idx, 1, 0, eb, el, nm) < 0) {
+					if (src && use_slot(vt, t, slots, src - 1, idx, 1, 0, eb,
+							    el, nm) < 0) {
 						rc = -1;
 						break;
 					}
 					if (has_src && !is_free && src && !dst) {
 						/* failed realloc: the block stays where it was,
 						   unless the size was 0 (freed) */
-						uint64_t sz = shape == ATR_ARGS_OLD ? op->c : op->c * op->d;
+						uint64_t sz =
+						    shape == ATR_ARGS_OLD ? op->c : op->c * op->d;
 						if (sz)
 							slots[src - 1].live = 1;
 					}
-					if (dst && use_slot(vt, t, slots, dst - 1, idx, 0, 1, eb, el, nm) < 0) {
+					if (dst && use_slot(vt, t, slots, dst - 1, idx, 0, 1, eb,
+							    el, nm) < 0) {
 						rc = -1;
 						break;
 					}
 				} else if (op->code == AWL_OP_DROP) {
 					if (op->a >= in->slots) {
-						seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": slot out of range", nm,
-						       t, idx);
+						seterr(eb, el,
+						       "%s: thread %" PRIu32 " op %" PRIu64
+						       ": slot out of range",
+						       nm, t, idx);
 						rc = -1;
 						break;
 					}
-					if (use_slot(vt, t, slots, op->a, idx, 1, 0, eb, el, nm) < 0) {
+					if (use_slot(vt, t, slots, op->a, idx, 1, 0, eb, el, nm) <
+					    0) {
 						rc = -1;
 						break;
 					}
@@ -852,29 +887,37 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 			while (never < n && (vt[never].spawned || !vt[f->th[never].parent - 1].end))
 				never++;
 			if (never < n)
-				seterr(eb, el, "%s: thread %" PRIu32 " is never spawned (its parent %" PRIu32
-					       " ended without a SPAWN of it)",
+				seterr(eb, el,
+				       "%s: thread %" PRIu32
+				       " is never spawned (its parent %" PRIu32
+				       " ended without a SPAWN of it)",
 				       f->name, never, f->th[never].parent - 1);
 			else
-				seterr(eb, el, "%s: deadlock: every unfinished thread waits for another", f->name);
+				seterr(eb, el,
+				       "%s: deadlock: every unfinished thread waits for another",
+				       f->name);
 			rc = -1;
 		}
 	}
 	if (rc == 0) {
 		for (unsigned i = 0; i <= AWL_OP_CALL_LAST; i++)
 			if (calls[i] != in->calls[i]) {
-				seterr(eb, el, "%s: %" PRIu64 " %s calls in the streams, header says %" PRIu64, f->name,
-				       calls[i], i ? awl_op_name(i) : "total", in->calls[i]);
+				seterr(
+				    eb, el,
+				    "%s: %" PRIu64 " %s calls in the streams, header says %" PRIu64,
+				    f->name, calls[i], i ? awl_op_name(i) : "total", in->calls[i]);
 				rc = -1;
 				break;
 			}
 		if (rc == 0 && waits != in->waits) {
-			seterr(eb, el, "%s: %" PRIu64 " waits in the streams, header says %" PRIu64, f->name, waits,
-			       in->waits);
+			seterr(eb, el, "%s: %" PRIu64 " waits in the streams, header says %" PRIu64,
+			       f->name, waits, in->waits);
 			rc = -1;
 		}
 		if (rc == 0 && think != in->think_ns) {
-			seterr(eb, el, "%s: %" PRIu64 " ns of think time in the streams, header says %" PRIu64,
+			seterr(eb, el,
+			       "%s: %" PRIu64
+			       " ns of think time in the streams, header says %" PRIu64,
 			       f->name, think, in->think_ns);
 			rc = -1;
 		}

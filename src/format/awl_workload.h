@@ -27,20 +27,20 @@
 
 #include "atr_calls.h"
 
-#define AWL_MAGIC "ALCWORKL" /* 8 bytes, no NUL */
-#define AWL_VERSION 2u	 /* written; readers also take 1 */
-#define AWL_VERSION_MIN 1u
-#define AWL_HEADER_SIZE 256u
-#define AWL_CHUNK_MAGIC 0x4b435741u  /* "AWCK" */
-#define AWL_TABLE_MAGIC 0x48545741u  /* "AWTH" */
-#define AWL_CHUNK_HDR 16u
-#define AWL_CHUNK_MAX (1u << 20)     /* largest chunk payload a reader accepts */
-#define AWL_CHUNK_TARGET (64u << 10) /* what the writer makes */
+#define AWL_MAGIC	  "ALCWORKL" /* 8 bytes, no NUL */
+#define AWL_VERSION	  2u	     /* written; readers also take 1 */
+#define AWL_VERSION_MIN	  1u
+#define AWL_HEADER_SIZE	  256u
+#define AWL_CHUNK_MAGIC	  0x4b435741u /* "AWCK" */
+#define AWL_TABLE_MAGIC	  0x48545741u /* "AWTH" */
+#define AWL_CHUNK_HDR	  16u
+#define AWL_CHUNK_MAX	  (1u << 20)  /* largest chunk payload a reader accepts */
+#define AWL_CHUNK_TARGET  (64u << 10) /* what the writer makes */
 #define AWL_THREAD_REC_V1 32u
-#define AWL_THREAD_REC 48u /* version 2 */
-#define AWL_MARKER_MAX 255u
-#define AWL_MAX_THREADS 65536u
-#define AWL_MAX_SLOTS (1ULL << 40)
+#define AWL_THREAD_REC	  48u /* version 2 */
+#define AWL_MARKER_MAX	  255u
+#define AWL_MAX_THREADS	  65536u
+#define AWL_MAX_SLOTS	  (1ULL << 40)
 
 /* header.features: a reader rejects bits it does not know */
 #define AWL_FEATURES_KNOWN 0ULL
@@ -83,8 +83,7 @@ enum awl_opcode {
 	 *   NMEMB dst+1, nmemb, elsize     OLD src+1, dst+1, size
 	 *   OLD_NMEMB src+1, dst+1, nmemb, elsize
 	 *   ALIGN, ALIGN_OUT dst+1, align, size */
-	ATR_CALLS(AWL_OP_CALL_)
-	AWL_OP_CALL_LAST = ATR_NCALLS,
+	ATR_CALLS(AWL_OP_CALL_) AWL_OP_CALL_LAST = ATR_NCALLS,
 	AWL_OP_WAIT = 16,	  /* thread index, ops: wait until that thread
 				     has completed that many ops */
 	AWL_OP_DROP = 17,	  /* slot: free it, not a call (the trace lost
@@ -103,8 +102,9 @@ enum awl_opcode {
 
 /* Ops are 1..ATR_NCALLS in list order (tables are indexed by them), and
  * the header's per-call counters must fit before AWL_H_END. */
-#define AWL_OP_CHECK_(NAME, name, type, op, args, ret, params)                                      \
-	_Static_assert(AWL_OP_##NAME == (int)ATR_CALL_SEQ_##NAME, "workload op of " #name " out of order");
+#define AWL_OP_CHECK_(NAME, name, type, op, args, ret, params)                                     \
+	_Static_assert(AWL_OP_##NAME == (int)ATR_CALL_SEQ_##NAME,                                  \
+		       "workload op of " #name " out of order");
 ATR_CALLS(AWL_OP_CHECK_)
 #undef AWL_OP_CHECK_
 _Static_assert(AWL_OP_CALL_LAST < AWL_OP_WAIT, "call ops run into the other ops");
@@ -228,15 +228,15 @@ struct awl_thread {
 	uint32_t live_at_start; /* threads alive in the trace once it started */
 	uint64_t spawn_op;	/* index of the SPAWN op in the parent's stream */
 	uint32_t max_chunk;	/* largest chunk payload: the decoder's buffer */
-	uint64_t *chunk_off; /* payload offsets */
+	uint64_t *chunk_off;	/* payload offsets */
 	uint32_t *chunk_len, *chunk_ops;
 };
 
 struct awl_info {
 	uint32_t version, flags, nthreads;
 	uint64_t features, slots, ideal_peak, ops, waits, chunks, anomalies, duration_ns;
-	uint64_t think_ns;	      /* v2 */
-	uint32_t max_live, roots;     /* v2; version 1: threads, threads */
+	uint64_t think_ns;	  /* v2 */
+	uint32_t max_live, roots; /* v2; version 1: threads, threads */
 	uint32_t src_pid, src_exec;
 	uint64_t calls[AWL_OP_CALL_LAST + 1]; /* [0] total */
 	uint64_t file_size;
@@ -258,8 +258,8 @@ const struct awl_thread *awl_get_thread(const awl_file *f, uint32_t t);
 struct awl_stream {
 	awl_file *f;
 	uint32_t t;
-	uint64_t chunk;	   /* next chunk index */
-	uint8_t *buf;	   /* current chunk payload */
+	uint64_t chunk; /* next chunk index */
+	uint8_t *buf;	/* current chunk payload */
 	size_t cap, len, pos;
 	int own_buf;	   /* buf is the caller's (awl_stream_init_buf) */
 	uint32_t left_ops; /* ops left in the current chunk */

@@ -182,11 +182,13 @@ int cmp_write_html(const char *path, const char *wl, struct cmp_col *cols, int n
 		runs == 1 ? "" : "s");
 	util_fputs_html(o, cols[0].spec, SIZE_MAX);
 	fputs("</p>\n", o);
-	fputs("<h2>Verdict</h2>\n<p>predicted run time (replay wall time, think time included) and Max RSS "
+	fputs("<h2>Verdict</h2>\n<p>predicted run time (replay wall time, think time included) and "
+	      "Max RSS "
 	      "against ",
 	      o);
 	util_fputs_html(o, cols[0].spec, SIZE_MAX);
-	fprintf(o, "; the floor (ideal RSS) is %.1f MiB</p>\n<ul class=\"verdict\">\n", cols[0].ideal_mib);
+	fprintf(o, "; the floor (ideal RSS) is %.1f MiB</p>\n<ul class=\"verdict\">\n",
+		cols[0].ideal_mib);
 	for (int k = 1; k < ncol; k++) {
 		fputs("<li>", o);
 		util_fputs_html(o, cols[k].verdict, SIZE_MAX);

@@ -7,10 +7,10 @@
 
 #include "util_fmt.h"
 
-#define SVG_W 1200.0
+#define SVG_W	1200.0
 #define FRAME_H 16
 #define PAD_TOP 36
-#define MIN_W 0.1 /* narrower frames are left out */
+#define MIN_W	0.1 /* narrower frames are left out */
 
 struct node {
 	char *name;
@@ -88,8 +88,8 @@ static void colour(const char *name, unsigned *r, unsigned *g, unsigned *b)
 	*b = (h >> 16) % 55;
 }
 
-static void draw(FILE *out, struct node *n, double x, unsigned depth, unsigned maxd,
-		 double scale, uint64_t total, const char *unit)
+static void draw(FILE *out, struct node *n, double x, unsigned depth, unsigned maxd, double scale,
+		 uint64_t total, const char *unit)
 {
 	if (n->nkid == 0)
 		return; /* a leaf: no array to sort (qsort(NULL, 0) is undefined) */
@@ -111,7 +111,8 @@ static void draw(FILE *out, struct node *n, double x, unsigned depth, unsigned m
 				x, y, w, FRAME_H - 1, r, g, b);
 			size_t chars = (size_t)((w - 6) / 7);
 			if (chars >= 3) {
-				fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">", x + 3, y + FRAME_H - 4);
+				fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">", x + 3,
+					y + FRAME_H - 4);
 				size_t len = strlen(k->name);
 				if (len <= chars) {
 					util_fputs_html(out, k->name, len);

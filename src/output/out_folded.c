@@ -38,7 +38,10 @@ int rep_fold_stacks(struct rep_ctx *c, enum an_by by, rep_fold_fn fn, void *arg)
 		key.len = 0;
 		fa.nomem |= util_buf_puts(&key, exe && *exe ? exe : "?") < 0;
 		if (!atr_stack_get(c->f, st->stack, &ips, &nf))
-			fa.nomem |= util_buf_puts(&key, c->r.stacks ? ";[no stack]" : ";[no stack: record with --stacks]") < 0;
+			fa.nomem |=
+			    util_buf_puts(&key, c->r.stacks
+						    ? ";[no stack]"
+						    : ";[no stack: record with --stacks]") < 0;
 		else
 			rep_frames_outer_first(c, st->stack, fold_frame, &fa);
 		if (fa.nomem || fn(arg, key.data, an_stack_value(st, by)) != 0)

@@ -163,7 +163,8 @@ static void json_functions(struct json_writer *w, struct rep_ctx *c, size_t top)
 		json_string(w, g.names.s[r->name]);
 		json_string(w, g.names.s[r->module]);
 		if (r->file != UINT32_MAX) {
-			snprintf(loc, sizeof(loc), "%s:%u", an_basename(g.names.s[r->file]), r->line);
+			snprintf(loc, sizeof(loc), "%s:%u", an_basename(g.names.s[r->file]),
+				 r->line);
 			json_string(w, loc);
 		} else {
 			json_null(w);

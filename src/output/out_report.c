@@ -516,9 +516,11 @@ void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int fir
 	printf("  %-18s %s", "calls", util_fmt_u64(a, sizeof(a), r->total_calls));
 	for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++)
 		if (r->calls[t])
-			printf("  %s %s", atr_type_name(t), util_fmt_u64(b, sizeof(b), r->calls[t]));
+			printf("  %s %s", atr_type_name(t),
+			       util_fmt_u64(b, sizeof(b), r->calls[t]));
 	printf("\n");
-	printf("  %-18s %s (%s)\n", "bytes requested", util_fmt_u64(a, sizeof(a), r->bytes_requested),
+	printf("  %-18s %s (%s)\n", "bytes requested",
+	       util_fmt_u64(a, sizeof(a), r->bytes_requested),
 	       util_fmt_bytes(b, sizeof(b), r->bytes_requested));
 	uint64_t pns = ns(c->f, r->peak_ts);
 	printf("  %-18s %s (%s) at %" PRIu64 ".%09" PRIu64 " s\n", "peak live bytes",
@@ -526,7 +528,8 @@ void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int fir
 	       util_fmt_bytes(b, sizeof(b), r->peak_live_bytes), pns / 1000000000u,
 	       pns % 1000000000u);
 	printf("  %-18s %s bytes in %s blocks\n", "leaked (at exit)",
-	       util_fmt_u64(a, sizeof(a), r->live_bytes), util_fmt_u64(b, sizeof(b), r->live_blocks));
+	       util_fmt_u64(a, sizeof(a), r->live_bytes),
+	       util_fmt_u64(b, sizeof(b), r->live_blocks));
 	if (c->o && c->o->nsupp)
 		printf("  %-18s %s bytes in %s blocks (--suppress)\n", "suppressed leaks",
 		       util_fmt_u64(a, sizeof(a), c->supp_bytes),
@@ -561,11 +564,12 @@ void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int fir
 			an_group_free(&g);
 		}
 	} else {
-		text_list(c, by, top, by == AN_BY_CALLS ? "hottest call paths by calls"
-				      : by == AN_BY_BYTES ? "hottest call paths by bytes"
-				      : by == AN_BY_PEAK ? "live at the peak"
-				      : by == AN_BY_LEAKED ? "leaks (live at exit)"
-							   : "temporary allocations");
+		text_list(c, by, top,
+			  by == AN_BY_CALLS    ? "hottest call paths by calls"
+			  : by == AN_BY_BYTES  ? "hottest call paths by bytes"
+			  : by == AN_BY_PEAK   ? "live at the peak"
+			  : by == AN_BY_LEAKED ? "leaks (live at exit)"
+					       : "temporary allocations");
 		if (by != AN_BY_BYTES)
 			text_list(c, AN_BY_BYTES, top, "hottest call paths by bytes");
 		if (by != AN_BY_LEAKED)

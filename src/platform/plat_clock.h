@@ -116,7 +116,8 @@ static inline uint64_t plat_ticks_per_sec(uint64_t window_ns, int sleep)
 #else
 	uint64_t m0 = plat_mono_ns(), c0 = plat_hw_ticks(), m1, c1;
 	if (sleep) {
-		struct timespec req = {(time_t)(window_ns / 1000000000ull), (long)(window_ns % 1000000000ull)};
+		struct timespec req = {(time_t)(window_ns / 1000000000ull),
+				       (long)(window_ns % 1000000000ull)};
 		while (nanosleep(&req, &req) < 0 && errno == EINTR)
 			;
 	}

@@ -59,8 +59,9 @@ static int zctx_setup(struct atp_zctx *z)
 	z->out = z->enc + ((z_enc_cap + pg - 1) & ~(pg - 1));
 	if (g.zstd_level) {
 		z->cctx = ZSTD_initStaticCCtx(m, ws);
-		if (!z->cctx || ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel,
-								     g.zstd_level)) ||
+		if (!z->cctx ||
+		    ZSTD_isError(
+			ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, g.zstd_level)) ||
 		    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1))) {
 			munmap(m, z_total);
 			return -ENOMEM;
@@ -74,7 +75,8 @@ static struct atp_zctx *zctx_take(void)
 {
 	for (;;) {
 		for (int i = 0; i < ATP_NZCTX; i++)
-			if (!atomic_flag_test_and_set_explicit(&zpool[i].busy, memory_order_acquire))
+			if (!atomic_flag_test_and_set_explicit(&zpool[i].busy,
+							       memory_order_acquire))
 				return &zpool[i];
 		sched_yield();
 	}
@@ -117,8 +119,8 @@ int atp_encode_block(const uint8_t *recs, uint32_t used, uint32_t serial, uint32
 	}
 	struct atr_v2_meta m;
 	uint8_t *payload = z->out + ATR_BLOCK_HEADER_SIZE;
-	size_t elen = atr_v2_encode(recs, used, g.features, g.zstd_level ? z->enc : payload,
-				    z_enc_cap, &m);
+	size_t elen =
+	    atr_v2_encode(recs, used, g.features, g.zstd_level ? z->enc : payload, z_enc_cap, &m);
 	if (!elen) {
 		zctx_give(z);
 		return -EINVAL; /* our own records do not parse: a bug */

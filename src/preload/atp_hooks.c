@@ -39,7 +39,8 @@ static inline void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags
 		slack = usable >= size ? usable - size : UINT64_MAX;
 		rv |= h & ATR_CHUNK_MASK;
 		if ((h & ATR_CHUNK_MASK) == ATR_CHUNK_NON_MAIN) {
-			uint64_t cend = (uint64_t)(uintptr_t)r - 2 * sizeof(size_t) + (h & ~(size_t)7);
+			uint64_t cend =
+			    (uint64_t)(uintptr_t)r - 2 * sizeof(size_t) + (h & ~(size_t)7);
 			if (ATP_UNLIKELY((rv & ~(ATR_ARENA_HEAP_MAX - 1)) != t->heap_lo ||
 					 cend > t->heap_hi))
 				atp_heap_note(t, ts, r, cend);
@@ -49,7 +50,8 @@ static inline void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags
 		slack = g.real.usable_size && usable >= size ? usable - size : UINT64_MAX;
 	}
 	/* unknown slack (UINT64_MAX) shifts into 0xffff, the narrow unknown */
-	int narrow = size <= ATR_SIZE_MASK && (slack < ATR_SLACK_NARROW_UNKNOWN || slack == UINT64_MAX);
+	int narrow =
+	    size <= ATR_SIZE_MASK && (slack < ATR_SLACK_NARROW_UNKNOWN || slack == UINT64_MAX);
 	if (!narrow)
 		flags |= ATR_FLAG_WIDE;
 	/* --stacks: the STACK record (if new) goes before this one */
@@ -191,19 +193,19 @@ EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
 	return r;
 }
 
-#define ALIGNED_HOOK(name, type)                                                  \
-	EXPORT void *name(size_t align, size_t size)                              \
-	{                                                                         \
-		struct atp_thread *t = &atp_tls;                                  \
-		if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))                      \
-			return g.real.name(align, size);                                                                 \
-		t->guard = 1;                                                     \
-		uint64_t t0 = g.timing ? atp_now() : 0;                           \
-		void *r = g.real.name(align, size);                               \
-		uint64_t t1 = atp_now();                                          \
-		rec_alloc(t, type, TIMED_FLAG(), t1, t1 - t0, r, size, 0, 1, align, 0); \
-		t->guard = 0;                                                     \
-		return r;                                                         \
+#define ALIGNED_HOOK(name, type)                                                                   \
+	EXPORT void *name(size_t align, size_t size)                                               \
+	{                                                                                          \
+		struct atp_thread *t = &atp_tls;                                                   \
+		if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))                   \
+			return g.real.name(align, size);                                           \
+		t->guard = 1;                                                                      \
+		uint64_t t0 = g.timing ? atp_now() : 0;                                            \
+		void *r = g.real.name(align, size);                                                \
+		uint64_t t1 = atp_now();                                                           \
+		rec_alloc(t, type, TIMED_FLAG(), t1, t1 - t0, r, size, 0, 1, align, 0);            \
+		t->guard = 0;                                                                      \
+		return r;                                                                          \
 	}
 
 ALIGNED_HOOK(memalign, ATR_T_MEMALIGN)
@@ -230,19 +232,19 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	return rc;
 }
 
-#define PAGE_HOOK(name, type)                                                     \
-	EXPORT void *name(size_t size)                                            \
-	{                                                                         \
-		struct atp_thread *t = &atp_tls;                                  \
-		if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))                      \
-			return g.real.name(size);                                                                 \
-		t->guard = 1;                                                     \
-		uint64_t t0 = g.timing ? atp_now() : 0;                           \
-		void *r = g.real.name(size);                                      \
-		uint64_t t1 = atp_now();                                          \
-		rec_alloc(t, type, TIMED_FLAG(), t1, t1 - t0, r, size, 0, 0, 0, 0); \
-		t->guard = 0;                                                     \
-		return r;                                                         \
+#define PAGE_HOOK(name, type)                                                                      \
+	EXPORT void *name(size_t size)                                                             \
+	{                                                                                          \
+		struct atp_thread *t = &atp_tls;                                                   \
+		if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))                   \
+			return g.real.name(size);                                                  \
+		t->guard = 1;                                                                      \
+		uint64_t t0 = g.timing ? atp_now() : 0;                                            \
+		void *r = g.real.name(size);                                                       \
+		uint64_t t1 = atp_now();                                                           \
+		rec_alloc(t, type, TIMED_FLAG(), t1, t1 - t0, r, size, 0, 0, 0, 0);                \
+		t->guard = 0;                                                                      \
+		return r;                                                                          \
 	}
 
 PAGE_HOOK(valloc, ATR_T_VALLOC)

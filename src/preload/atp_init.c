@@ -150,7 +150,7 @@ static void *boot_pvalloc(size_t n)
 /* every traced function has a boot_<name> forwarder above */
 #define BOOT_(NAME, name, type, op, args, ret, params) .name = boot_##name,
 struct atp_global g = {
-	.real = {ATR_CALLS(BOOT_)},
+    .real = {ATR_CALLS(BOOT_)},
 };
 
 /* ---- settings ------------------------------------------------------------ */
@@ -284,9 +284,9 @@ int atp_open_trace(void)
 	memcpy(h + ATR_H_MAGIC, ATR_MAGIC, 8);
 	atp_put_u32(h + ATR_H_VERSION, ATR_VERSION);
 	atp_put_u32(h + ATR_H_HEADER_SIZE, ATR_HEADER_SIZE);
-	uint64_t feat = g.clock == ATP_CLOCK_TSC	? ATR_FEAT_CLOCK_TSC
+	uint64_t feat = g.clock == ATP_CLOCK_TSC      ? ATR_FEAT_CLOCK_TSC
 			: g.clock == ATP_CLOCK_CNTVCT ? ATR_FEAT_CLOCK_CNTVCT
-						       : ATR_FEAT_CLOCK_MONO_NS;
+						      : ATR_FEAT_CLOCK_MONO_NS;
 	if (g.timing)
 		feat |= ATR_FEAT_TIMING;
 	if (g.stacks)
@@ -303,7 +303,8 @@ int atp_open_trace(void)
 	atp_put_u32(h + ATR_H_PPID, (uint32_t)getppid());
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
-	atp_put_u64(h + ATR_H_START_REALTIME, (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec);
+	atp_put_u64(h + ATR_H_START_REALTIME,
+		    (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec);
 	atp_put_u64(h + ATR_H_START_MONO, plat_mono_ns());
 	g.t0 = atp_now();
 	atp_put_u64(h + ATR_H_START_TICKS, g.t0);
@@ -444,8 +445,9 @@ static void resolve(void)
 		g.brk0 = (uint64_t)(uintptr_t)sbrk(0);
 		const char *tun = getenv("GLIBC_TUNABLES");
 		const char *hp = tun ? strstr(tun, "glibc.malloc.hugetlb=") : NULL;
-		g.arena_heaps = sizeof(size_t) == 8 &&
-				(!hp || hp[21] == '0' || (hp[21] == '1' && (hp[22] == ':' || !hp[22])));
+		g.arena_heaps =
+		    sizeof(size_t) == 8 &&
+		    (!hp || hp[21] == '0' || (hp[21] == '1' && (hp[22] == ':' || !hp[22])));
 	}
 }
 
@@ -499,7 +501,8 @@ void atp_init(void)
 		if (!g.attach)
 			g.ticks_hint = env_u64("ALLOCTRACE_TICKS_PER_SEC", 0);
 		if (!g.ticks_hint)
-			g.ticks_hint = plat_ticks_per_sec(2000000, 0); /* `record` passes a better value */
+			g.ticks_hint =
+			    plat_ticks_per_sec(2000000, 0); /* `record` passes a better value */
 	} else {
 		g.ticks_hint = 1000000000ull;
 	}

@@ -16,18 +16,18 @@
 #include "atr_format.h"
 #include "plat_clock.h"
 
-#define ATP_HIDDEN __attribute__((visibility("hidden")))
-#define ATP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ATP_HIDDEN	__attribute__((visibility("hidden")))
+#define ATP_LIKELY(x)	__builtin_expect(!!(x), 1)
 #define ATP_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define ATP_BARRIER() __asm__ __volatile__("" ::: "memory")
-#define ATP_PATH_MAX 4096
-#define ATP_MAX_SLOTS 4096 /* threads whose record count sync() sees live */
+#define ATP_BARRIER()	__asm__ __volatile__("" ::: "memory")
+#define ATP_PATH_MAX	4096
+#define ATP_MAX_SLOTS	4096 /* threads whose record count sync() sees live */
 /* Added to a thread's guard around our own work that may allocate
  * (libunwind, dlopen): those calls pass through and are not counted as
  * untraced calls of the program. */
-#define ATP_GUARD_INTERNAL 0x10000u
-#define ATP_ZSTD_LEVEL_DEFAULT 1 /* bench/RESULTS.md: level 1 vs 3 */
-#define ATP_MAX_SPARE 64   /* retired staging blocks kept for reuse */
+#define ATP_GUARD_INTERNAL     0x10000u
+#define ATP_ZSTD_LEVEL_DEFAULT 1  /* bench/RESULTS.md: level 1 vs 3 */
+#define ATP_MAX_SPARE	       64 /* retired staging blocks kept for reuse */
 
 /* The real functions, in ATR_CALLS order (record -p copies the first
  * ATR_NCALLS pointers out of the target, see alloctrace_attach_impl). */
@@ -51,16 +51,16 @@ enum atp_clock { ATP_CLOCK_MONO = 0, ATP_CLOCK_TSC = 1, ATP_CLOCK_CNTVCT = 2 };
 
 /* Per-thread state, initial-exec TLS: reached with one fs-relative access. */
 struct atp_thread {
-	uint64_t *cur;	    /* where the next record goes */
-	uint64_t *end;	    /* records must end at or before this word; the
-			       word at end is kept for the terminator */
-	uint8_t *block;	    /* mapped staging block (NULL: none) */
-	uint64_t seq;	    /* sequence number of the staging block */
-	uint64_t *counter;  /* records written by this thread (sync()) */
+	uint64_t *cur;	     /* where the next record goes */
+	uint64_t *end;	     /* records must end at or before this word; the
+				word at end is kept for the terminator */
+	uint8_t *block;	     /* mapped staging block (NULL: none) */
+	uint64_t seq;	     /* sequence number of the staging block */
+	uint64_t *counter;   /* records written by this thread (sync()) */
 	uint64_t nrec_block; /* records in the staging block */
 	uint32_t serial, tid;
-	uint32_t guard;	    /* inside the tracer: pass calls through */
-	uint32_t state;	    /* enum atp_thread_state */
+	uint32_t guard; /* inside the tracer: pass calls through */
+	uint32_t state; /* enum atp_thread_state */
 	uint32_t dtor_rounds;
 	uint32_t slot;	    /* index in g.slots, or ATP_MAX_SLOTS */
 	uint64_t own_count; /* counter when no slot was free */
@@ -86,32 +86,32 @@ struct atp_global {
 	int clock;		/* enum atp_clock */
 	int timing;		/* ALLOCTRACE_TIMING */
 	int no_children;
-	int glibc;		/* real allocator is glibc: usable size from
-				   the chunk header, chunk flags, BRK records */
-	int arena_heaps;	/* glibc heap_info readable: HEAP records */
-	uint64_t brk0;		/* glibc: program break at init */
+	int glibc;	 /* real allocator is glibc: usable size from
+			    the chunk header, chunk flags, BRK records */
+	int arena_heaps; /* glibc heap_info readable: HEAP records */
+	uint64_t brk0;	 /* glibc: program break at init */
 	int quiet;
-	int start_on;		/* record from the start */
-	int deferred;		/* dlopen'ed, not preloaded: no init until
-				   alloctrace_attach_impl (`record -p`) */
-	int attach;		/* initialised by alloctrace_attach_impl */
-	int stacks;		/* ALLOCTRACE_STACKS: a stack id per allocation */
-	uint32_t stack_depth;	/* ALLOCTRACE_STACK_DEPTH */
+	int start_on;	      /* record from the start */
+	int deferred;	      /* dlopen'ed, not preloaded: no init until
+				 alloctrace_attach_impl (`record -p`) */
+	int attach;	      /* initialised by alloctrace_attach_impl */
+	int stacks;	      /* ALLOCTRACE_STACKS: a stack id per allocation */
+	uint32_t stack_depth; /* ALLOCTRACE_STACK_DEPTH */
 	uint32_t block_size;
-	int zstd_level;		/* ALLOCTRACE_ZSTD_LEVEL; 0: frames not compressed */
-	uint64_t features;	/* the header's feature bits */
-	uint64_t page;		/* staging blocks are mapped: page-aligned */
+	int zstd_level;		   /* ALLOCTRACE_ZSTD_LEVEL; 0: frames not compressed */
+	uint64_t features;	   /* the header's feature bits */
+	uint64_t page;		   /* staging blocks are mapped: page-aligned */
 	_Atomic uint64_t next_off; /* end of the space reserved in the file */
-	uint64_t t0;		/* clock value of tick 0 */
+	uint64_t t0;		   /* clock value of tick 0 */
 	uint64_t ticks_hint;
 	pid_t pid;
 	uint32_t exec_seq;
-	uint8_t *hdr;		/* mapped file header (MAP_SHARED) */
-	uint64_t ino, dev;	/* the trace file, to detect replacement */
+	uint8_t *hdr;	   /* mapped file header (MAP_SHARED) */
+	uint64_t ino, dev; /* the trace file, to detect replacement */
 	_Atomic uint64_t next_block;
 	_Atomic uint32_t next_serial;
 	_Atomic uint64_t exited_records; /* counts of exited threads */
-	_Atomic int failed;	/* a write failed: recording stopped */
+	_Atomic int failed;		 /* a write failed: recording stopped */
 	char path[ATP_PATH_MAX];
 	/* naming inputs, kept for fork children */
 	char dir[ATP_PATH_MAX];	 /* ALLOCTRACE_DIR, or "" */
@@ -149,7 +149,8 @@ extern char atp_boot_pool[] ATP_HIDDEN;
 #define ATP_BOOT_POOL_SIZE (256u << 10)
 static inline int atp_is_boot_ptr(const void *p)
 {
-	return (const char *)p >= atp_boot_pool && (const char *)p < atp_boot_pool + ATP_BOOT_POOL_SIZE;
+	return (const char *)p >= atp_boot_pool &&
+	       (const char *)p < atp_boot_pool + ATP_BOOT_POOL_SIZE;
 }
 void atp_thread_registered(struct atp_thread *t) ATP_HIDDEN;
 /* Should this call bypass the tracer?  Also runs init for a call that comes

@@ -49,7 +49,7 @@
 #define ATR_LIBUNWIND_SONAME "libunwind.so.8"
 #endif
 #define ATP_STR2(x) #x
-#define ATP_STR(x) ATP_STR2(x) /* the macro's expansion: the real symbol */
+#define ATP_STR(x)  ATP_STR2(x) /* the macro's expansion: the real symbol */
 
 /* fork vs libunwind: a thread inside unw_backtrace may hold one of
  * libunwind's mutexes; a child forked then would wait on it forever (seen:
@@ -146,7 +146,8 @@ void atp_stacks_init(void)
 		find_self();
 #else
 	if (g.stacks)
-		atp_message("stacks:", "this build has no libunwind;", "no call stacks recorded", 0);
+		atp_message("stacks:", "this build has no libunwind;", "no call stacks recorded",
+			    0);
 	g.stacks = 0;
 #endif
 }
@@ -338,7 +339,8 @@ static int mod_cb(struct dl_phdr_info *info, size_t size, void *data)
 			return 1; /* another thread is writing the map */
 		sc->locked = 1;
 		if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
-			if (mods.valid && info->dlpi_adds == mods.adds && info->dlpi_subs == mods.subs)
+			if (mods.valid && info->dlpi_adds == mods.adds &&
+			    info->dlpi_subs == mods.subs)
 				return 1; /* nothing changed */
 			sc->adds = info->dlpi_adds;
 			sc->subs = info->dlpi_subs;

@@ -82,8 +82,8 @@ static off_t reserve_unit(uint64_t len, uint64_t align)
 	uint64_t old = atomic_load_explicit(&g.next_off, memory_order_relaxed), at;
 	do {
 		at = (old + align - 1) & ~(align - 1);
-	} while (!atomic_compare_exchange_weak_explicit(&g.next_off, &old, at + len,
-						       memory_order_relaxed, memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &g.next_off, &old, at + len, memory_order_relaxed, memory_order_relaxed));
 	if (g.hdr)
 		atomic_fetch_add_explicit((_Atomic uint64_t *)(g.hdr + ATR_H_BLOCKS), 1,
 					  memory_order_relaxed);
@@ -126,8 +126,8 @@ static int reserve_space(int fd, off_t off, size_t len)
 	return 0;
 }
 
-static void write_block_header(uint8_t *b, uint32_t kind, const struct atp_thread *t,
-			       uint64_t seq, uint32_t used, uint32_t nrec)
+static void write_block_header(uint8_t *b, uint32_t kind, const struct atp_thread *t, uint64_t seq,
+			       uint32_t used, uint32_t nrec)
 {
 	memset(b, 0, ATR_BLOCK_HEADER_SIZE);
 	atp_put_u32(b + ATR_B_KIND, kind);
@@ -152,8 +152,8 @@ static void reset_cursor(struct atp_thread *t)
 
 /* Encode and compress a staging block's records into a FRAME unit and
  * append it to the file (one pwrite). */
-static int flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq,
-		       uint32_t used, uint32_t nrec)
+static int flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq, uint32_t used,
+		       uint32_t nrec)
 {
 	(void)nrec; /* the encoder counts */
 	struct atp_frame fr;
@@ -208,8 +208,8 @@ static void staging_extent(const uint8_t *b, uint32_t *used, uint32_t *nrec)
 	while (p < end && p[0] != 0) {
 		unsigned type = (unsigned)(p[0] & ATR_TYPE_MASK);
 		uint64_t w = type <= ATR_T_CALL_LAST
-				     ? atr_record_words(type, (unsigned)(p[0] & ATR_FLAG_MASK))
-				     : (p + 1 < end ? 2 + ((p[1] & 0xffffffffu) + 7) / 8 : 1);
+				 ? atr_record_words(type, (unsigned)(p[0] & ATR_FLAG_MASK))
+				 : (p + 1 < end ? 2 + ((p[1] & 0xffffffffu) + 7) / 8 : 1);
 		if (w == 0 || w > (uint64_t)(end - p))
 			break;
 		p += w;

@@ -18,7 +18,8 @@ static int exists(const char *p)
 /* `ldconfig -p` lines: "\tlibjemalloc.so.2 (libc6,x86-64) => /lib/...". */
 static int from_ldconfig(const char *soname, char *out, size_t len)
 {
-	static const char *const cmds[] = {"/sbin/ldconfig -p 2>/dev/null", "/usr/sbin/ldconfig -p 2>/dev/null",
+	static const char *const cmds[] = {"/sbin/ldconfig -p 2>/dev/null",
+					   "/usr/sbin/ldconfig -p 2>/dev/null",
 					   "ldconfig -p 2>/dev/null"};
 	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
 		FILE *f = popen(cmds[c], "r");
@@ -50,7 +51,8 @@ static int from_ldconfig(const char *soname, char *out, size_t len)
 	return -1;
 }
 
-const char *const rp_allocator_names[] = {"glibc", "jemalloc", "tcmalloc", "mimalloc", "none", NULL};
+const char *const rp_allocator_names[] = {"glibc",    "jemalloc", "tcmalloc",
+					  "mimalloc", "none",	  NULL};
 
 int rp_find_allocator(const char *name, char *lib, size_t liblen, char *eb, size_t el)
 {
@@ -59,14 +61,21 @@ int rp_find_allocator(const char *name, char *lib, size_t liblen, char *eb, size
 		const char *sonames[3];
 		const char *pkg;
 	} known[] = {
-		{"jemalloc", {"libjemalloc.so.2", "libjemalloc.so", NULL}, "libjemalloc2"},
-		{"tcmalloc", {"libtcmalloc_minimal.so.4", "libtcmalloc.so.4", NULL}, "libtcmalloc-minimal4"},
-		{"mimalloc", {"libmimalloc.so.2", "libmimalloc.so", NULL}, "libmimalloc2.0"},
+	    {"jemalloc", {"libjemalloc.so.2", "libjemalloc.so", NULL}, "libjemalloc2"},
+	    {"tcmalloc",
+	     {"libtcmalloc_minimal.so.4", "libtcmalloc.so.4", NULL},
+	     "libtcmalloc-minimal4"},
+	    {"mimalloc", {"libmimalloc.so.2", "libmimalloc.so", NULL}, "libmimalloc2.0"},
 	};
 	static const char *const dirs[] = {
-		"/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-		"/lib/aarch64-linux-gnu",    "/usr/lib64",	      "/usr/local/lib",
-		"/usr/lib",		     "/lib64",
+	    "/usr/lib/x86_64-linux-gnu",
+	    "/lib/x86_64-linux-gnu",
+	    "/usr/lib/aarch64-linux-gnu",
+	    "/lib/aarch64-linux-gnu",
+	    "/usr/lib64",
+	    "/usr/local/lib",
+	    "/usr/lib",
+	    "/lib64",
 	};
 	lib[0] = 0;
 	if (!strcmp(name, "glibc") || !strcmp(name, "none") || !strcmp(name, "system"))
@@ -100,11 +109,14 @@ int rp_find_allocator(const char *name, char *lib, size_t liblen, char *eb, size
 				}
 			}
 		}
-		snprintf(eb, el, "allocator %s: %s not found (ldconfig -p, multiarch dirs); install %s", name,
-			 known[k].sonames[0], known[k].pkg);
+		snprintf(eb, el,
+			 "allocator %s: %s not found (ldconfig -p, multiarch dirs); install %s",
+			 name, known[k].sonames[0], known[k].pkg);
 		return -1;
 	}
-	snprintf(eb, el, "unknown allocator '%s' (glibc, jemalloc, tcmalloc, mimalloc, none, or a path to a .so)",
+	snprintf(eb, el,
+		 "unknown allocator '%s' (glibc, jemalloc, tcmalloc, mimalloc, none, or a path to "
+		 "a .so)",
 		 name);
 	return -1;
 }
@@ -113,8 +125,10 @@ int rp_reexec(char **argv, const char *lib, const char *tunables, char *eb, size
 {
 #if defined(__SANITIZE_ADDRESS__)
 	if (lib[0]) {
-		snprintf(eb, el, "this alloctrace is built with AddressSanitizer, which cannot run under another "
-				 "allocator (%s); use a build without -DALLOCTRACE_SANITIZE=ON",
+		snprintf(eb, el,
+			 "this alloctrace is built with AddressSanitizer, which cannot run under "
+			 "another "
+			 "allocator (%s); use a build without -DALLOCTRACE_SANITIZE=ON",
 			 lib);
 		return -1;
 	}
@@ -126,8 +140,10 @@ int rp_reexec(char **argv, const char *lib, const char *tunables, char *eb, size
 	const char *old = getenv("LD_PRELOAD");
 	if (old) {
 		char *dup = strdup(old), *sv = NULL;
-		for (char *t = dup ? strtok_r(dup, ": ", &sv) : NULL; t; t = strtok_r(NULL, ": ", &sv))
-			if (strstr(t, "liballoctrace") && strlen(pre) + strlen(t) + 2 < sizeof(pre)) {
+		for (char *t = dup ? strtok_r(dup, ": ", &sv) : NULL; t;
+		     t = strtok_r(NULL, ": ", &sv))
+			if (strstr(t, "liballoctrace") &&
+			    strlen(pre) + strlen(t) + 2 < sizeof(pre)) {
 				strcat(pre, pre[0] ? ":" : "");
 				strcat(pre, t);
 			}

@@ -23,7 +23,7 @@
 #define RP_EV_REALLOC_RELEASE 32
 /* Steal another thread's free slot only when this many are free. */
 #define RP_STEAL_MIN 64
-#define RP_NONE UINT32_MAX
+#define RP_NONE	     UINT32_MAX
 #define RECENT_FREES 4096
 
 struct deque {
@@ -65,12 +65,12 @@ static uint64_t dq_pop_front(struct deque *d)
 }
 
 struct cthread {
-	uint32_t widx; /* workload thread index */
-	int exited;    /* its THREAD_EXIT was seen */
-	uint32_t alive_pos; /* index in conv.alive while not exited */
-	uint64_t last_seq; /* global index of its latest record */
-	int have_ret;  /* ret_ts valid */
-	uint64_t ret_ts;   /* when its latest call returned (ticks) */
+	uint32_t widx;	      /* workload thread index */
+	int exited;	      /* its THREAD_EXIT was seen */
+	uint32_t alive_pos;   /* index in conv.alive while not exited */
+	uint64_t last_seq;    /* global index of its latest record */
+	int have_ret;	      /* ret_ts valid */
+	uint64_t ret_ts;      /* when its latest call returned (ticks) */
 	uint64_t think_ticks; /* gap not yet written as a THINK op */
 	struct util_hmap waited;
 	struct deque freeq;
@@ -114,7 +114,10 @@ struct conv {
 	   trace; exits among themselves stay unordered. */
 	uint32_t sp_thread; /* workload index of the latest SPAWN, RP_NONE */
 	uint64_t sp_idx;    /* its op index */
-	struct { uint32_t w; uint64_t idx; } *exits; /* exits since that SPAWN */
+	struct {
+		uint32_t w;
+		uint64_t idx;
+	} * exits; /* exits since that SPAWN */
 	uint32_t nexits, exits_cap;
 	uint32_t spawner; /* cthread that made the latest SPAWN, RP_NONE */
 	uint32_t nlive, max_live;
@@ -131,10 +134,10 @@ static void report(struct conv *c, int kind, const struct atr_event *ev, const c
 	int max = c->o->max_reports ? c->o->max_reports : 10;
 	if (c->o->quiet || c->reports[kind]++ >= (uint64_t)max)
 		return;
-	util_warn("convert: %s: record #%" PRIu64 " thread %" PRIu32 " (tid %" PRIu32 ") %s ptr=0x%" PRIx64
-		  " ret=0x%" PRIx64 " size=%" PRIu64 "%s",
-		  what, ev->seq, ev->thread, ev->tid, atr_type_name(ev->type), ev->ptr, ev->ret, ev->size,
-		  c->reports[kind] == (uint64_t)max ? " (further ones not shown)" : "");
+	util_warn("convert: %s: record #%" PRIu64 " thread %" PRIu32 " (tid %" PRIu32
+		  ") %s ptr=0x%" PRIx64 " ret=0x%" PRIx64 " size=%" PRIu64 "%s",
+		  what, ev->seq, ev->thread, ev->tid, atr_type_name(ev->type), ev->ptr, ev->ret,
+		  ev->size, c->reports[kind] == (uint64_t)max ? " (further ones not shown)" : "");
 }
 
 /* ------------------------------------------------------------ threads */
@@ -370,8 +373,8 @@ static void live_add(struct conv *c, uint64_t size)
 
 /* ptr becomes live in slot (an_summary's make_live).  A ptr that is still
  * live means the trace missed its release: its old slot is dropped. */
-static void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev, uint64_t ptr, uint64_t slot,
-			uint64_t size)
+static void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev, uint64_t ptr,
+			uint64_t slot, uint64_t size)
 {
 	uint64_t old;
 	int r = util_hmap_insert(&c->addr, ptr, slot, &old);
@@ -381,7 +384,8 @@ static void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev,
 	}
 	if (r == 0) {
 		c->st->dup_allocs++;
-		report(c, REP_DUP, ev, "allocation returned a block that is still live (old one dropped)");
+		report(c, REP_DUP, ev,
+		       "allocation returned a block that is still live (old one dropped)");
 		c->live -= c->s_size[old];
 		uint32_t wi = c->th[ti].widx;
 		emit_wait_for(c, ti, old);
@@ -590,8 +594,8 @@ static void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
 	}
 }
 
-static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, int released, uint64_t rslot,
-		       uint64_t rsize)
+static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, int released,
+		       uint64_t rslot, uint64_t rsize)
 {
 	struct cthread *t = &c->th[ti];
 	uint32_t wi = t->widx;
@@ -608,14 +612,17 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 				src = s + 1;
 			else {
 				c->st->unknown_reallocs++;
-				report(c, REP_UREALLOC, ev, "realloc of a block never allocated (replayed as realloc(NULL))");
+				report(c, REP_UREALLOC, ev,
+				       "realloc of a block never allocated (replayed as "
+				       "realloc(NULL))");
 			}
 		} else if (addr_take(c, ev->ptr, &s, ev)) {
 			src = s + 1;
 			kill_slot(c, ev->ptr, s);
 		} else {
 			c->st->unknown_reallocs++;
-			report(c, REP_UREALLOC, ev, "realloc of a block never allocated (replayed as realloc(NULL))");
+			report(c, REP_UREALLOC, ev,
+			       "realloc of a block never allocated (replayed as realloc(NULL))");
 		}
 	}
 	if (!ok)
@@ -758,8 +765,8 @@ static void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev
 	t->ret_ts = ret;
 }
 
-static int pick_trace(const char *trace, const struct rp_convert_opts *o, struct rp_convert_stats *st,
-		      atr_file **out, char *eb, size_t el)
+static int pick_trace(const char *trace, const struct rp_convert_opts *o,
+		      struct rp_convert_stats *st, atr_file **out, char *eb, size_t el)
 {
 	char **paths;
 	size_t n;
@@ -895,7 +902,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 				on_free(&c, ti, ev);
 			else if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB) {
 				uint64_t rs = 0;
-				int rel = ev->ptr && util_hmap_remove(&c.rel, rel_key(ti, ev->ptr), &rs);
+				int rel =
+				    ev->ptr && util_hmap_remove(&c.rel, rel_key(ti, ev->ptr), &rs);
 				on_realloc(&c, ti, ev, rel, rs, 0);
 			} else
 				on_alloc(&c, ti, ev);
@@ -911,11 +919,15 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 			if (now - last_prog > 0.5) {
 				last_prog = now;
 				if (total_hint)
-					fprintf(stderr, "\rconvert: %" PRIu64 " records (%.0f%%), %.1f M/s   ",
-						st->records, 100.0 * (double)st->records / (double)total_hint,
+					fprintf(stderr,
+						"\rconvert: %" PRIu64
+						" records (%.0f%%), %.1f M/s   ",
+						st->records,
+						100.0 * (double)st->records / (double)total_hint,
 						(double)st->records / (now - t0) / 1e6);
 				else
-					fprintf(stderr, "\rconvert: %" PRIu64 " records   ", st->records);
+					fprintf(stderr, "\rconvert: %" PRIu64 " records   ",
+						st->records);
 			}
 		}
 	}
@@ -955,19 +967,20 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		st->dj_alloctrace_export = ds->alloctrace_export;
 		st->pid = 0;
 	}
-	st->anomalies = st->unknown_frees + st->double_frees + st->dup_allocs + st->unknown_reallocs +
-			st->dj_unknown_records;
+	st->anomalies = st->unknown_frees + st->double_frees + st->dup_allocs +
+			st->unknown_reallocs + st->dj_unknown_records;
 	if (rc == 0) {
 		struct awl_summary_in s = {
-			.slots = c.nslots,
-			.ideal_peak = c.peak,
-			.waits = st->waits,
-			.anomalies = st->anomalies,
-			.duration_ns = in && st->records ? atr_ticks_to_ns_u64(sc.f, last_ts - first_ts) : 0,
-			.src_pid = in ? in->pid : 0,
-			.src_exec = in ? in->exec_seq : 0,
-			.think_ns = c.think_total,
-			.max_live = c.max_live,
+		    .slots = c.nslots,
+		    .ideal_peak = c.peak,
+		    .waits = st->waits,
+		    .anomalies = st->anomalies,
+		    .duration_ns =
+			in && st->records ? atr_ticks_to_ns_u64(sc.f, last_ts - first_ts) : 0,
+		    .src_pid = in ? in->pid : 0,
+		    .src_exec = in ? in->exec_seq : 0,
+		    .think_ns = c.think_total,
+		    .max_live = c.max_live,
 		};
 		if (awl_writer_finish(c.w, &s, eb, el) < 0)
 			rc = 1;

@@ -19,10 +19,10 @@
 #include <stdint.h>
 
 struct rp_convert_opts {
-	uint32_t pid;	/* 0: the first process */
-	int progress;	/* 1: progress on stderr */
-	int quiet;	/* 1: no anomaly reports */
-	int max_reports; /* anomalies printed per kind (default 10) */
+	uint32_t pid;		 /* 0: the first process */
+	int progress;		 /* 1: progress on stderr */
+	int quiet;		 /* 1: no anomaly reports */
+	int max_reports;	 /* anomalies printed per kind (default 10) */
 	uint64_t think_floor_ns; /* the recorder's share of each gap between
 				    calls, not think time (RP_THINK_FLOOR_NS) */
 };

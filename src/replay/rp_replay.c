@@ -188,7 +188,8 @@ static const char *lib_of(void *fn)
 static uint64_t resolve_allocator(void)
 {
 	uint64_t emulated = 0;
-#define R(NAME, name, type, op, args, ret, params) A.name = (__typeof__(A.name))dlsym(RTLD_DEFAULT, #name);
+#define R(NAME, name, type, op, args, ret, params)                                                 \
+	A.name = (__typeof__(A.name))dlsym(RTLD_DEFAULT, #name);
 	ATR_CALLS(R)
 #undef R
 	A.trim = malloc_trim;
@@ -227,10 +228,10 @@ static uint64_t resolve_allocator(void)
 
 /* ------------------------------------------------------------ threads */
 struct prog {
-	_Atomic uint64_t done;	/* ops completed */
-	_Atomic uint32_t fut;	/* futex word, bumped when waiters are woken */
+	_Atomic uint64_t done; /* ops completed */
+	_Atomic uint32_t fut;  /* futex word, bumped when waiters are woken */
 	_Atomic uint32_t waiters;
-	_Atomic int64_t live;	/* requested bytes live, this thread's view */
+	_Atomic int64_t live;	  /* requested bytes live, this thread's view */
 	_Atomic uint64_t wake_at; /* smallest op count a sleeper waits for */
 	char pad[64 - 32];
 };
@@ -273,14 +274,14 @@ struct replay {
 	size_t page;
 	uint64_t timer_floor; /* ticks an empty timed region measures */
 	unsigned spin, ncpu;
-	int membar;		   /* membarrier(PRIVATE_EXPEDITED) registered */
+	int membar; /* membarrier(PRIVATE_EXPEDITED) registered */
 	pthread_attr_t attr;
-	_Atomic uint32_t running;  /* replay threads between start and end */
-	_Atomic uint32_t live;	   /* between spawn and exit op, as the trace counts */
+	_Atomic uint32_t running; /* replay threads between start and end */
+	_Atomic uint32_t live;	  /* between spawn and exit op, as the trace counts */
 	_Atomic uint32_t max_live;
-	_Atomic uint64_t spawned;  /* threads created (counted before the create) */
+	_Atomic uint64_t spawned; /* threads created (counted before the create) */
 	_Atomic uint64_t overlap_checked, overlap_diff;
-	_Atomic uint64_t dec_bytes, dec_peak;	    /* decoder buffers */
+	_Atomic uint64_t dec_bytes, dec_peak;	  /* decoder buffers */
 	_Atomic uint64_t state_bytes, state_peak; /* stats + think sets */
 	_Atomic uint64_t exit_ns;
 	/* finished threads, for the reaper (main) */
@@ -505,8 +506,8 @@ static int start_thread(struct replay *rp, struct rlocal *me, uint32_t c)
 		atomic_fetch_sub(&rp->spawned, 1);
 		atomic_fetch_sub(&rp->running, 1);
 		char m[160];
-		snprintf(m, sizeof(m), "cannot create replay thread %" PRIu32 " of %" PRIu32 ": %s", c, rp->n,
-			 strerror(e));
+		snprintf(m, sizeof(m), "cannot create replay thread %" PRIu32 " of %" PRIu32 ": %s",
+			 c, rp->n, strerror(e));
 		abort_all(rp, m);
 		return -1;
 	}
@@ -514,8 +515,8 @@ static int start_thread(struct replay *rp, struct rlocal *me, uint32_t c)
 }
 
 /* Thread teardown: merge this thread's numbers, hand it to the reaper. */
-static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *L, uint64_t ns, uint64_t cpu_ns,
-			  long nivcsw)
+static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *L, uint64_t ns,
+			  uint64_t cpu_ns, long nivcsw)
 {
 	struct rp_result *r = rp->res;
 	pthread_mutex_lock(&rp->lock);
@@ -561,7 +562,8 @@ static void *run_thread(void *arg)
 	/* stats and the think working set: mapped (zero pages cost nothing
 	   until touched), apart from the allocator, gone with the thread */
 	size_t lsize = (sizeof(struct rlocal) + RP_THINK_WSET + rp->page - 1) & ~(rp->page - 1);
-	struct rlocal *L = mmap(NULL, lsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct rlocal *L =
+	    mmap(NULL, lsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (L == MAP_FAILED) {
 		abort_all(rp, "out of memory for a replay thread's state");
 		atomic_fetch_sub(&rp->running, 1);
@@ -596,7 +598,8 @@ static void *run_thread(void *arg)
 		add_peak(&rp->dec_bytes, &rp->dec_peak, cap);
 		awl_stream_init_buf(rp->f, me->t, &s, buf, cap);
 	}
-	while (buf && !atomic_load_explicit(&rp->abort, memory_order_relaxed) && (r = awl_stream_next(&s, &op)) > 0) {
+	while (buf && !atomic_load_explicit(&rp->abort, memory_order_relaxed) &&
+	       (r = awl_stream_next(&s, &op)) > 0) {
 		uint64_t t0 = 0, t1 = 0;
 		void *res = NULL;
 		struct slot *dst = NULL, *src = NULL;
@@ -626,75 +629,75 @@ static void *run_thread(void *arg)
 		case AWL_OP_MARKER:
 		case AWL_OP_THREAD_START:
 			goto next;
-		/* one case per traced function (atr_calls.h), by argument shape */
+			/* one case per traced function (atr_calls.h), by argument shape */
 #define DST(f) (f ? &rp->slots[f - 1] : NULL)
-#define CALL_PTR(name)                                                                                 \
-	src = DST(op.a);                                                                               \
-	{                                                                                              \
-		void *p = src ? src->p : NULL;                                                         \
-		t0 = tick(tm);                                                                         \
-		if (!dry)                                                                              \
-			A.name(p);                                                                     \
-		t1 = tick(tm);                                                                         \
-	}                                                                                              \
-	if (src) {                                                                                     \
-		live -= (int64_t)src->size;                                                            \
-		src->p = NULL;                                                                         \
-		src->size = 0;                                                                         \
+#define CALL_PTR(name)                                                                             \
+	src = DST(op.a);                                                                           \
+	{                                                                                          \
+		void *p = src ? src->p : NULL;                                                     \
+		t0 = tick(tm);                                                                     \
+		if (!dry)                                                                          \
+			A.name(p);                                                                 \
+		t1 = tick(tm);                                                                     \
+	}                                                                                          \
+	if (src) {                                                                                 \
+		live -= (int64_t)src->size;                                                        \
+		src->p = NULL;                                                                     \
+		src->size = 0;                                                                     \
 	}
-#define CALL_SIZE(name)                                                                                \
-	size = op.b;                                                                                   \
-	t0 = tick(tm);                                                                                 \
-	if (!dry)                                                                                      \
-		res = A.name(size);                                                                    \
-	t1 = tick(tm);                                                                                 \
+#define CALL_SIZE(name)                                                                            \
+	size = op.b;                                                                               \
+	t0 = tick(tm);                                                                             \
+	if (!dry)                                                                                  \
+		res = A.name(size);                                                                \
+	t1 = tick(tm);                                                                             \
 	dst = DST(op.a);
-#define CALL_NMEMB(name)                                                                               \
-	size = mul_sat(op.b, op.c);                                                                    \
-	t0 = tick(tm);                                                                                 \
-	if (!dry)                                                                                      \
-		res = A.name(op.b, op.c);                                                              \
-	t1 = tick(tm);                                                                                 \
+#define CALL_NMEMB(name)                                                                           \
+	size = mul_sat(op.b, op.c);                                                                \
+	t0 = tick(tm);                                                                             \
+	if (!dry)                                                                                  \
+		res = A.name(op.b, op.c);                                                          \
+	t1 = tick(tm);                                                                             \
 	dst = DST(op.a);
-#define CALL_ALIGN(name)                                                                               \
-	size = op.c;                                                                                   \
-	t0 = tick(tm);                                                                                 \
-	if (!dry)                                                                                      \
-		res = A.name(op.b, size);                                                              \
-	t1 = tick(tm);                                                                                 \
+#define CALL_ALIGN(name)                                                                           \
+	size = op.c;                                                                               \
+	t0 = tick(tm);                                                                             \
+	if (!dry)                                                                                  \
+		res = A.name(op.b, size);                                                          \
+	t1 = tick(tm);                                                                             \
 	dst = DST(op.a);
-#define CALL_ALIGN_OUT(name)                                                                           \
-	size = op.c;                                                                                   \
-	t0 = tick(tm);                                                                                 \
-	if (!dry && A.name(&res, op.b, size) != 0)                                                     \
-		res = NULL;                                                                            \
-	t1 = tick(tm);                                                                                 \
+#define CALL_ALIGN_OUT(name)                                                                       \
+	size = op.c;                                                                               \
+	t0 = tick(tm);                                                                             \
+	if (!dry && A.name(&res, op.b, size) != 0)                                                 \
+		res = NULL;                                                                        \
+	t1 = tick(tm);                                                                             \
 	dst = DST(op.a);
-#define CALL_OLD(name)                                                                                 \
-	src = DST(op.a);                                                                               \
-	dst = DST(op.b);                                                                               \
-	size = op.c;                                                                                   \
-	void *old = src ? src->p : NULL;                                                               \
-	t0 = tick(tm);                                                                                 \
-	if (!dry)                                                                                      \
-		res = A.name(old, op.c);                                                               \
-	t1 = tick(tm);                                                                                 \
+#define CALL_OLD(name)                                                                             \
+	src = DST(op.a);                                                                           \
+	dst = DST(op.b);                                                                           \
+	size = op.c;                                                                               \
+	void *old = src ? src->p : NULL;                                                           \
+	t0 = tick(tm);                                                                             \
+	if (!dry)                                                                                  \
+		res = A.name(old, op.c);                                                           \
+	t1 = tick(tm);                                                                             \
 	goto moved;
-#define CALL_OLD_NMEMB(name)                                                                           \
-	src = DST(op.a);                                                                               \
-	dst = DST(op.b);                                                                               \
-	size = mul_sat(op.c, op.d);                                                                    \
-	void *old = src ? src->p : NULL;                                                               \
-	t0 = tick(tm);                                                                                 \
-	if (!dry)                                                                                      \
-		res = A.name(old, op.c, op.d);                                                         \
-	t1 = tick(tm);                                                                                 \
+#define CALL_OLD_NMEMB(name)                                                                       \
+	src = DST(op.a);                                                                           \
+	dst = DST(op.b);                                                                           \
+	size = mul_sat(op.c, op.d);                                                                \
+	void *old = src ? src->p : NULL;                                                           \
+	t0 = tick(tm);                                                                             \
+	if (!dry)                                                                                  \
+		res = A.name(old, op.c, op.d);                                                     \
+	t1 = tick(tm);                                                                             \
 	goto moved;
-#define CASE_(NAME, name, type, opc, args, ret, params)                                                \
-	case AWL_OP_##NAME: {                                                                          \
-		CALL_##args(name)                                                                      \
+#define CASE_(NAME, name, type, opc, args, ret, params)                                            \
+	case AWL_OP_##NAME: {                                                                      \
+		CALL_##args(name)                                                                  \
 	} break;
-		ATR_CALLS(CASE_)
+			ATR_CALLS(CASE_)
 #undef CASE_
 #undef CALL_PTR
 #undef CALL_SIZE
@@ -771,7 +774,8 @@ static void *run_thread(void *arg)
 		atomic_fetch_sub(&rp->dec_bytes, cap);
 	}
 	atomic_fetch_sub(&rp->running, 1);
-	finish_thread(rp, me, L, t_end - t_start, thread_cpu_ns() - c_start, thread_nivcsw() - sw_start);
+	finish_thread(rp, me, L, t_end - t_start, thread_cpu_ns() - c_start,
+		      thread_nivcsw() - sw_start);
 	munmap(L, lsize);
 	atomic_fetch_sub(&rp->state_bytes, lsize);
 	atomic_fetch_add_explicit(&rp->exit_ns, plat_mono_ns() - t_end, memory_order_relaxed);
@@ -813,8 +817,8 @@ static void *run_sampler(void *arg)
 		int64_t ideal = 0;
 		for (uint32_t i = 0; i < rp->n; i++)
 			ideal += atomic_load_explicit(&rp->prog[i].live, memory_order_relaxed);
-		fprintf(s->out, "%.3f %" PRIu64 " %" PRIu64 " %" PRId64 "\n", (double)(plat_mono_ns() - s->t0) / 1e6, vm,
-			rss, ideal / 1024);
+		fprintf(s->out, "%.3f %" PRIu64 " %" PRIu64 " %" PRId64 "\n",
+			(double)(plat_mono_ns() - s->t0) / 1e6, vm, rss, ideal / 1024);
 		if (atomic_load(&rp->stop_sampler))
 			break;
 		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -936,8 +940,10 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	res->think_trace_ns = in->think_ns;
 	res->trace_duration_ns = in->duration_ns;
 	/* the replay's own tables: mapped, apart from the allocator's heap */
-	rp.slots_bytes = ((in->slots ? in->slots : 1) * sizeof(*rp.slots) + rp.page - 1) & ~(rp.page - 1);
-	rp.slots = mmap(NULL, rp.slots_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	rp.slots_bytes =
+	    ((in->slots ? in->slots : 1) * sizeof(*rp.slots) + rp.page - 1) & ~(rp.page - 1);
+	rp.slots =
+	    mmap(NULL, rp.slots_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (rp.slots == MAP_FAILED)
 		rp.slots = NULL;
 	res->slot_table_bytes = rp.slots_bytes;

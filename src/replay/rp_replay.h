@@ -6,10 +6,9 @@
  * when their stream ends, so threads overlap as in the traced program.
  * WAIT ops spin briefly (only while there is a core for every running
  * replay thread), then sleep on a futex.  THINK ops spend the traced
- * program's time between calls as memory-touching work (--think).  Each call is timed with the cheapest stable clock
- * (rp_ticks(), fenced: enum rp_timing) minus the clock's own floor;
- * decoding, slot bookkeeping and touching memory are outside the timed
- * region.
+ * program's time between calls as memory-touching work (--think).  Each call is timed with the
+ * cheapest stable clock (rp_ticks(), fenced: enum rp_timing) minus the clock's own floor; decoding,
+ * slot bookkeeping and touching memory are outside the timed region.
  */
 #ifndef RP_REPLAY_H
 #define RP_REPLAY_H
@@ -36,8 +35,8 @@ enum rp_think { RP_THINK_ON, RP_THINK_OFF };
 #define RP_SPIN_DEFAULT 200u
 
 #define RP_HIST_BUCKETS 496
-#define RP_NTYPES (AWL_OP_CALL_LAST + 1) /* [0] unused */
-#define RP_TRIM RP_NTYPES		 /* stats slot for malloc_trim */
+#define RP_NTYPES	(AWL_OP_CALL_LAST + 1) /* [0] unused */
+#define RP_TRIM		RP_NTYPES	       /* stats slot for malloc_trim */
 
 struct rp_opts {
 	enum rp_touch touch;
@@ -58,26 +57,26 @@ struct rp_callstat {
 struct rp_result {
 	uint32_t threads;
 	uint64_t ops, waits, sleeps;
-	uint64_t threads_created;	 /* replay threads run (roots included) */
-	uint32_t max_live_threads;	 /* most alive at once (spawn .. exit op) */
-	uint32_t trace_max_live;	 /* the same in the trace (workload header) */
-	uint64_t overlap_checked, overlap_diff; /* starts whose live-thread count
-						    differed from the trace's */
+	uint64_t threads_created;		   /* replay threads run (roots included) */
+	uint32_t max_live_threads;		   /* most alive at once (spawn .. exit op) */
+	uint32_t trace_max_live;		   /* the same in the trace (workload header) */
+	uint64_t overlap_checked, overlap_diff;	   /* starts whose live-thread count
+						       differed from the trace's */
 	uint64_t thread_create_ns, thread_exit_ns; /* pthread_create; teardown + join */
-	uint64_t decoder_peak_bytes;	 /* decoder buffers alive at once */
-	uint64_t thread_state_peak_bytes; /* per-thread stats + think sets (mapped) */
-	uint64_t slot_table_bytes;	 /* the replay's pointer table */
-	uint64_t think_ns, think_trace_ns; /* spent; in the workload */
-	uint64_t trace_duration_ns;	 /* the traced run, first to last record */
-	int version;			 /* workload format version */
+	uint64_t decoder_peak_bytes;		   /* decoder buffers alive at once */
+	uint64_t thread_state_peak_bytes;	   /* per-thread stats + think sets (mapped) */
+	uint64_t slot_table_bytes;		   /* the replay's pointer table */
+	uint64_t think_ns, think_trace_ns;	   /* spent; in the workload */
+	uint64_t trace_duration_ns;		   /* the traced run, first to last record */
+	int version;				   /* workload format version */
 	uint64_t wall_ns, cycles, thread_ns_sum;
-	uint64_t thread_cpu_ns_sum;	/* CPU time of the replay threads */
-	uint64_t invol_switches;	/* their involuntary context switches */
-	uint64_t rss_before_kb, rss_after_kb;	    /* ru_maxrss */
-	uint64_t vmrss_end_kb, vmsize_end_kb;	    /* /proc/self/statm at the end */
-	uint64_t ideal_peak;			    /* from the workload */
+	uint64_t thread_cpu_ns_sum;		 /* CPU time of the replay threads */
+	uint64_t invol_switches;		 /* their involuntary context switches */
+	uint64_t rss_before_kb, rss_after_kb;	 /* ru_maxrss */
+	uint64_t vmrss_end_kb, vmsize_end_kb;	 /* /proc/self/statm at the end */
+	uint64_t ideal_peak;			 /* from the workload */
 	uint64_t unexpected_ok, unexpected_fail; /* results that differ from the trace */
-	uint64_t emulated;			    /* calls the allocator lacks, emulated */
+	uint64_t emulated;			 /* calls the allocator lacks, emulated */
 	struct rp_callstat st[RP_NTYPES + 1];
 	uint64_t total_cycles;
 	uint64_t timer_floor; /* ticks subtracted from every timed call */

@@ -10,7 +10,7 @@
 
 /* Zero-initialised is empty. */
 struct util_strtab {
-	char **s;	 /* s[i]: the string numbered i */
+	char **s; /* s[i]: the string numbered i */
 	size_t n, cap;
 	uint32_t *slots; /* index + 1, 0 = empty */
 	size_t nslots;

@@ -6,9 +6,9 @@
  *
  * NTHREADS threads, all alive at once (a barrier), allocate small blocks
  * (never freed); the first of them served by a non-main arena also
- * allocates 70 MiB in 64 KiB blocks, more than one heap (64 MiB) holds.  Then the main thread walks the dynamic
- * mmap threshold through a known sequence, calls malloc_info(0, XML) and
- * writes what glibc's rule predicts to EXPECT (JSON).
+ * allocates 70 MiB in 64 KiB blocks, more than one heap (64 MiB) holds.  Then the main thread walks
+ * the dynamic mmap threshold through a known sequence, calls malloc_info(0, XML) and writes what
+ * glibc's rule predicts to EXPECT (JSON).
  */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #define NTHREADS 6
-#define MiB (1024UL * 1024UL)
+#define MiB	 (1024UL * 1024UL)
 
 static pthread_barrier_t bar;
 static atomic_int big;
@@ -69,13 +69,13 @@ int main(int argc, char **argv)
 	size_t thr = 128 * 1024, live_n = 0, live_b = 0, changes = 0;
 	volatile char *a = malloc(1 * MiB); /* mmapped (> 128 KiB) */
 	a[0] = 1;
-	free((void *)a);		     /* threshold -> chunk of 1 MiB */
+	free((void *)a); /* threshold -> chunk of 1 MiB */
 	thr = mmap_chunk(1 * MiB), changes++;
 	volatile char *b = malloc(200 * 1024); /* below: from the main heap */
 	b[0] = 1;
-	volatile char *c = malloc(40 * MiB);   /* mmapped, above the max */
+	volatile char *c = malloc(40 * MiB); /* mmapped, above the max */
 	c[0] = 1;
-	free((void *)c);			/* > 32 MiB: no change */
+	free((void *)c); /* > 32 MiB: no change */
 	volatile char *d1 = malloc(3 * MiB), *d2 = malloc(3 * MiB), *d3 = malloc(3 * MiB);
 	d1[0] = d2[0] = d3[0] = 1;
 	free((void *)d1); /* threshold -> chunk of 3 MiB */

@@ -19,10 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NTHREADS 3
-#define RING 64
+#define NTHREADS  3
+#define RING	  64
 #define WINDOW_NS 100000000ull
-#define MAXWIN 100
+#define MAXWIN	  100
 
 enum { C_MALLOC, C_CALLOC, C_REALLOC, C_FREE, C_N };
 
@@ -164,8 +164,8 @@ int main(int argc, char **argv)
 			for (int k = 0; k < C_N; k++)
 				c[k] += counts[i][w][k];
 		fprintf(f, "%llu %llu %llu %llu %llu\n", (unsigned long long)(t0 + w * WINDOW_NS),
-			(unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2],
-			(unsigned long long)c[3]);
+			(unsigned long long)c[0], (unsigned long long)c[1],
+			(unsigned long long)c[2], (unsigned long long)c[3]);
 	}
 	if (fclose(f) != 0)
 		return 4;

@@ -59,11 +59,12 @@ static void exercise(atr_file *f)
 			uint32_t nf;
 			if (atr_stack_get(f, rep.st[i].stack, &ips, &nf))
 				for (uint32_t k = 0; k < nf; k++)
-					fuzz_sink += (uint64_t)atr_module_find(f, ips[k], rep.st[i].stack);
+					fuzz_sink +=
+					    (uint64_t)atr_module_find(f, ips[k], rep.st[i].stack);
 		}
 		for (size_t i = 0; i < atr_module_count(f); i++)
-			fuzz_sink += strlen(atr_module_get(f, i)->path) +
-				     atr_module_get(f, i)->build_id_len;
+			fuzz_sink +=
+			    strlen(atr_module_get(f, i)->path) + atr_module_get(f, i)->build_id_len;
 	}
 	an_report_free(&rep);
 }

@@ -85,7 +85,8 @@ static uint8_t *make_trace(int k, size_t *len)
 		uint64_t p = 0x10000 + 16 * (uint64_t)(i % 23);
 		atw_malloc(w, a, ts++, p, (uint64_t)i * 13 % 500, 0);
 		if (i % 3 == 0)
-			atw_realloc(w, b, ts, p, p + 0x8000, 64, 3), ts += 4, atw_free(w, c, ts++, p + 0x8000);
+			atw_realloc(w, b, ts, p, p + 0x8000, 64, 3), ts += 4,
+			    atw_free(w, c, ts++, p + 0x8000);
 		else if (i % 5 == 0)
 			atw_free(w, a, ts++, p);
 		else
@@ -163,7 +164,8 @@ static void mutate(uint8_t *b, size_t *len)
 			b[off] ^= (uint8_t)(1u << (rnd() % 8));
 			break;
 		default: { /* a word of edge values */
-			static const uint64_t v[] = {0, 1, 0x7f, 0x80, 0xffffffff, UINT64_MAX, AWL_CHUNK_MAGIC};
+			static const uint64_t v[] = {0,		 1,	     0x7f,	     0x80,
+						     0xffffffff, UINT64_MAX, AWL_CHUNK_MAGIC};
 			uint64_t x = v[rnd() % 7];
 			size_t k = n - off < 8 ? n - off : 8;
 			memcpy(b + off, &x, k);
@@ -219,7 +221,8 @@ int main(int argc, char **argv)
 				abort();
 			}
 			const struct awl_info *in = awl_get_info(f);
-			if (in->version == AWL_VERSION && (!in->think_ns || in->roots >= in->nthreads))
+			if (in->version == AWL_VERSION &&
+			    (!in->think_ns || in->roots >= in->nthreads))
 				abort();
 			awl_close(f);
 		}

@@ -17,7 +17,7 @@
  */
 #include "progs.h"
 
-#define SENTINEL 4242
+#define SENTINEL  4242
 #define HUGE_SIZE (SIZE_MAX - 65536)
 
 /* reallocarray calls that reach glibc's nested realloc (no overflow) */
@@ -34,8 +34,8 @@ static size_t errno_len;
 
 static void note_errno(const char *what, int e)
 {
-	errno_len += (size_t)snprintf(errno_json + errno_len, sizeof errno_json - errno_len, "%s\"%s\":%d",
-				      errno_len ? "," : "", what, e);
+	errno_len += (size_t)snprintf(errno_json + errno_len, sizeof errno_json - errno_len,
+				      "%s\"%s\":%d", errno_len ? "," : "", what, e);
 	if (errno_len >= sizeof errno_json)
 		die("errno_json overflow");
 }

@@ -14,7 +14,7 @@
 #include <fcntl.h>
 #include <sys/syscall.h>
 
-#define BURSTS 50
+#define BURSTS	  50
 #define PER_BURST 400
 
 static void burst(unsigned b)

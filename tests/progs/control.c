@@ -86,8 +86,8 @@ int main(int argc, char **argv)
 		unrecorded(200);
 		uint64_t s1 = alloctrace_sync();
 		if (present && s1 != s0)
-			die("records written before start(): sync %llu -> %llu", (unsigned long long)s0,
-			    (unsigned long long)s1);
+			die("records written before start(): sync %llu -> %llu",
+			    (unsigned long long)s0, (unsigned long long)s1);
 		CHECK(alloctrace_start() == 0);
 	}
 

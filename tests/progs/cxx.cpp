@@ -18,7 +18,8 @@
 #include <new>
 #include <unistd.h>
 
-namespace {
+namespace
+{
 
 constexpr unsigned long STARTUP_MALLOCS = 1;
 
@@ -26,12 +27,18 @@ unsigned long n_malloc = STARTUP_MALLOCS, n_free, n_aligned;
 
 struct Small {
 	int a, b;
-	Small() : a(1), b(2) {}
+	Small() : a(1), b(2)
+	{
+	}
 };
 
 struct Big {
 	char data[5000];
-	Big() { data[0] = 1; data[4999] = 2; }
+	Big()
+	{
+		data[0] = 1;
+		data[4999] = 2;
+	}
 };
 
 struct alignas(64) Aligned {
@@ -130,11 +137,12 @@ int main(int argc, char **argv)
 		round_trip(i);
 
 	char buf[512];
-	int n = snprintf(buf, sizeof buf,
-			 "{\"prog\":\"cxx\",\"pid\":%d,\"ppid\":%d,\"calls\":{\"malloc\":%lu,\"free\":%lu,"
-			 "\"calloc\":0,\"realloc\":0,\"reallocarray\":0,\"memalign\":0,\"posix_memalign\":0,"
-			 "\"aligned_alloc\":%lu,\"valloc\":0,\"pvalloc\":0},\"free_null\":0,\"threads\":1}\n",
-			 (int)getpid(), (int)getppid(), n_malloc, n_free, n_aligned);
+	int n = snprintf(
+	    buf, sizeof buf,
+	    "{\"prog\":\"cxx\",\"pid\":%d,\"ppid\":%d,\"calls\":{\"malloc\":%lu,\"free\":%lu,"
+	    "\"calloc\":0,\"realloc\":0,\"reallocarray\":0,\"memalign\":0,\"posix_memalign\":0,"
+	    "\"aligned_alloc\":%lu,\"valloc\":0,\"pvalloc\":0},\"free_null\":0,\"threads\":1}\n",
+	    (int)getpid(), (int)getppid(), n_malloc, n_free, n_aligned);
 	if (write(1, buf, (size_t)n) != n)
 		die("write");
 	return 0;

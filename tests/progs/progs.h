@@ -41,8 +41,8 @@ enum {
 };
 
 static const char *const f_names[F_COUNT] = {
-	"malloc",	  "free",	    "calloc",	     "realloc", "reallocarray",
-	"memalign",	  "posix_memalign", "aligned_alloc", "valloc",	"pvalloc",
+    "malloc",	"free",		  "calloc",	   "realloc", "reallocarray",
+    "memalign", "posix_memalign", "aligned_alloc", "valloc",  "pvalloc",
 };
 
 struct tally {
@@ -97,16 +97,16 @@ __attribute__((format(printf, 1, 2), noreturn, unused)) static void die(const ch
 	_exit(1);
 }
 
-#define CHECK(cond)                                               \
-	do {                                                      \
-		if (!(cond))                                      \
-			die("%s:%d: %s", __FILE__, __LINE__, #cond); \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			die("%s:%d: %s", __FILE__, __LINE__, #cond);                               \
 	} while (0)
 
-#define CHECKF(cond, fmt, ...)                                              \
-	do {                                                                \
-		if (!(cond))                                                \
-			die("%s:%d: %s: " fmt, __FILE__, __LINE__, #cond, __VA_ARGS__); \
+#define CHECKF(cond, fmt, ...)                                                                     \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			die("%s:%d: %s: " fmt, __FILE__, __LINE__, #cond, __VA_ARGS__);            \
 	} while (0)
 
 /* ---- touching memory so nothing is optimised away --------------------- */
@@ -236,11 +236,12 @@ __attribute__((unused)) static void expect_print_fd(int fd, const char *extra)
 {
 	char buf[2048];
 	size_t n = 0;
-	n += (size_t)snprintf(buf + n, sizeof buf - n, "{\"prog\":\"%s\",\"pid\":%d,\"ppid\":%d,\"calls\":{",
-			      prog_name, (int)getpid(), (int)getppid());
+	n += (size_t)snprintf(buf + n, sizeof buf - n,
+			      "{\"prog\":\"%s\",\"pid\":%d,\"ppid\":%d,\"calls\":{", prog_name,
+			      (int)getpid(), (int)getppid());
 	for (int i = 0; i < F_COUNT; i++)
-		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\"%s\":%lu", i ? "," : "", f_names[i],
-				      T.c[i] + T_done.c[i]);
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\"%s\":%lu", i ? "," : "",
+				      f_names[i], T.c[i] + T_done.c[i]);
 	n += (size_t)snprintf(buf + n, sizeof buf - n, "},\"free_null\":%lu%s%s}\n",
 			      T.c[F_FREE_NULL] + T_done.c[F_FREE_NULL], extra && *extra ? "," : "",
 			      extra ? extra : "");

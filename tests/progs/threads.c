@@ -30,13 +30,13 @@
 #include <sys/wait.h>
 
 #define WORKER_ITERS 3000
-#define QUEUE_ITEMS 5000
-#define QUEUE_CAP 64
+#define QUEUE_ITEMS  5000
+#define QUEUE_CAP    64
 
 /* calls glibc makes through the traced functions (see above) */
 #define CALLOC_PER_PTHREAD_CREATE 1
-#define FREE_PER_THREAD_EXIT 2
-#define STACK_SIZE (256 << 10)
+#define FREE_PER_THREAD_EXIT	  2
+#define STACK_SIZE		  (256 << 10)
 
 static pthread_barrier_t start_line;
 static atomic_uint running; /* workers past the start line */

@@ -9,17 +9,24 @@
 #include <string>
 #include <vector>
 
-namespace app {
+namespace app
+{
 
 template <typename T> struct Pool {
 	std::vector<T> items;
-	__attribute__((always_inline)) inline void inner(T v) { items.push_back(v); }
+	__attribute__((always_inline)) inline void inner(T v)
+	{
+		items.push_back(v);
+	}
 	__attribute__((always_inline)) inline void middle(T v)
 	{
 		inner(v);
 		inner(v + 1);
 	}
-	__attribute__((always_inline)) inline void outer(T v) { middle(v * 2); }
+	__attribute__((always_inline)) inline void outer(T v)
+	{
+		middle(v * 2);
+	}
 };
 
 template <typename K> __attribute__((noinline)) std::map<K, std::string> *index_of(int n)
