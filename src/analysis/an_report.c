@@ -8,8 +8,9 @@
 #include "util_progress.h"
 
 struct blk {
-	uint64_t size, ts;
-	uint32_t st; /* index in r->st */
+	uint64_t size, ts; /* size: estimated bytes in a sampled trace */
+	uint64_t wcalls;   /* the calls (blocks) it stands for: 1 unless sampled */
+	uint32_t st;	   /* index in r->st */
 	uint32_t next_free;
 };
 
@@ -95,7 +96,8 @@ static inline void touch(struct rstate *s, struct an_stack_stat *st)
 	}
 }
 
-static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t ts, uint32_t sti)
+static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t wcalls, uint64_t ts,
+		      uint32_t sti)
 {
 	struct an_report *r = s->r;
 	uint64_t old;
@@ -106,11 +108,12 @@ static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t ts
 			struct an_stack_stat *os = &r->st[b->st];
 			touch(s, os);
 			os->live_bytes -= b->size;
-			os->live_blocks--;
+			os->live_blocks -= b->wcalls;
 			r->live_bytes -= b->size;
-			r->live_blocks--;
+			r->live_blocks -= b->wcalls;
 		}
 		b->size = size;
+		b->wcalls = wcalls;
 		b->ts = ts;
 		b->st = sti;
 	} else {
@@ -133,7 +136,7 @@ static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t ts
 			}
 			bi = s->nblks++;
 		}
-		s->blks[bi] = (struct blk){.size = size, .ts = ts, .st = sti};
+		s->blks[bi] = (struct blk){.size = size, .ts = ts, .wcalls = wcalls, .st = sti};
 		if (util_hmap_insert(&s->live, ptr, bi, NULL) < 0) {
 			s->nomem = 1;
 			return;
@@ -144,9 +147,9 @@ static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t ts
 	struct an_stack_stat *st = &r->st[sti];
 	touch(s, st);
 	st->live_bytes += size;
-	st->live_blocks++;
+	st->live_blocks += wcalls;
 	r->live_bytes += size;
-	r->live_blocks++;
+	r->live_blocks += wcalls;
 	if (r->live_bytes > r->peak_live_bytes) {
 		r->peak_live_bytes = r->live_bytes;
 		r->peak_ts = ts;
@@ -184,12 +187,12 @@ static uint32_t kill_ptr(struct rstate *s, uint64_t ptr, uint64_t ts)
 	struct an_stack_stat *st = &r->st[sti];
 	touch(s, st);
 	st->live_bytes -= b->size;
-	st->live_blocks--;
+	st->live_blocks -= b->wcalls;
 	r->live_bytes -= b->size;
-	r->live_blocks--;
-	r->freed_blocks++;
+	r->live_blocks -= b->wcalls;
+	r->freed_blocks += b->wcalls;
 	uint64_t life = ts >= b->ts ? atr_ticks_to_ns_u64(s->f, ts - b->ts) : 0;
-	r->life_hist[bucket(life)]++;
+	r->life_hist[bucket(life)] += b->wcalls;
 	return sti;
 }
 
@@ -216,7 +219,7 @@ static void on_excluded(struct rstate *s, const struct atr_event *ev)
 			kill_ptr(s, ev->ptr, ev->ts);
 	}
 	if (ev->ret)
-		make_live(s, ev->ret, ev->size, ev->ts, ST_EXCLUDED);
+		make_live(s, ev->ret, ev->w_bytes, ev->w_calls, ev->ts, ST_EXCLUDED);
 }
 
 static void on_call(struct rstate *s, const struct atr_event *ev)
@@ -249,10 +252,15 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 			return;
 		}
 	}
-	r->calls[ev->type]++;
-	r->total_calls++;
+	/* a sampled free stands for the calls its block stood for */
+	uint64_t w = ev->w_calls, bi;
+	if (ev->type == ATR_T_FREE)
+		w = r->sample_rate && util_hmap_lookup(&s->live, ev->ptr, &bi) ? s->blks[bi].wcalls
+									       : 1;
+	r->calls[ev->type] += w;
+	r->total_calls += w;
 	if (th) {
-		th->calls++;
+		th->calls += w;
 		if (!th->tid)
 			th->tid = ev->tid;
 		if (ev->flags & ATR_FLAG_TIMED)
@@ -266,8 +274,8 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 		int temp = th && th->has_last && th->last_alloc == ev->ptr;
 		uint32_t sti = kill_ptr(s, ev->ptr, ev->ts);
 		if (temp && sti != UINT32_MAX && sti != ST_EXCLUDED) {
-			r->temporary++;
-			r->st[sti].temporary++;
+			r->temporary += w;
+			r->st[sti].temporary += w;
 		}
 		if (th && temp)
 			th->has_last = 0;
@@ -277,12 +285,12 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 	if (sti == UINT32_MAX)
 		return;
 	struct an_stack_stat *st = &r->st[sti];
-	st->calls++;
-	st->bytes += ev->size;
-	r->bytes_requested += ev->size;
-	r->size_hist[bucket(ev->size)]++;
+	st->calls += ev->w_calls;
+	st->bytes += ev->w_bytes;
+	r->bytes_requested += ev->w_bytes;
+	r->size_hist[bucket(ev->size)] += ev->w_calls;
 	if (th) {
-		th->bytes += ev->size;
+		th->bytes += ev->w_bytes;
 		th->last_alloc = ev->ret;
 		th->has_last = ev->ret != 0;
 	}
@@ -296,11 +304,11 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 		}
 		if (ev->ptr && ev->ret == ev->ptr)
 			kill_ptr(s, ev->ptr, ev->ts); /* in place: a new size */
-		make_live(s, ev->ret, ev->size, ev->ts, sti);
+		make_live(s, ev->ret, ev->w_bytes, ev->w_calls, ev->ts, sti);
 		return;
 	}
 	if (ev->ret)
-		make_live(s, ev->ret, ev->size, ev->ts, sti);
+		make_live(s, ev->ret, ev->w_bytes, ev->w_calls, ev->ts, sti);
 	else
 		r->failed++;
 }
@@ -338,6 +346,7 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 	const struct atr_info *in = atr_get_info(f);
 	r->timing = (in->features & ATR_FEAT_TIMING) != 0;
 	r->stacks = (in->features & ATR_FEAT_STACKS) != 0;
+	r->sample_rate = in->sample_rate;
 	uint32_t nt = atr_thread_count(f);
 	r->threads = calloc(nt ? nt : 1, sizeof(*r->threads));
 	if (!r->threads)

@@ -73,6 +73,10 @@ struct an_report {
 	size_t nst;
 	struct an_report_thread *threads;
 	uint32_t nthreads;
+	/* a sampled trace (record --sample): mean bytes between samples, and
+	 * every count and byte total above is an estimate (the weights of
+	 * struct atr_event); 0 = a full trace, exact */
+	uint64_t sample_rate;
 };
 
 /* What a pass keeps (report, flamegraph, diff, export: --thread, --from,

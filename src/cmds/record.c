@@ -51,6 +51,9 @@ static void record_usage(FILE *out)
 		"      --stack-depth N  frames kept per stack (1..256, default 64)\n"
 		"      --timing       record the time spent in each call\n"
 		"      --no-start     start paused; the program calls alloctrace_start()\n"
+		"      --sample BYTES sample allocations: on average one per BYTES bytes\n"
+		"                     allocated (e.g. 512k), and the frees of those blocks;\n"
+		"                     analysis shows estimated totals (docs/SAMPLING.md)\n"
 		"      --zstd-level N  compression of full blocks, 0 (none: compact\n"
 		"                     encoding only, least CPU) to 19; default 1\n"
 		"      --buffer-kb N  per-thread block size in KiB (power of two, 4..65536;\n"
@@ -228,6 +231,7 @@ struct rec_opts {
 	const char *buffer_kb;
 	const char *stack_depth;
 	const char *zstd_level;
+	char sample[24]; /* --sample: bytes, "" = every call */
 };
 
 /* In the child: environment, then exec.  Never returns. */
@@ -252,6 +256,7 @@ static void child_exec(const struct rec_opts *o, const char *lib, const char *ab
 	bad |= set_env("ALLOCTRACE_START", o->no_start ? "0" : NULL);
 	bad |= set_env("ALLOCTRACE_BUFFER_KB", o->buffer_kb);
 	bad |= set_env("ALLOCTRACE_ZSTD_LEVEL", o->zstd_level);
+	bad |= set_env("ALLOCTRACE_SAMPLE", *o->sample ? o->sample : NULL);
 	if (tps) {
 		snprintf(buf, sizeof(buf), "%" PRIu64, tps);
 		bad |= set_env("ALLOCTRACE_TICKS_PER_SEC", buf);
@@ -383,6 +388,28 @@ static int report(const char *dir)
 	return rc;
 }
 
+/* --sample BYTES: 1 .. 2^40, with an optional binary suffix; 0 if bad. */
+static uint64_t parse_sample(const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return 0;
+	unsigned sh = 0;
+	if (*end == 'k' || *end == 'K')
+		sh = 10;
+	else if (*end == 'm' || *end == 'M')
+		sh = 20;
+	else if (*end == 'g' || *end == 'G')
+		sh = 30;
+	if (sh)
+		end++;
+	if (*end || v == 0 || v > (1ULL << 40) >> sh)
+		return 0;
+	return (uint64_t)v << sh;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	enum {
@@ -395,7 +422,8 @@ int cmd_record(int argc, char **argv)
 		O_DEPTH,
 		O_NORSS,
 		O_DURATION,
-		O_ZSTD
+		O_ZSTD,
+		O_SAMPLE
 	};
 	static const struct option opts[] = {
 	    {"output", required_argument, NULL, 'o'},
@@ -407,6 +435,7 @@ int cmd_record(int argc, char **argv)
 	    {"buffer-kb", required_argument, NULL, O_BUFKB},
 	    {"stack-depth", required_argument, NULL, O_DEPTH},
 	    {"zstd-level", required_argument, NULL, O_ZSTD},
+	    {"sample", required_argument, NULL, O_SAMPLE},
 	    {"no-rss", no_argument, NULL, O_NORSS},
 	    {"pid", required_argument, NULL, 'p'},
 	    {"duration", required_argument, NULL, O_DURATION},
@@ -465,6 +494,18 @@ int cmd_record(int argc, char **argv)
 		case O_NORSS:
 			o.no_rss = 1;
 			break;
+		case O_SAMPLE: {
+			uint64_t b = parse_sample(optarg);
+			if (!b) {
+				util_err(
+				    "record: --sample %s: must be a number of bytes from 1 to 2^40 "
+				    "(suffix k, M or G allowed)",
+				    optarg);
+				return 2;
+			}
+			snprintf(o.sample, sizeof o.sample, "%" PRIu64, b);
+			break;
+		}
 		case O_BUFKB: {
 			char *end;
 			errno = 0;

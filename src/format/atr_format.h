@@ -37,8 +37,15 @@ enum {
 					     (ATR_CHUNK_*); see below */
 	ATR_FEAT_ZSTD = 1u << 6,	  /* v2: FRAME payloads are zstd frames
 					     (else the compact encoding as is) */
+	ATR_FEAT_SAMPLED = 1u << 7,	  /* record --sample: Poisson byte sampling
+					     at ATR_H_SAMPLE_RATE; see below */
 };
-#define ATR_FEATURES_KNOWN 0x7fULL
+#define ATR_FEATURES_KNOWN 0xffULL
+
+/* ATR_FEAT_SAMPLED (docs/TRACE_FORMAT.md, "Sampled traces"): every
+ * allocation record is a sampled allocation (an allocation of s bytes is
+ * sampled with probability 1 - exp(-s / rate)), every free record the free
+ * of a sampled block.  Failed allocations and free(NULL) are not recorded. */
 
 /* ATR_FEAT_CHUNK_FLAGS (glibc only, docs/ARENAS.md): the returned-pointer
  * word of every allocation record holds ret | (chunk size word & 6), the
@@ -87,6 +94,8 @@ enum {
 				      (re-entrant, e.g. from signal handlers) */
 	ATR_H_END_MONO = 104,	   /* u64 CLOCK_MONOTONIC ns at destructor */
 	ATR_H_END_TICKS = 112,	   /* u64 raw clock at destructor */
+	ATR_H_SAMPLE_RATE = 120,   /* u64 ATR_FEAT_SAMPLED: mean bytes between
+				      samples (>= 1); 0 without the feature */
 	ATR_H_EXE = 256,	   /* char[256] executable path, NUL-terminated */
 	ATR_H_CMDLINE = 512,	   /* u32 length, then bytes (args split by NUL) */
 	ATR_H_CMDLINE_MAX = 4096 - 512 - 4,

@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -288,6 +289,13 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 	}
 	f->features = in->features;
 	f->chunk_flags = (in->features & ATR_FEAT_CHUNK_FLAGS) != 0;
+	in->sample_rate = rd64(h + ATR_H_SAMPLE_RATE);
+	if (!(in->features & ATR_FEAT_SAMPLED) != !in->sample_rate) {
+		fmt_err(eb, el,
+			"%s: sample rate %" PRIu64 " does not match the SAMPLED feature bit", p,
+			in->sample_rate);
+		return ATR_E_HEADER;
+	}
 	f->bs = rd32(h + ATR_H_BLOCK_SIZE);
 	if (f->bs < ATR_BLOCK_SIZE_MIN || f->bs > ATR_BLOCK_SIZE_MAX || (f->bs & (f->bs - 1))) {
 		fmt_err(eb, el,
@@ -886,11 +894,53 @@ struct atr_cur {
 	uint64_t nrec; /* records decoded in the current block */
 	uint64_t want; /* data block: header record count */
 	uint64_t prev_ts;
-	struct atr_event stash; /* a realloc waiting behind its release */
+	double wf_calls, wf_bytes; /* sampled: weights' carried fractions */
+	struct atr_event stash;	   /* a realloc waiting behind its release */
 	int has_stash;
 	/* statistics of this cursor's walk */
 	uint64_t lost, inversions, records, calls, trunc_records, last_ts;
 };
+
+void atr_sample_weight(uint64_t rate, uint64_t size, double *calls, double *bytes)
+{
+	double p = rate ? -expm1(-(double)size / (double)rate) : 1.0;
+	if (!(p > 0)) { /* size 0 is never sampled: count the call alone */
+		*calls = 1;
+		*bytes = 0;
+		return;
+	}
+	*calls = 1 / p;
+	*bytes = (double)size / p;
+}
+
+/* An allocation's weights (struct atr_event): 1 call and its size in a full
+ * trace; in a sampled one 1/p and size/p, handed out as integers whose
+ * remainders carry to the thread's next allocation, so sums are exact to
+ * within one per thread and deterministic. */
+static inline void cur_weigh(const atr_file *f, struct atr_cur *c, struct atr_event *ev)
+{
+	if (ev->type == ATR_T_FREE)
+		return;
+	if (__builtin_expect(!f->info.sample_rate, 1)) {
+		ev->w_calls = 1;
+		ev->w_bytes = ev->size;
+		return;
+	}
+	double wc, wb;
+	atr_sample_weight(f->info.sample_rate, ev->size, &wc, &wb);
+	wc += c->wf_calls;
+	wb += c->wf_bytes;
+	double ic = floor(wc), ib = floor(wb);
+	c->wf_calls = wc - ic;
+	c->wf_bytes = wb - ib;
+	ev->w_calls = ic < 1.8e19 ? (uint64_t)ic : UINT64_MAX;
+	ev->w_bytes = ib < 1.8e19 ? (uint64_t)ib : UINT64_MAX;
+}
+
+uint64_t atr_sample_rate(const atr_file *f)
+{
+	return f->info.sample_rate;
+}
 
 static void cur_init(const atr_file *f, struct atr_cur *c, uint32_t t)
 {
@@ -1154,6 +1204,7 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 					break;
 				}
 			}
+			cur_weigh(f, c, ev);
 		} else {
 			uint64_t w1 = rd64(r + 8);
 			ev->arg = (uint32_t)(w1 >> 32);

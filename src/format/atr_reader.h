@@ -80,6 +80,8 @@ struct atr_info {
 				       backwards and were clamped (walk) */
 	uint64_t calls;		    /* call records (walk) */
 	int walked;
+	uint64_t sample_rate; /* ATR_FEAT_SAMPLED: mean bytes between
+				 samples; 0 = a full trace */
 };
 
 /* Synthetic event of the iterator (not a record, not a call): the old
@@ -117,6 +119,13 @@ struct atr_event {
 	 * flag bits (ATR_CHUNK_MMAPPED, ATR_CHUNK_NON_MAIN) of ret; 0
 	 * otherwise */
 	uint8_t chunk_flags;
+	/* allocations (every call type but free): the calls and bytes this
+	 * record stands for.  A full trace: 1 and size.  A sampled trace
+	 * (atr_sample_rate() > 0): 1/p and size/p for the sampling
+	 * probability p = 1 - exp(-size / rate), as integers (the fractions
+	 * carry to the thread's next allocation).  0 for free and meta
+	 * records: a free stands for what its block did. */
+	uint64_t w_calls, w_bytes;
 };
 
 /* Open one trace file. On failure *out is NULL and errbuf explains
@@ -142,6 +151,13 @@ struct atr_thread_info {
 };
 uint32_t atr_thread_count(const atr_file *f);
 const struct atr_thread_info *atr_thread(const atr_file *f, uint32_t idx);
+
+/* ATR_FEAT_SAMPLED: the mean number of bytes between samples, 0 for a
+ * full trace (docs/TRACE_FORMAT.md, "Sampled traces"). */
+uint64_t atr_sample_rate(const atr_file *f);
+/* The expected calls and bytes one sampled allocation of size bytes stands
+ * for at rate (1/p, size/p); rate 0: 1 and size. */
+void atr_sample_weight(uint64_t rate, uint64_t size, double *calls, double *bytes);
 
 /* Exact record count by walking all records of all threads (no merge).
  * Counts every record the iterator returns (calls and known meta records;

@@ -80,11 +80,91 @@ static inline void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags
 
 #define TIMED_FLAG() (g.timing ? ATR_FLAG_TIMED : 0u)
 
+/* --sample (atp_sample.c, docs/TRACE_FORMAT.md "Sampled traces"): every
+ * hook first calls the real function, then atp_sample_skip() (subtract,
+ * compare: no clock, no store to the trace).  A sampled allocation is
+ * recorded as usual (with its stack) and enters the sampled set; only frees
+ * of blocks in that set are recorded.  Failed calls are not recorded. */
+static void sampled_alloc(struct atp_thread *t, unsigned type, void *r, size_t size,
+			  unsigned nextra, uint64_t e1)
+{
+	int e = errno;
+	t->guard = 1;
+	uint64_t t1 = atp_now();
+	rec_alloc(t, type, 0, t1, 0, r, size, 0, nextra, e1, 0);
+	atp_sset_add((uint64_t)(uintptr_t)r);
+	t->guard = 0;
+	errno = e;
+}
+
+#define SAMPLED(call, size, type, nextra, e1)                                                      \
+	do {                                                                                       \
+		void *r_ = (call);                                                                 \
+		if (ATP_LIKELY(atp_sample_skip(t, (size))) || !r_)                                 \
+			return r_;                                                                 \
+		sampled_alloc(t, type, r_, (size), nextra, e1);                                    \
+		return r_;                                                                         \
+	} while (0)
+
+/* A free record stamped ts: the release of a sampled block. */
+static void sampled_free_rec(struct atp_thread *t, uint64_t ts, void *ptr)
+{
+	uint64_t *p = atp_reserve(t, 2, ts);
+	if (ATP_LIKELY(p != NULL)) {
+		p[1] = (uint64_t)(uintptr_t)ptr;
+		atp_commit(t, p, 2, atp_w0(ts, ATR_T_FREE));
+	}
+}
+
+/* realloc/reallocarray: the old block leaves the sampled set before the
+ * real call (its address may be handed out again at once); the new one is
+ * sampled by its size like any allocation.  Recorded: a realloc record
+ * when the new block is sampled (old pointer 0 if the old block was not),
+ * else a free when a sampled old block died. */
+static void *sampled_realloc(struct atp_thread *t, unsigned type, void *ptr, size_t size,
+			     size_t nmemb)
+{
+	if (ATP_LIKELY(!ptr || !atp_sset_has((uint64_t)(uintptr_t)ptr))) {
+		void *r = g.real.realloc(ptr, size);
+		if (ATP_LIKELY(atp_sample_skip(t, size)) || !r)
+			return r;
+		int e = errno;
+		t->guard = 1;
+		uint64_t t1 = atp_now();
+		rec_alloc(t, type, ATR_FLAG_TIMED, t1, 0, r, size, 0, type == ATR_T_REALLOC ? 1 : 2,
+			  0, nmemb);
+		atp_sset_add((uint64_t)(uintptr_t)r);
+		t->guard = 0;
+		errno = e;
+		return r;
+	}
+	t->guard = 1;
+	uint64_t t0 = atp_now();
+	atp_sset_del((uint64_t)(uintptr_t)ptr);
+	void *r = g.real.realloc(ptr, size);
+	int e = errno;
+	uint64_t t1 = atp_now();
+	if (r && !atp_sample_skip(t, size)) {
+		rec_alloc(t, type, ATR_FLAG_TIMED, t0, t1 - t0, r, size, 0,
+			  type == ATR_T_REALLOC ? 1 : 2, (uint64_t)(uintptr_t)ptr, nmemb);
+		atp_sset_add((uint64_t)(uintptr_t)r);
+	} else if (r || size == 0) {
+		sampled_free_rec(t, t0, ptr); /* moved or freed: the old block died */
+	} else {
+		atp_sset_add((uint64_t)(uintptr_t)ptr); /* failed: still live */
+	}
+	t->guard = 0;
+	errno = e;
+	return r;
+}
+
 EXPORT void *malloc(size_t size)
 {
 	struct atp_thread *t = &atp_tls;
 	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))
 		return g.real.malloc(size);
+	if (g.sample_rate)
+		SAMPLED(g.real.malloc(size), size, ATR_T_MALLOC, 0, 0);
 	t->guard = 1;
 	uint64_t t0 = g.timing ? atp_now() : 0;
 	void *r = g.real.malloc(size);
@@ -101,6 +181,20 @@ EXPORT void free(void *ptr)
 		return;
 	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t)) {
 		g.real.free(ptr);
+		return;
+	}
+	if (g.sample_rate) {
+		if (ATP_LIKELY(!ptr || !atp_sset_has((uint64_t)(uintptr_t)ptr))) {
+			g.real.free(ptr);
+			return;
+		}
+		int e = errno;
+		t->guard = 1;
+		atp_sset_del((uint64_t)(uintptr_t)ptr);
+		sampled_free_rec(t, atp_now(), ptr);
+		g.real.free(ptr);
+		t->guard = 0;
+		errno = e;
 		return;
 	}
 	t->guard = 1;
@@ -130,6 +224,12 @@ EXPORT void *calloc(size_t nmemb, size_t size)
 	struct atp_thread *t = &atp_tls;
 	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))
 		return g.real.calloc(nmemb, size);
+	if (g.sample_rate) {
+		size_t tot;
+		if (__builtin_mul_overflow(nmemb, size, &tot))
+			tot = SIZE_MAX;
+		SAMPLED(g.real.calloc(nmemb, size), tot, ATR_T_CALLOC, 1, nmemb);
+	}
 	t->guard = 1;
 	uint64_t t0 = g.timing ? atp_now() : 0;
 	void *r = g.real.calloc(nmemb, size);
@@ -158,6 +258,8 @@ EXPORT void *realloc(void *ptr, size_t size)
 	}
 	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))
 		return g.real.realloc(ptr, size);
+	if (g.sample_rate)
+		return sampled_realloc(t, ATR_T_REALLOC, ptr, size, 0);
 	t->guard = 1;
 	uint64_t t0 = atp_now();
 	void *r = g.real.realloc(ptr, size);
@@ -175,8 +277,15 @@ EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
 	struct atp_thread *t = &atp_tls;
 	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))
 		return g.real.reallocarray(ptr, nmemb, size);
-	t->guard = 1;
 	size_t total;
+	if (g.sample_rate) {
+		if (__builtin_mul_overflow(nmemb, size, &total)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return sampled_realloc(t, ATR_T_REALLOCARRAY, ptr, total, nmemb);
+	}
+	t->guard = 1;
 	void *r;
 	uint64_t t0 = atp_now();
 	if (__builtin_mul_overflow(nmemb, size, &total)) {
@@ -199,6 +308,8 @@ EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
 		struct atp_thread *t = &atp_tls;                                                   \
 		if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))                   \
 			return g.real.name(align, size);                                           \
+		if (g.sample_rate)                                                                 \
+			SAMPLED(g.real.name(align, size), size, type, 1, align);                   \
 		t->guard = 1;                                                                      \
 		uint64_t t0 = g.timing ? atp_now() : 0;                                            \
 		void *r = g.real.name(align, size);                                                \
@@ -216,6 +327,13 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	struct atp_thread *t = &atp_tls;
 	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))
 		return g.real.posix_memalign(out, align, size);
+	if (g.sample_rate) {
+		int rc = g.real.posix_memalign(out, align, size);
+		if (ATP_LIKELY(atp_sample_skip(t, size)) || rc)
+			return rc;
+		sampled_alloc(t, ATR_T_POSIX_MEMALIGN, *out, size, 1, align);
+		return rc;
+	}
 	t->guard = 1;
 	uint64_t t0 = g.timing ? atp_now() : 0;
 	void *r = NULL;
@@ -238,6 +356,8 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		struct atp_thread *t = &atp_tls;                                                   \
 		if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))                   \
 			return g.real.name(size);                                                  \
+		if (g.sample_rate)                                                                 \
+			SAMPLED(g.real.name(size), size, type, 0, 0);                              \
 		t->guard = 1;                                                                      \
 		uint64_t t0 = g.timing ? atp_now() : 0;                                            \
 		void *r = g.real.name(size);                                                       \

@@ -295,8 +295,11 @@ int atp_open_trace(void)
 		feat |= ATR_FEAT_CHUNK_FLAGS;
 	if (g.zstd_level)
 		feat |= ATR_FEAT_ZSTD;
+	if (g.sample_rate)
+		feat |= ATR_FEAT_SAMPLED;
 	g.features = feat;
 	atp_put_u64(h + ATR_H_FEATURES, feat);
+	atp_put_u64(h + ATR_H_SAMPLE_RATE, g.sample_rate);
 	atp_put_u32(h + ATR_H_BLOCK_SIZE, g.block_size);
 	atp_put_u32(h + ATR_H_STATUS, g.no_children ? ATR_STATUS_NO_CHILDREN : 0);
 	atp_put_u32(h + ATR_H_PID, (uint32_t)g.pid);
@@ -366,6 +369,7 @@ static void after_fork_child(void)
 	int saved = errno;
 	/* everything mapped belongs to the parent's file: never write it */
 	atp_stacks_after_fork_child();
+	atp_sample_after_fork_child();
 	if (t->block)
 		munmap(t->block, g.block_size);
 	if (g.hdr)
@@ -469,6 +473,9 @@ void atp_init(void)
 	g.stacks = env_flag("ALLOCTRACE_STACKS", 0);
 	g.stack_depth = (uint32_t)env_u64("ALLOCTRACE_STACK_DEPTH", ATR_STACK_DEPTH_DEFAULT);
 	atp_stacks_init();
+	if (!g.attach) /* an attach sets its own rate (alloctrace_attach_impl) */
+		g.sample_rate = env_u64("ALLOCTRACE_SAMPLE", 0);
+	atp_sample_init(g.sample_rate, env_u64("ALLOCTRACE_SAMPLE_SEED", 0));
 	uint64_t kb = env_u64("ALLOCTRACE_BUFFER_KB", ATR_BLOCK_SIZE_DEFAULT >> 10);
 	if (kb < (ATR_BLOCK_SIZE_MIN >> 10) || kb > (ATR_BLOCK_SIZE_MAX >> 10) || (kb & (kb - 1)))
 		kb = ATR_BLOCK_SIZE_DEFAULT >> 10;

@@ -70,6 +70,9 @@ struct atp_thread {
 	/* glibc: the non-main heap this thread allocated from last, and the
 	 * end of it that the last HEAP record showed (atp_hooks.c) */
 	uint64_t heap_lo, heap_hi;
+	/* --sample (atp_sample.c): bytes to the next sample point (0: draw
+	 * first) and the generator's state (0: not seeded) */
+	uint64_t countdown, rng;
 };
 
 enum atp_thread_state { ATP_T_NEW = 0, ATP_T_ACTIVE = 1, ATP_T_EXITED = 2, ATP_T_DEAD = 3 };
@@ -116,6 +119,8 @@ struct atp_global {
 	/* naming inputs, kept for fork children */
 	char dir[ATP_PATH_MAX];	 /* ALLOCTRACE_DIR, or "" */
 	char file[ATP_PATH_MAX]; /* ALLOCTRACE_FILE / MTRACE_CTL_FILE, or "" */
+	uint64_t sample_rate;	 /* ALLOCTRACE_SAMPLE: mean bytes between samples,
+				    0 = trace every call */
 	struct atp_slot slots[ATP_MAX_SLOTS];
 	/* staging blocks of exited threads: still written by the calls glibc
 	 * makes after the last key destructor, then reused by a new thread
@@ -205,6 +210,50 @@ uint32_t atp_stack_id(struct atp_thread *t, uint64_t ts) ATP_HIDDEN;
  * written again in the child's file or in a later life of the thread). */
 void atp_stacks_thread_done(struct atp_thread *t) ATP_HIDDEN;
 void atp_stacks_after_fork_child(void) ATP_HIDDEN;
+
+/* atp_sample.c (--sample): see there.  The set of sampled live blocks:
+ * buckets of ATP_SSET_WAYS pointers, 0 = empty slot. */
+#define ATP_SSET_WAYS 4
+struct atp_sset {
+	uint32_t shift, bits; /* bucket = hash >> shift; 2^bits buckets */
+	uint64_t pad[7];      /* slots start on a cache line */
+	_Atomic uint64_t slot[];
+};
+extern _Atomic(struct atp_sset *) atp_sset_cur ATP_HIDDEN;
+void atp_sample_init(uint64_t rate, uint64_t seed) ATP_HIDDEN;
+void atp_sample_after_fork_child(void) ATP_HIDDEN;
+/* The allocation reached the sample point (size >= countdown): 1 if it is
+ * sampled (a new thread's first allocation may not be); draws the next. */
+int atp_sample_hit(struct atp_thread *t, size_t size) ATP_HIDDEN;
+void atp_sset_add(uint64_t p) ATP_HIDDEN; /* guard set */
+void atp_sset_del(uint64_t p) ATP_HIDDEN; /* guard set */
+
+static inline _Atomic uint64_t *atp_sset_bucket(struct atp_sset *s, uint64_t p)
+{
+	return &s->slot[(size_t)(((p >> 4) * 0x9e3779b97f4a7c15ULL) >> s->shift) * ATP_SSET_WAYS];
+}
+
+/* Is p (not NULL) a sampled live block?  No lock: one cache line. */
+static inline int atp_sset_has(uint64_t p)
+{
+	struct atp_sset *s = atomic_load_explicit(&atp_sset_cur, memory_order_acquire);
+	_Atomic uint64_t *b = atp_sset_bucket(s, p);
+	uint64_t b0 = atomic_load_explicit(&b[0], memory_order_relaxed);
+	uint64_t b1 = atomic_load_explicit(&b[1], memory_order_relaxed);
+	uint64_t b2 = atomic_load_explicit(&b[2], memory_order_relaxed);
+	uint64_t b3 = atomic_load_explicit(&b[3], memory_order_relaxed);
+	return (b0 == p) | (b1 == p) | (b2 == p) | (b3 == p);
+}
+
+/* The unsampled fast path: 1 (not sampled) with the countdown moved on. */
+static inline int atp_sample_skip(struct atp_thread *t, size_t size)
+{
+	if (ATP_LIKELY(size < t->countdown)) {
+		t->countdown -= size;
+		return 1;
+	}
+	return !atp_sample_hit(t, size);
+}
 
 /* atp_util.c: no-libc-allocation helpers */
 size_t atp_strlcpy(char *dst, const char *src, size_t n) ATP_HIDDEN;

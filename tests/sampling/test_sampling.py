@@ -1,0 +1,3 @@
+#!/usr/bin/env python3
+import sys
+print("x")
