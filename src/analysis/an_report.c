@@ -271,7 +271,8 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 			r->free_null++;
 			return;
 		}
-		int temp = th && th->has_last && th->last_alloc == ev->ptr;
+		/* sampled: the allocations in between are unknown, so not counted */
+		int temp = th && th->has_last && th->last_alloc == ev->ptr && !r->sample_rate;
 		uint32_t sti = kill_ptr(s, ev->ptr, ev->ts);
 		if (temp && sti != UINT32_MAX && sti != ST_EXCLUDED) {
 			r->temporary += w;

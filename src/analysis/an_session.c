@@ -455,6 +455,11 @@ void rep_json_ident(struct json_writer *w, struct rep_ctx *c)
 	json_bool(w, r->stacks);
 	json_key(w, "timing_recorded");
 	json_bool(w, r->timing);
+	/* sampled (record --sample): every count and byte total is an estimate */
+	json_key(w, "sample_rate");
+	json_u64(w, r->sample_rate);
+	json_key(w, "estimated");
+	json_bool(w, r->sample_rate != 0);
 }
 
 void rep_json_counts(struct json_writer *w, struct rep_ctx *c)

@@ -337,6 +337,11 @@ int cmd_diff(int argc, char **argv)
 			json_string(&w, sd[1].paths[0]);
 			json_key(&w, "by");
 			json_string(&w, an_by_name(by));
+			/* sampled sides (record --sample): their totals are estimates */
+			json_key(&w, "old_sample_rate");
+			json_u64(&w, o->sample_rate);
+			json_key(&w, "new_sample_rate");
+			json_u64(&w, nw->sample_rate);
 			json_key(&w, "totals");
 			json_begin_object(&w);
 			json_totals(&w, "calls", o->total_calls, nw->total_calls);
@@ -366,7 +371,14 @@ int cmd_diff(int argc, char **argv)
 			json_end_object(&w);
 			json_finish(&w);
 		} else {
-			printf("old: %s\nnew: %s\n\n", sd[0].paths[0], sd[1].paths[0]);
+			for (int k = 0; k < 2; k++) {
+				printf("%s: %s", k ? "new" : "old", sd[k].paths[0]);
+				if (sd[k].c.r.sample_rate)
+					printf(" (sampled every %" PRIu64 " bytes: estimates)",
+					       sd[k].c.r.sample_rate);
+				printf("\n");
+			}
+			printf("\n");
 			printf("  %-16s %12s %12s %13s\n", "", "old", "new", "change");
 			text_total("calls", o->total_calls, nw->total_calls, 0);
 			text_total("bytes requested", o->bytes_requested, nw->bytes_requested, 1);

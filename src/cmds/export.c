@@ -140,6 +140,14 @@ static int export_dj_trace(FILE *out, const char *in, long pid)
 	if (n > 1 && pid < 0)
 		util_warn("export: %zu processes; writing the first, pid %u (--pid chooses)", n,
 			  atr_get_info(f)->pid);
+	if (atr_sample_rate(f)) {
+		/* a dj trace is replayed call by call: a sample cannot be */
+		util_err("export: %s is a sampled trace (record --sample %" PRIu64
+			 "): dj-trace needs every call; record without --sample",
+			 atr_get_info(f)->path, atr_sample_rate(f));
+		atr_close(f);
+		return 1;
+	}
 	int rc = rep_write_dj_trace(out, f) < 0;
 	atr_close(f);
 	return rc;

@@ -4,6 +4,7 @@
  * pass (src/output/out_folded.c, out_flamesvg.c). */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +28,21 @@ static void flame_usage(FILE *out)
 		rep_opts_usage);
 }
 
-static int write_svg(struct out_flame *fl, const char *path, enum an_by by)
+static int write_svg(struct out_flame *fl, const char *path, enum an_by by, uint64_t sample_rate)
 {
 	FILE *out = fopen(path, "w");
 	if (!out) {
 		util_err("flamegraph: %s: %s", path, strerror(errno));
 		return 1;
 	}
-	char title[64];
-	snprintf(title, sizeof(title), "alloctrace flame graph by %s", an_by_name(by));
+	char title[128];
+	if (sample_rate)
+		snprintf(title, sizeof(title),
+			 "alloctrace flame graph by %s, estimated (sampled every %" PRIu64
+			 " bytes)",
+			 an_by_name(by), sample_rate);
+	else
+		snprintf(title, sizeof(title), "alloctrace flame graph by %s", an_by_name(by));
 	int r = out_flame_svg(fl, out, title, an_by_name(by));
 	if (fclose(out) != 0 || r < 0) {
 		util_err("flamegraph: %s: write error", path);
@@ -48,6 +55,7 @@ struct flame_run {
 	enum an_by by;
 	const struct rep_opts *o;
 	struct out_flame *fl; /* --svg: every process merged into one graph */
+	uint64_t sample_rate; /* a sampled trace was seen: its rate */
 };
 
 static int flame_add(void *arg, const char *key, uint64_t value)
@@ -61,6 +69,13 @@ static int flame_one(struct flame_run *r, const char *path)
 	int rc = 0;
 	if (rep_open_opts(path, &cx, 0, r->o))
 		return 1;
+	if (cx.r.sample_rate) {
+		/* folded stacks have no room for a note: say it on stderr */
+		util_warn("flamegraph: %s is sampled (every %" PRIu64
+			  " bytes): the values are estimates",
+			  path, cx.r.sample_rate);
+		r->sample_rate = cx.r.sample_rate;
+	}
 	if (!r->fl) {
 		rep_print_folded(stdout, &cx, r->by);
 	} else if (rep_fold_stacks(&cx, r->by, flame_add, r->fl) < 0) {
@@ -130,7 +145,7 @@ static int flame_opts(int argc, char **argv, struct rep_opts *o)
 		rc |= flame_one(&r, paths[i]);
 	atr_list_free(paths, n);
 	if (r.fl) {
-		rc |= write_svg(r.fl, svg, r.by);
+		rc |= write_svg(r.fl, svg, r.by, r.sample_rate);
 		out_flame_free(r.fl);
 	}
 	return rc | cmdu_flush_stdout("flamegraph");

@@ -169,7 +169,12 @@ int rep_write_massif(FILE *out, struct rep_ctx *c)
 	const struct atr_info *in = atr_get_info(c->f);
 	const struct an_timeline *tl = &c->tl;
 	fprintf(out, "desc: alloctrace export --format massif (requested bytes; no extra-heap or "
-		     "stack data)\n");
+		     "stack data)");
+	if (c->r.sample_rate)
+		fprintf(out,
+			" ESTIMATES from a sampled trace (one allocation per %" PRIu64 " bytes)",
+			c->r.sample_rate);
+	fprintf(out, "\n");
 	fprintf(out, "cmd: %s\n", *in->cmdline ? in->cmdline : in->exe);
 	fprintf(out, "time_unit: ms\n");
 	/* up to 100 snapshots: the live bytes at the end of evenly spaced

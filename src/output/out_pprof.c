@@ -198,7 +198,16 @@ int rep_write_pprof(FILE *out, struct rep_ctx *c)
 	struct util_pb pt = {0};
 	util_pb_uint(&pt, 1, (uint64_t)str_id(&s, "space"));
 	util_pb_uint(&pt, 2, (uint64_t)str_id(&s, "bytes"));
-	int64_t comment = str_id(&s, "alloctrace export --format pprof; inuse = live at exit");
+	char note[160];
+	if (c->r.sample_rate)
+		snprintf(note, sizeof note,
+			 "alloctrace export --format pprof; inuse = live at exit; ESTIMATES "
+			 "from a sampled trace (one allocation per %" PRIu64 " bytes)",
+			 c->r.sample_rate);
+	else
+		snprintf(note, sizeof note,
+			 "alloctrace export --format pprof; inuse = live at exit");
+	int64_t comment = str_id(&s, note);
 	/* the string table last: everything above interned its strings */
 	for (size_t i = 0; i < s.strs.n; i++)
 		util_pb_bytes(&prof, 6, s.strs.s[i], strlen(s.strs.s[i]));

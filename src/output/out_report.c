@@ -513,6 +513,10 @@ void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int fir
 	printf("  %-18s %s\n", "duration",
 	       util_fmt_ns(a, sizeof(a), r->records ? ns(c->f, r->last_ts - r->first_ts) : 0));
 	printf("  %-18s %" PRIu32 "\n", "threads", in->threads);
+	if (r->sample_rate)
+		printf("  %-18s every %s bytes: counts and bytes below are ESTIMATES "
+		       "(docs/SAMPLING.md)\n",
+		       "sampled", util_fmt_u64(a, sizeof(a), r->sample_rate));
 	printf("  %-18s %s", "calls", util_fmt_u64(a, sizeof(a), r->total_calls));
 	for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++)
 		if (r->calls[t])
@@ -537,7 +541,10 @@ void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int fir
 	if (c->o && c->o->any_filter)
 		printf("  %-18s %s allocation calls (not counted above)\n", "filtered out",
 		       util_fmt_u64(a, sizeof(a), r->excluded_calls));
-	printf("  %-18s %s\n", "temporary", util_fmt_u64(a, sizeof(a), r->temporary));
+	if (r->sample_rate)
+		printf("  %-18s not known in a sampled trace\n", "temporary");
+	else
+		printf("  %-18s %s\n", "temporary", util_fmt_u64(a, sizeof(a), r->temporary));
 	printf("  %-18s %s\n", "failed allocs", util_fmt_u64(a, sizeof(a), r->failed));
 	if (atr_get_info(c->f)->status & ATR_STATUS_ATTACHED)
 		printf("  %-18s %s (blocks allocated before the attach)\n", "pre-attach frees",

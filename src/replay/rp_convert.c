@@ -781,6 +781,17 @@ static int pick_trace(const char *trace, const struct rp_convert_opts *o,
 				break; /* the first process is unreadable */
 			continue;
 		}
+		if ((!o->pid || atr_get_info(f)->pid == o->pid) && atr_sample_rate(f)) {
+			/* replay needs every call; a sampled trace holds a few */
+			snprintf(eb, el,
+				 "%s: a sampled trace (record --sample %" PRIu64
+				 ") holds only sampled calls and cannot be replayed; record "
+				 "without --sample to convert",
+				 paths[i], atr_sample_rate(f));
+			atr_close(f);
+			atr_list_free(paths, n);
+			return 1;
+		}
 		if (!o->pid || atr_get_info(f)->pid == o->pid) {
 			*out = f;
 			st->pid = atr_get_info(f)->pid;

@@ -615,6 +615,7 @@
       card('distinct stacks', num(p.distinct_stacks), p.stacks_recorded ? '' : 'recorded without --stacks')
     ]);
     sec.appendChild(cards);
+    if (p.sample_rate) sec.appendChild(el('div', { cls: 'note', id: 'sampled-' + p.pid, text: 'Sampled trace (record --sample ' + num(p.sample_rate) + '): on average one allocation per ' + num(p.sample_rate) + ' bytes was recorded; every count, byte total and chart is an ESTIMATE scaled by the sampling weights (relative error about sqrt(' + num(p.sample_rate) + ' / bytes); docs/SAMPLING.md).' }));
     if (p.lost_records) sec.appendChild(el('div', { cls: 'note err', text: num(p.lost_records) + ' records were lost while recording: numbers are incomplete' }));
 
     sec.appendChild(el('h2', { text: 'Live heap over time' }));
