@@ -93,6 +93,10 @@ static void print_text(const atr_file *f, const struct an_summary *s, int first)
 		       util_fmt_u64(a, sizeof(a), in->truncated_records),
 		       util_fmt_u64(b, sizeof(b), in->truncated_blocks));
 	printf("  %-16s %s\n", "untraced calls", util_fmt_u64(a, sizeof(a), in->untraced_calls));
+	if (in->sample_rate) /* info counts records: `report` estimates */
+		printf("  %-16s every %s bytes (the counts here are of sampled records; "
+		       "report shows estimates)\n",
+		       "sampled", util_fmt_u64(a, sizeof(a), in->sample_rate));
 	if (in->clock_inversions)
 		printf("  %-16s %s\n", "clock inversions",
 		       util_fmt_u64(a, sizeof(a), in->clock_inversions));
@@ -193,6 +197,8 @@ static void print_json(struct json_writer *w, const atr_file *f, const struct an
 	json_u64(w, in->untraced_calls);
 	json_key(w, "clock_inversions");
 	json_u64(w, in->clock_inversions);
+	json_key(w, "sample_rate");
+	json_u64(w, in->sample_rate);
 	json_key(w, "markers");
 	json_u64(w, s->markers);
 	json_key(w, "thread_stats");
