@@ -2,7 +2,7 @@
  *
  * 1. Stop one thread of the target (PTRACE_SEIZE + PTRACE_INTERRUPT) and
  *    make it call dlopen(liballoctrace.so, RTLD_NOW) and then
- *    alloctrace_attach_impl(dir, ticks, real) (remote calls: registers set
+ *    alloctrace_attach_impl(dir, ticks, real, sample_rate) (remote calls: registers set
  *    to the function and its arguments, strings on the stack below the red
  *    zone, return address 0, so the return is a SIGSEGV stop).  The other
  *    threads keep running meanwhile, so locks they hold get released.
@@ -28,9 +28,10 @@
 #if !defined(__x86_64__)
 
 int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
-	       double duration)
+	       uint64_t sample_rate, double duration)
 {
 	(void)pid;
+	(void)sample_rate;
 	(void)lib;
 	(void)absdir;
 	(void)ticks_per_sec;
@@ -498,7 +499,7 @@ static int stop_world(struct target *t)
 /* Call fn(a0, a1, a2) in stopped thread k, on its stack 8 KiB below
  * where it stopped; its registers are restored afterwards. */
 static int remote_call(struct target *t, struct task *k, uint64_t fn, uint64_t a0, uint64_t a1,
-		       uint64_t a2, uint64_t *ret)
+		       uint64_t a2, uint64_t a3, uint64_t *ret)
 {
 	struct user_regs_struct saved, r;
 	if (ptrace(PTRACE_GETREGS, k->tid, NULL, &saved) < 0)
@@ -521,6 +522,7 @@ static int remote_call(struct target *t, struct task *k, uint64_t fn, uint64_t a
 	r.rdi = a0;
 	r.rsi = a1;
 	r.rdx = a2;
+	r.rcx = a3;
 	r.rax = 0;
 	r.orig_rax = (uint64_t)-1; /* no syscall restart */
 	if (ptrace(PTRACE_SETREGS, k->tid, NULL, &r) < 0)
@@ -905,14 +907,14 @@ static int stop_recording(struct target *t, struct patcher *pt, uint64_t stop_at
 	const struct module *libc = find_module(pt->mods, pt->nmods, libc_names);
 	const struct module *ldso = find_module(pt->mods, pt->nmods, ld_names);
 	if (reach_safe_point(&t->tasks[0], libc, ldso) == 0 &&
-	    remote_call(t, &t->tasks[0], stop_at, 0, 0, 0, &ret) == 0)
+	    remote_call(t, &t->tasks[0], stop_at, 0, 0, 0, 0, &ret) == 0)
 		rc = 0;
 	detach_all(t);
 	return rc;
 }
 
 int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
-	       double duration)
+	       uint64_t sample_rate, double duration)
 {
 	struct target t = {.pid = pid, .mem = -1};
 	struct patcher pt = {.t = &t};
@@ -1036,14 +1038,14 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 	}
 	uint64_t path_at, ret = 0;
 	if (push_data(&t, k, 0, lib, strlen(lib) + 1, &path_at) < 0 ||
-	    remote_call(&t, k, dlopen_at, path_at, 2 /* RTLD_NOW */, 0, &ret) < 0) {
+	    remote_call(&t, k, dlopen_at, path_at, 2 /* RTLD_NOW */, 0, 0, &ret) < 0) {
 		util_err("record -p: calling dlopen in process %d failed", (int)pid);
 		goto out_detach;
 	}
 	if (!ret) {
 		char msg[512] = "unknown error";
 		uint64_t m = 0;
-		if (dlerror_at && remote_call(&t, k, dlerror_at, 0, 0, 0, &m) == 0 && m)
+		if (dlerror_at && remote_call(&t, k, dlerror_at, 0, 0, 0, 0, &m) == 0 && m)
 			read_str(&t, m, msg, sizeof(msg));
 		util_err("record -p: dlopen(%s) in process %d failed: %s", lib, (int)pid, msg);
 		goto out_detach;
@@ -1071,7 +1073,7 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 	uint64_t dir_at, real_at;
 	if (push_data(&t, k, 0, absdir, strlen(absdir) + 1, &dir_at) < 0 ||
 	    push_data(&t, k, strlen(absdir) + 64, pt.real, sizeof(pt.real), &real_at) < 0 ||
-	    remote_call(&t, k, attach_at, dir_at, ticks_per_sec, real_at, &ret) < 0 ||
+	    remote_call(&t, k, attach_at, dir_at, ticks_per_sec, real_at, sample_rate, &ret) < 0 ||
 	    mem_read(&t, real_at, pt.real, sizeof(pt.real)) < 0) {
 		util_err("record -p: starting the tracer in process %d failed", (int)pid);
 		goto out_detach;

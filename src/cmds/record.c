@@ -571,8 +571,8 @@ int cmd_record(int argc, char **argv)
 		if (o.no_children || o.timing || o.no_start || o.buffer_kb || o.stack_depth ||
 		    o.no_rss || o.zstd_level)
 			util_warn(
-			    "record: with -p only -o, --force and --duration apply; the other "
-			    "options are ignored (docs/ATTACH.md)");
+			    "record: with -p only -o, --force, --sample and --duration apply; the "
+			    "other options are ignored (docs/ATTACH.md)");
 		char alib[PATH_MAX], adir[PATH_MAX];
 		if (find_lib(alib) < 0 || prepare_dir(o.dir, o.explicit_dir, o.force) < 0)
 			return 1;
@@ -581,7 +581,7 @@ int cmd_record(int argc, char **argv)
 			return 1;
 		}
 		if (att_attach((pid_t)attach_pid, alib, adir, plat_ticks_per_sec(20000000, 1),
-			       duration) != 0)
+			       *o.sample ? strtoull(o.sample, NULL, 10) : 0, duration) != 0)
 			return 1;
 		report(adir);
 		return 0;

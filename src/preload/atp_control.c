@@ -101,7 +101,8 @@ EXPORT int alloctrace_marker_impl(const char *label)
  * our hooks call, in ATR_CALLS order (record patches only GOT entries bound
  * to them).  The calls only reach us once record patched the GOTs.  0 or
  * -errno. */
-EXPORT int alloctrace_attach_impl(const char *dir, uint64_t ticks_per_sec, void **real)
+EXPORT int alloctrace_attach_impl(const char *dir, uint64_t ticks_per_sec, void **real,
+				  uint64_t sample_rate)
 {
 	if (!g.deferred || atomic_load(&g.state) != ATP_UNINIT)
 		return -EBUSY;
@@ -111,6 +112,7 @@ EXPORT int alloctrace_attach_impl(const char *dir, uint64_t ticks_per_sec, void 
 	g.attach = 1;
 	atp_strlcpy(g.dir, dir, sizeof g.dir);
 	g.ticks_hint = ticks_per_sec;
+	g.sample_rate = sample_rate; /* record -p --sample; 0 = every call */
 	atp_init();
 	int rc = -EIO;
 	if (atomic_load(&g.state) == ATP_READY) {

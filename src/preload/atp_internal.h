@@ -144,7 +144,8 @@ int alloctrace_pause_impl(void);
 int alloctrace_resume_impl(void);
 uint64_t alloctrace_sync_impl(void);
 int alloctrace_marker_impl(const char *label);
-int alloctrace_attach_impl(const char *dir, uint64_t ticks_per_sec, void **real);
+int alloctrace_attach_impl(const char *dir, uint64_t ticks_per_sec, void **real,
+			   uint64_t sample_rate);
 
 /* atp_init.c */
 void atp_init(void) ATP_HIDDEN;

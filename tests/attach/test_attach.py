@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`alloctrace record -p PID` (docs/ATTACH.md).
 
-usage: test_attach.py --build DIR CASE  (CASE: window|single|dlopen|fpu|errors)
+usage: test_attach.py --build DIR CASE  (CASE: window|single|dlopen|fpu|errors|nopie|sample)
 
 window: attach_prog (3 threads, ~2 s of malloc/calloc/realloc/free over
 rings of blocks allocated before the attach, counted per 100 ms window)
@@ -27,6 +27,9 @@ fpu: 3 times, attach_fp is attached to in the middle of a long chain of
 double arithmetic held in SSE registers: the result must be bit-identical
 to the same chain computed before (the remote calls restore the x87/SSE/
 AVX state, not only the general registers).
+
+sample: `record -p --sample 4096` on attach_busy: the trace says it is
+sampled at that rate, the program is unharmed, no unknown frees.
 
 errors: a missing pid, -p with a program, --duration without -p, a second
 attach to the same process, a process that is already preloaded, Ctrl-C
@@ -296,7 +299,35 @@ def case_errors(at, prog, tmp):
         print("unprivileged:", r.stderr.strip())
 
 
-CASES = ["window", "single", "dlopen", "fpu", "errors", "nopie"]
+def case_sample(at, busy, tmp):
+    """record -p --sample: the rate reaches the tracer (trace header), the
+    program is unharmed, and frees of blocks from before the attach are not
+    recorded (they were never sampled)."""
+    p = subprocess.Popen([busy, "20000"], stdout=subprocess.PIPE, text=True)
+    if p.stdout.readline().strip() != "ready":
+        fail("attach_busy did not start")
+    time.sleep(0.15)
+    tdir = os.path.join(tmp, "smp")
+    r = record(at, ["-p", str(p.pid), "-o", tdir, "--sample", "4096", "--duration", "0.3"])
+    alive = p.poll() is None
+    if alive:
+        p.send_signal(signal.SIGUSR1)
+    check_permission(r)
+    rc = p.wait(timeout=15)
+    if r.returncode != 0 or rc != 0 or not alive:
+        fail("record -p --sample: record %d, program %d, alive %s: %s" % (r.returncode, rc, alive, r.stderr))
+    rep = subprocess.run([at, "report", "--json", tdir], capture_output=True, text=True)
+    if rep.returncode != 0:
+        fail("report: " + rep.stderr)
+    s = json.loads(rep.stdout)["processes"][0]
+    if s["sample_rate"] != 4096 or not s["estimated"]:
+        fail("sample_rate %r estimated %r" % (s["sample_rate"], s["estimated"]))
+    if s["calls"]["malloc"] <= 0 or s["unknown_frees"]:
+        fail("sampled attach: %s" % json.dumps(s)[:400])
+    print("record -p --sample 4096: %d estimated mallocs" % s["calls"]["malloc"])
+
+
+CASES = ["window", "single", "dlopen", "fpu", "errors", "nopie", "sample"]
 
 
 def main():
@@ -321,6 +352,8 @@ def main():
             case_dlopen(at, prog, tmp)
         elif a.case == "nopie":
             case_nopie(at, os.path.join(os.path.dirname(prog), "attach_nopie"), tmp)
+        elif a.case == "sample":
+            case_sample(at, os.path.join(os.path.dirname(prog), "attach_busy"), tmp)
         elif a.case == "single":
             case_single(at, os.path.join(os.path.dirname(prog), "attach_busy"), tmp)
         else:
