@@ -39,7 +39,7 @@ static void record_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: alloctrace record [options] [--] PROG [ARGS...]\n"
-		"       alloctrace record -p PID [-o DIR] [--duration SECONDS]\n"
+		"       alloctrace record -p PID [-o DIR] [--sample BYTES] [--duration SECONDS]\n"
 		"Run PROG with the tracer preloaded; each process image writes\n"
 		"DIR/<pid>.atr (DIR/<pid>.<n>.atr for the n-th exec of the same pid).\n"
 		"  -o, --output DIR   trace directory (default " REC_DEFAULT_DIR "; an existing\n"
