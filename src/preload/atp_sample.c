@@ -28,7 +28,8 @@
 
 _Atomic(struct atp_sset *) atp_sset_cur;
 static atomic_flag sset_lock = ATOMIC_FLAG_INIT;
-static uint64_t sset_seed; /* ALLOCTRACE_SAMPLE_SEED, 0 = from the clock */
+static uint64_t sset_seed;	      /* ALLOCTRACE_SAMPLE_SEED, 0 = from the clock */
+static _Atomic uint64_t sset_nseeded; /* threads seeded so far */
 
 static struct atp_sset *sset_new(unsigned bits)
 {
@@ -159,9 +160,11 @@ int atp_sample_hit(struct atp_thread *t, size_t size)
 {
 	if (ATP_UNLIKELY(!t->rng)) {
 		/* a new thread: seed, then count this allocation */
-		uint64_t seed =
-		    sset_seed ? sset_seed + t->serial
-			      : plat_hw_ticks() ^ (uint64_t)t->tid << 32 ^ (uint64_t)(uintptr_t)t;
+		/* a thread's serial is not known yet: number the threads in
+		 * the order they first allocate */
+		uint64_t k = atomic_fetch_add_explicit(&sset_nseeded, 1, memory_order_relaxed);
+		uint64_t seed = sset_seed ? sset_seed * 0x100000001b3ULL + k
+					  : plat_hw_ticks() ^ (uint64_t)(uintptr_t)t ^ k << 48;
 		t->rng = mix(seed) | 1;
 		uint64_t c = draw(t);
 		if (size < c) {

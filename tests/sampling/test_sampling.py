@@ -13,7 +13,8 @@ cases:
             leaked bytes within the documented bound (4 standard errors,
             sqrt(rate * bytes) each, docs/SAMPLING.md), and over all seeds
             no bias (mean error within 3/sqrt(40) standard errors) and a
-            spread no wider than the bound says (rms <= 1.25)
+            spread no wider than the bound says (rms <= 1.4: the bound is 1,
+            and 40 draws exceed 1.36 with probability 0.001)
   outputs   report text/JSON, flamegraph --svg, diff, info, HTML say the
             values are estimates with the rate; convert and export dj-trace
             refuse the sampled trace (exit 1, clear message); a bad
@@ -157,7 +158,7 @@ def case_seeds(c):
         print("%s: mean error %.3f, rms %.3f standard errors over %d seeds" % (k, mean, rms, len(v)))
         if abs(mean) > 3 / math.sqrt(len(v)):
             fail("%s: biased: mean error %.3f standard errors" % (k, mean))
-        if rms > 1.25:
+        if rms > 1.4:
             fail("%s: spread %.3f standard errors, above the bound" % (k, rms))
 
 
