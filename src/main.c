@@ -25,6 +25,7 @@ static const struct command commands[] = {
     {"compare", cmd_compare, "replay a workload under several allocators: one table"},
     {"arenas", cmd_arenas, "glibc arenas, heaps, sbrk, mmap thresholds (systemtap-style)"},
     {"load", cmd_load, "stream traces into ClickHouse (docs/CLICKHOUSE.md)"},
+    {"collect", cmd_collect, "receive traces sent with record -o tcp://HOST:PORT"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -4,7 +4,8 @@ those of the rooms below it (docs/ARCHITECTURE.md, src/CMakeLists.txt):
 
   platform <- util <- format <- analysis, replay, attach <- output, clickhouse <- cmds <- main.c
   preload: platform, format's atr_format.h / atr_calls.h / atr_v2.h (the pure v2
-           block codec, compiled into the library) and include/ only
+           block codec, compiled into the library), atn_stream.h (the network
+           stream's constants; the sender) and include/ only
 
 usage: test_layering.py --src DIR
 """
@@ -25,7 +26,7 @@ ALLOWED = {
     "cmds": {"cmds", "output", "analysis", "replay", "attach", "clickhouse", "format", "util",
              "platform", "include"},
     "preload": {"preload", "include", "platform", "format:atr_format.h", "format:atr_calls.h",
-                "format:atr_v2.h"},
+                "format:atr_v2.h", "format:atn_stream.h"},
 }
 
 

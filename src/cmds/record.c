@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <netdb.h>
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,6 +45,8 @@ static void record_usage(FILE *out)
 		"DIR/<pid>.atr (DIR/<pid>.<n>.atr for the n-th exec of the same pid).\n"
 		"  -o, --output DIR   trace directory (default " REC_DEFAULT_DIR "; an existing\n"
 		"                     default directory is renamed to " REC_DEFAULT_DIR ".old)\n"
+		"  -o tcp://HOST:PORT  send the trace to `alloctrace collect` on HOST\n"
+		"                     instead (docs/NET_FORMAT.md; no RSS samples)\n"
 		"      --force        allow an -o DIR that already holds *.atr files\n"
 		"                     (they are deleted first)\n"
 		"      --no-children  do not trace child processes\n"
@@ -227,6 +230,7 @@ static int set_env(const char *k, const char *v)
 
 struct rec_opts {
 	const char *dir;
+	char collector[128]; /* -o tcp://: numeric ADDR:PORT for the library */
 	int explicit_dir, force, no_children, stacks, timing, no_start, no_rss;
 	const char *buffer_kb;
 	const char *stack_depth;
@@ -246,7 +250,8 @@ static void child_exec(const struct rec_opts *o, const char *lib, const char *ab
 		_exit(127);
 	int bad = 0;
 	bad |= set_env("LD_PRELOAD", pre.data);
-	bad |= set_env("ALLOCTRACE_DIR", absdir);
+	bad |= set_env("ALLOCTRACE_DIR", o->collector[0] ? NULL : absdir);
+	bad |= set_env("ALLOCTRACE_COLLECTOR", o->collector[0] ? o->collector : NULL);
 	bad |= set_env("ALLOCTRACE_FILE", NULL);
 	bad |= set_env("MTRACE_CTL_FILE", NULL);
 	bad |= set_env("ALLOCTRACE_NO_CHILDREN", o->no_children ? "1" : NULL);
@@ -341,6 +346,45 @@ static void rss_stop(struct rss_sampler *s)
 	if (s->err || rc < 0)
 		util_err("record: writing RSS samples: %s", strerror(s->err ? s->err : -rc));
 	s->running = 0;
+}
+
+/* -o tcp://HOST:PORT: the library takes numeric addresses only (a name
+ * lookup inside the traced program could load NSS modules), so resolve
+ * here.  0, or 2 (usage) / 1 (lookup failed) with the error shown. */
+static int rec_collector(const char *url, char *out, size_t len)
+{
+	const char *spec = url + 6, *colon = strrchr(spec, ':');
+	char host[256];
+	if (!colon || colon == spec || !colon[1] ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+	    (size_t)(colon - spec) >= sizeof host) {
+		util_err("record: -o %s: expected tcp://HOST:PORT", url);
+		return 2;
+	}
+	size_t hl = (size_t)(colon - spec);
+	const char *h = spec;
+	if (hl >= 2 && spec[0] == '[' && spec[hl - 1] == ']') {
+		h++;
+		hl -= 2;
+	}
+	memcpy(host, h, hl);
+	host[hl] = 0;
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
+	int e = getaddrinfo(host, colon + 1, &hints, &res);
+	if (e) {
+		util_err("record: -o %s: %s", url, gai_strerror(e));
+		return 1;
+	}
+	char nh[NI_MAXHOST];
+	e = getnameinfo(res->ai_addr, res->ai_addrlen, nh, sizeof nh, NULL, 0, NI_NUMERICHOST);
+	int v6 = res->ai_family == AF_INET6;
+	freeaddrinfo(res);
+	if (e) {
+		util_err("record: -o %s: %s", url, gai_strerror(e));
+		return 1;
+	}
+	snprintf(out, len, v6 ? "[%s]:%s" : "%s:%s", nh, colon + 1);
+	return 0;
 }
 
 /* The one summary line. */
@@ -559,6 +603,11 @@ int cmd_record(int argc, char **argv)
 			util_err("record: empty -o DIR");
 			return 2;
 		}
+		if (!strncmp(o.dir, "tcp://", 6)) {
+			util_err("record: -p writes local files only; -o tcp:// needs a program "
+				 "started by record");
+			return 2;
+		}
 		if (o.stacks) {
 			/* the tracer's constructor loads libunwind only when
 			 * ALLOCTRACE_STACKS is set at load; an attach sets the
@@ -599,10 +648,17 @@ int cmd_record(int argc, char **argv)
 	char lib[PATH_MAX];
 	if (find_lib(lib) < 0)
 		return 1;
-	if (prepare_dir(o.dir, o.explicit_dir, o.force) < 0)
+	int net = !strncmp(o.dir, "tcp://", 6);
+	if (net) {
+		int r = rec_collector(o.dir, o.collector, sizeof o.collector);
+		if (r)
+			return r;
+		o.no_rss = 1; /* the samples would be a local file */
+	} else if (prepare_dir(o.dir, o.explicit_dir, o.force) < 0) {
 		return 1;
-	char absdir[PATH_MAX];
-	if (!realpath(o.dir, absdir)) {
+	}
+	char absdir[PATH_MAX] = "";
+	if (!net && !realpath(o.dir, absdir)) {
 		util_err("record: %s: %s", o.dir, strerror(errno));
 		return 1;
 	}
@@ -669,6 +725,10 @@ int cmd_record(int argc, char **argv)
 		rc = 128 + WTERMSIG(status);
 	else
 		rc = 1;
-	report(o.dir);
+	if (net)
+		fprintf(stderr, "%s: recorded to %s (the collector wrote the files)\n",
+			util_msg_prog(), o.dir);
+	else
+		report(o.dir);
 	return rc;
 }

@@ -240,6 +240,8 @@ static int create_file(void)
 	return -EEXIST;
 }
 
+static void fill_header(uint8_t *h);
+
 static void read_file(const char *path, uint8_t *dst, size_t cap, size_t *len)
 {
 	*len = 0;
@@ -256,8 +258,27 @@ static void read_file(const char *path, uint8_t *dst, size_t cap, size_t *len)
 }
 
 /* Create the file and its header page; map the header for status updates. */
+/* ALLOCTRACE_COLLECTOR: the header lives in memory and goes to the
+ * collector in the hello (atp_net.c). */
+static int open_net_header(void)
+{
+	void *m =
+	    mmap(NULL, ATR_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return m == MAP_FAILED ? -errno : (fill_header(m), 0);
+}
+
 int atp_open_trace(void)
 {
+	if (g.net) {
+		int rc = open_net_header();
+		if (rc == 0 && (rc = atp_net_open()) != 0) {
+			munmap(g.hdr, ATR_HEADER_SIZE);
+			g.hdr = NULL;
+		}
+		if (rc)
+			atp_message("cannot send the trace to", g.path, "(not traced)", -rc);
+		return rc;
+	}
 	int fd = create_file();
 	if (fd < 0) {
 		atp_message("cannot create trace file", g.path, NULL, -fd);
@@ -280,7 +301,13 @@ int atp_open_trace(void)
 	}
 	g.ino = (uint64_t)st.st_ino;
 	g.dev = (uint64_t)st.st_dev;
-	uint8_t *h = m;
+	close(fd);
+	fill_header(m);
+	return 0;
+}
+
+static void fill_header(uint8_t *h)
+{
 	memcpy(h + ATR_H_MAGIC, ATR_MAGIC, 8);
 	atp_put_u32(h + ATR_H_VERSION, ATR_VERSION);
 	atp_put_u32(h + ATR_H_HEADER_SIZE, ATR_HEADER_SIZE);
@@ -301,7 +328,7 @@ int atp_open_trace(void)
 	atp_put_u64(h + ATR_H_FEATURES, feat);
 	atp_put_u64(h + ATR_H_SAMPLE_RATE, g.sample_rate);
 	atp_put_u32(h + ATR_H_BLOCK_SIZE, g.block_size);
-	atp_put_u32(h + ATR_H_STATUS, g.no_children ? ATR_STATUS_NO_CHILDREN : 0);
+	atp_put_u32(h + ATR_H_STATUS, (g.no_children ? ATR_STATUS_NO_CHILDREN : 0) | g.open_status);
 	atp_put_u32(h + ATR_H_PID, (uint32_t)g.pid);
 	atp_put_u32(h + ATR_H_PPID, (uint32_t)getppid());
 	struct timespec rt;
@@ -318,11 +345,9 @@ int atp_open_trace(void)
 	size_t clen;
 	read_file("/proc/self/cmdline", h + ATR_H_CMDLINE + 4, ATR_H_CMDLINE_MAX, &clen);
 	atp_put_u32(h + ATR_H_CMDLINE, (uint32_t)clen);
-	close(fd);
 	g.hdr = h;
 	atomic_store(&g.next_block, 0);
 	atomic_store(&g.next_off, ATR_HEADER_SIZE);
-	return 0;
 }
 
 /* ---- children -------------------------------------------------------- */
@@ -379,8 +404,13 @@ static void after_fork_child(void)
 	atp_encode_after_fork();
 	memset(t, 0, sizeof *t);
 	t->slot = ATP_MAX_SLOTS;
-	for (uint32_t i = 0; i < ATP_MAX_SLOTS; i++)
+	for (uint32_t i = 0; i < ATP_MAX_SLOTS; i++) {
 		atomic_store(&g.slots[i].used, 0);
+		g.slots[i].block = NULL;
+	}
+	if (g.net)
+		atp_net_after_fork_child();
+	atomic_store(&g.net_unreported, 0);
 	atomic_store(&g.exited_records, 0);
 	atomic_store(&g.next_serial, 0);
 	g.pid = getpid();
@@ -393,14 +423,12 @@ static void after_fork_child(void)
 	int was = g.recording;
 	g.recording = 0;
 	g.exec_seq = 0;
-	if (atp_open_trace() != 0) {
+	/* in the header from the start: a collector gets it in the hello */
+	g.open_status = ATR_STATUS_FORK_CHILD | (was ? 0 : ATR_STATUS_STOPPED);
+	if (atp_open_trace() != 0)
 		atomic_store(&g.state, ATP_DISABLED);
-	} else {
-		atp_hdr_set_status(ATR_STATUS_FORK_CHILD);
+	else
 		g.recording = was;
-		if (!was)
-			atp_hdr_set_status(ATR_STATUS_STOPPED);
-	}
 	errno = saved;
 }
 
@@ -513,6 +541,19 @@ void atp_init(void)
 	} else {
 		g.ticks_hint = 1000000000ull;
 	}
+	const char *col = env("ALLOCTRACE_COLLECTOR");
+	if (col && !g.attach) {
+		g.net = 1;
+		atp_strlcpy(g.path, "tcp://", sizeof g.path);
+		atp_strlcat(g.path, col, sizeof g.path);
+		if (atp_net_config(col, env_u64("ALLOCTRACE_NET_BUFFER_KB", 4096),
+				   env_u64("ALLOCTRACE_NET_TIMEOUT_MS", 2000)) != 0) {
+			atp_message("ALLOCTRACE_COLLECTOR", col,
+				    "is not ADDR:PORT with a numeric address (not traced)", 0);
+			secure = 1; /* nothing opened below */
+		}
+	}
+	g.open_status = g.start_on ? 0 : ATR_STATUS_STOPPED;
 	int state = ATP_DISABLED;
 	if (!secure && atp_open_trace() == 0) {
 		pthread_key_create(&thread_key, thread_dtor);
@@ -522,12 +563,8 @@ void atp_init(void)
 		state = ATP_READY;
 	}
 	atomic_store(&g.state, state);
-	if (state == ATP_READY) {
-		if (g.start_on)
-			g.recording = 1;
-		else
-			atp_hdr_set_status(ATR_STATUS_STOPPED);
-	}
+	if (state == ATP_READY && g.start_on)
+		g.recording = 1;
 	t->guard--;
 	errno = saved;
 }
@@ -597,5 +634,9 @@ __attribute__((destructor(101))) static void atp_fini(void)
 	atp_put_u64(g.hdr + ATR_H_END_MONO, plat_mono_ns());
 	atp_put_u64(g.hdr + ATR_H_END_TICKS, atp_now());
 	atp_hdr_set_status(ATR_STATUS_CLEAN_EXIT);
+	if (g.net) {
+		static uint8_t *blocks[ATP_MAX_SLOTS + ATP_MAX_SPARE];
+		atp_net_fini(blocks, atp_staging_blocks(blocks, ATP_MAX_SLOTS + ATP_MAX_SPARE));
+	}
 	t->guard--;
 }

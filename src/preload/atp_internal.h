@@ -73,6 +73,9 @@ struct atp_thread {
 	/* --sample (atp_sample.c): bytes to the next sample point (0: draw
 	 * first) and the generator's state (0: not seeded) */
 	uint64_t countdown, rng;
+	/* ALLOCTRACE_COLLECTOR: records of this thread's dropped frames that
+	 * no delivered LOST record counts yet */
+	uint64_t net_lost;
 };
 
 enum atp_thread_state { ATP_T_NEW = 0, ATP_T_ACTIVE = 1, ATP_T_EXITED = 2, ATP_T_DEAD = 3 };
@@ -80,6 +83,7 @@ enum atp_thread_state { ATP_T_NEW = 0, ATP_T_ACTIVE = 1, ATP_T_EXITED = 2, ATP_T
 struct atp_slot {
 	_Alignas(64) uint64_t count; /* written by the owner only */
 	_Atomic uint32_t used;
+	uint8_t *block; /* the owner's staging block (the collector gets it at exit) */
 };
 
 struct atp_global {
@@ -101,11 +105,14 @@ struct atp_global {
 	int stacks;	      /* ALLOCTRACE_STACKS: a stack id per allocation */
 	uint32_t stack_depth; /* ALLOCTRACE_STACK_DEPTH */
 	uint32_t block_size;
-	int zstd_level;		   /* ALLOCTRACE_ZSTD_LEVEL; 0: frames not compressed */
-	uint64_t features;	   /* the header's feature bits */
-	uint64_t page;		   /* staging blocks are mapped: page-aligned */
-	_Atomic uint64_t next_off; /* end of the space reserved in the file */
-	uint64_t t0;		   /* clock value of tick 0 */
+	int zstd_level;	      /* ALLOCTRACE_ZSTD_LEVEL; 0: frames not compressed */
+	int net;	      /* ALLOCTRACE_COLLECTOR: frames go to a collector (atp_net.c) */
+	uint32_t open_status; /* status bits the header starts with */
+	_Atomic uint64_t net_unreported; /* sum of the threads' net_lost */
+	uint64_t features;		 /* the header's feature bits */
+	uint64_t page;			 /* staging blocks are mapped: page-aligned */
+	_Atomic uint64_t next_off;	 /* end of the space reserved in the file */
+	uint64_t t0;			 /* clock value of tick 0 */
 	uint64_t ticks_hint;
 	pid_t pid;
 	uint32_t exec_seq;
@@ -183,6 +190,10 @@ void atp_write_brk(struct atp_thread *t, uint64_t ts) ATP_HIDDEN;
  * is not the one this thread's last HEAP record showed. */
 void atp_heap_note(struct atp_thread *t, uint64_t ts, const void *r, uint64_t chunk_end) ATP_HIDDEN;
 void atp_hdr_set_status(uint32_t bits) ATP_HIDDEN;
+/* Bytes and records up to the terminator of a staging block. */
+void atp_staging_extent(const uint8_t *b, uint32_t *used, uint32_t *nrec) ATP_HIDDEN;
+/* Every staging block in use or parked (at most cap), for the collector. */
+size_t atp_staging_blocks(uint8_t **out, size_t cap) ATP_HIDDEN;
 void atp_hdr_clear_status(uint32_t bits) ATP_HIDDEN;
 
 /* atp_encode.c: a staging block's records as a v2 FRAME unit */
@@ -196,6 +207,16 @@ void atp_encode_after_fork(void) ATP_HIDDEN;
 int atp_encode_block(const uint8_t *recs, uint32_t used, uint32_t serial, uint32_t tid,
 		     uint64_t seq, struct atp_frame *f) ATP_HIDDEN;
 void atp_encode_done(struct atp_frame *f) ATP_HIDDEN; /* gives the context back */
+
+/* atp_net.c: ALLOCTRACE_COLLECTOR (docs/NET_FORMAT.md) */
+int atp_net_config(const char *spec, uint64_t buffer_kb, uint64_t timeout_ms) ATP_HIDDEN;
+int atp_net_open(void) ATP_HIDDEN; /* connect, send the hello with g.hdr */
+/* 0 queued, 1 dropped (buffer full), < 0 connection gone (recording stopped) */
+int atp_net_send(uint32_t type, const void *payload, size_t len) ATP_HIDDEN;
+void atp_net_fini(uint8_t *const *blocks, size_t nblocks) ATP_HIDDEN;
+void atp_net_after_fork_child(void) ATP_HIDDEN;
+/* The count of a LOST record that starts a staging block, else 0. */
+uint64_t atp_first_lost(const uint8_t *block) ATP_HIDDEN;
 
 /* atp_stacks.c (--stacks) */
 /* Settings read at init (guard set); disables stacks if unsupported. */

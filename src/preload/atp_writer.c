@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "atn_stream.h"
 #include "atp_internal.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the writer stores native words");
@@ -151,15 +152,19 @@ static void reset_cursor(struct atp_thread *t)
 }
 
 /* Encode and compress a staging block's records into a FRAME unit and
- * append it to the file (one pwrite). */
-static int flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq, uint32_t used,
-		       uint32_t nrec)
+ * append it to the file (one pwrite), or queue it for the collector.
+ * 1: dropped (the collector's buffer is full), its records counted lost. */
+static int flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq, uint32_t used)
 {
-	(void)nrec; /* the encoder counts */
 	struct atp_frame fr;
 	int rc = atp_encode_block(b + ATR_BLOCK_HEADER_SIZE, used, serial, tid, seq, &fr);
 	if (rc)
 		return rc;
+	if (g.net) {
+		rc = atp_net_send(ATN_MSG_UNIT, fr.data, fr.len);
+		atp_encode_done(&fr);
+		return rc;
+	}
 	int fd = open_trace_fd();
 	if (fd < 0) {
 		atp_encode_done(&fr);
@@ -183,24 +188,41 @@ static int flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t
 	return rc;
 }
 
-static int flush_staging(struct atp_thread *t)
+static int write_meta_at(struct atp_thread *t, uint64_t ts, unsigned type, uint32_t arg,
+			 const void *payload, uint32_t len);
+
+/* ts: the stamp of the record waiting for room (a LOST record must not
+ * be later than it) */
+static int flush_staging(struct atp_thread *t, uint64_t ts)
 {
 	uint32_t used = (uint32_t)((uint8_t *)t->cur - (t->block + ATR_BLOCK_HEADER_SIZE));
 	if (used == 0)
 		return 0;
-	int rc = flush_block(t->block, t->serial, t->tid, t->seq, used, (uint32_t)t->nrec_block);
-	if (rc)
+	uint64_t nrec = t->nrec_block;
+	int rc = flush_block(t->block, t->serial, t->tid, t->seq, used);
+	if (rc < 0)
 		return rc;
-	/* now the DATA block has this seq: move the staging block on */
+	/* now the DATA block has this seq (or it was dropped on its way to
+	 * the collector: a missing seq): move the staging block on */
 	t->seq++;
 	atp_put_u64(t->block + ATR_B_SEQ, t->seq);
 	reset_cursor(t);
+	if (rc == 1) {
+		/* the collector's buffer was full: the next block says how many
+		 * records are missing so far (a LOST record, counted once) */
+		t->net_lost += nrec;
+		atomic_fetch_add(&g.net_unreported, nrec);
+		write_meta_at(t, ts, ATR_T_LOST, 0, &t->net_lost, sizeof t->net_lost);
+	} else if (t->net_lost) {
+		atomic_fetch_sub(&g.net_unreported, t->net_lost);
+		t->net_lost = 0;
+	}
 	return 0;
 }
 
 /* Bytes and records of a staging block whose owner is gone (its cursor
  * went with its TLS): walk the records up to the terminator. */
-static void staging_extent(const uint8_t *b, uint32_t *used, uint32_t *nrec)
+void atp_staging_extent(const uint8_t *b, uint32_t *used, uint32_t *nrec)
 {
 	const uint64_t *p = (const uint64_t *)(b + ATR_BLOCK_HEADER_SIZE);
 	const uint64_t *end = (const uint64_t *)(b + g.block_size);
@@ -310,6 +332,8 @@ static void adopt_block(struct atp_thread *t, uint8_t *b)
 		t->slot = claim_slot();
 		t->counter = t->slot < ATP_MAX_SLOTS ? &g.slots[t->slot].count : &t->own_count;
 	}
+	if (t->slot < ATP_MAX_SLOTS)
+		g.slots[t->slot].block = b;
 	write_block_header(t->block, ATR_BLOCK_STAGING, t, t->seq, 0, 0);
 	reset_cursor(t);
 	t->state = ATP_T_ACTIVE;
@@ -322,16 +346,28 @@ static int start_thread(struct atp_thread *t)
 	if (spare) {
 		/* keep what the old thread wrote after its exit hook */
 		uint32_t used, nrec;
-		staging_extent(spare, &used, &nrec);
-		int rc = used ? flush_block(spare, get_u32(spare + ATR_B_THREAD),
-					    get_u32(spare + ATR_B_TID), get_u64(spare + ATR_B_SEQ),
-					    used, nrec)
-			      : 0;
-		if (rc) {
+		atp_staging_extent(spare, &used, &nrec);
+		int rc =
+		    used ? flush_block(spare, get_u32(spare + ATR_B_THREAD),
+				       get_u32(spare + ATR_B_TID), get_u64(spare + ATR_B_SEQ), used)
+			 : 0;
+		if (rc == 0 && used)
+			atomic_fetch_sub(&g.net_unreported, atp_first_lost(spare));
+		else if (rc == 1)
+			atp_lost(nrec); /* dropped on its way to the collector */
+		if (rc < 0) {
 			spare_put(spare, 0); /* tid 0 never answers ESRCH... */
 			return rc;
 		}
 		adopt_block(t, spare);
+		return 0;
+	}
+	if (g.net) {
+		void *a = mmap(NULL, g.block_size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (a == MAP_FAILED)
+			return -errno;
+		adopt_block(t, a);
 		return 0;
 	}
 	int fd = open_trace_fd();
@@ -432,7 +468,7 @@ uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts)
 		if (rc == 0)
 			atp_write_brk(t, ts);
 	} else {
-		rc = flush_staging(t);
+		rc = flush_staging(t, ts);
 		if (rc == 0)
 			atp_write_brk(t, ts);
 	}
@@ -464,6 +500,7 @@ void atp_thread_finish(struct atp_thread *t)
 	atp_stacks_thread_done(t);
 	atomic_fetch_add(&g.exited_records, *t->counter);
 	if (t->slot < ATP_MAX_SLOTS) {
+		g.slots[t->slot].block = NULL;
 		g.slots[t->slot].count = 0;
 		atomic_store(&g.slots[t->slot].used, 0);
 		t->slot = ATP_MAX_SLOTS;
@@ -472,6 +509,26 @@ void atp_thread_finish(struct atp_thread *t)
 	t->counter = &t->own_count;
 	t->state = ATP_T_EXITED;
 	errno = saved;
+}
+
+size_t atp_staging_blocks(uint8_t **out, size_t cap)
+{
+	size_t k = 0;
+	spare_lock();
+	for (uint32_t i = 0; i < g.nspare && k < cap; i++)
+		out[k++] = g.spare[i].block;
+	for (uint32_t i = 0; i < ATP_MAX_SLOTS && k < cap; i++) {
+		uint8_t *b = atomic_load_explicit(&g.slots[i].used, memory_order_acquire)
+				 ? g.slots[i].block
+				 : NULL;
+		int dup = 0;
+		for (size_t j = 0; j < k && b && !dup; j++)
+			dup = out[j] == b;
+		if (b && !dup)
+			out[k++] = b;
+	}
+	spare_unlock();
+	return k;
 }
 
 uint64_t atp_record_count(void)

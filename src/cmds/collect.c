@@ -1,0 +1,437 @@
+/* collect.c - `alloctrace collect --listen [ADDR:]PORT [-o DIR]`.
+ *
+ * Receives the trace streams of processes recorded with
+ * `record -o tcp://HOST:PORT` (docs/NET_FORMAT.md) and writes each as an
+ * ordinary trace file, DIR/<pid>.atr (DIR/<pid>.<n>.atr when the name is
+ * taken: a later image of the same pid), which every command reads.  One
+ * thread, poll(): a client that sends garbage or vanishes mid-stream loses
+ * its connection, never the collector.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atn_stream.h"
+#include "atr_format.h"
+#include "cmds/cmds.h"
+#include "util_msg.h"
+
+#define COL_DEFAULT_DIR "alloctrace.data"
+#define COL_READ_SIZE	(256u << 10)
+
+static volatile sig_atomic_t col_stop;
+
+static void col_usage(FILE *out)
+{
+	fprintf(out, "usage: alloctrace collect --listen [ADDR:]PORT [-o DIR] [--streams N]\n"
+		     "Receive the traces of programs recorded with `alloctrace record -o\n"
+		     "tcp://HOST:PORT` and write one trace file per process image to DIR,\n"
+		     "named as a local record names them (DIR/<pid>.atr, DIR/<pid>.<n>.atr).\n"
+		     "Runs until SIGINT/SIGTERM (or --streams); see docs/NET_FORMAT.md.\n"
+		     "  -l, --listen [ADDR:]PORT  address to listen on (default: all; PORT 0\n"
+		     "                     picks a free port, printed on stderr)\n"
+		     "  -o, --output DIR   where the trace files go (default " COL_DEFAULT_DIR
+		     "; created\n"
+		     "                     if missing; existing files are never overwritten)\n"
+		     "      --streams N    exit after N streams have ended\n");
+}
+
+static void col_on_signal(int sig)
+{
+	(void)sig;
+	col_stop = 1;
+}
+
+struct col_conn {
+	int fd, out;
+	char peer[80];
+	char path[PATH_MAX];
+	struct atn_rx rx;
+	uint64_t off; /* end of the units written */
+	uint64_t frames, staging;
+	uint32_t exec_seq, status;
+	int failed;
+};
+
+struct col {
+	const char *dir;
+	struct col_conn **c;
+	size_t n;
+	unsigned long ended;
+};
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static int write_at(struct col_conn *k, const void *p, size_t len, uint64_t off)
+{
+	const uint8_t *b = p;
+	while (len) {
+		ssize_t w = pwrite(k->out, b, len, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return atn_rx_fail(&k->rx, "writing %s: %s", k->path,
+					   w < 0 ? strerror(errno) : "short write");
+		b += w;
+		len -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+/* The name a local record would use: <pid>.atr, then <pid>.<n>.atr. */
+static int col_create(struct col *cs, struct col_conn *k, uint32_t pid)
+{
+	for (uint32_t n = 0; n < 1000; n++) {
+		if (n)
+			snprintf(k->path, sizeof k->path, "%s/%" PRIu32 ".%" PRIu32 ".atr", cs->dir,
+				 pid, n);
+		else
+			snprintf(k->path, sizeof k->path, "%s/%" PRIu32 ".atr", cs->dir, pid);
+		k->out = open(k->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (k->out >= 0) {
+			k->exec_seq = n;
+			return 0;
+		}
+		if (errno != EEXIST)
+			return atn_rx_fail(&k->rx, "cannot create %s: %s", k->path,
+					   strerror(errno));
+	}
+	return atn_rx_fail(&k->rx, "%s: 1000 files for pid %" PRIu32 " already", cs->dir, pid);
+}
+
+struct col_ctx {
+	struct col *cs;
+	struct col_conn *k;
+};
+
+static int cb_header(void *arg, const uint8_t *hdr, int first)
+{
+	struct col_ctx *x = arg;
+	struct col_conn *k = x->k;
+	uint8_t h[ATR_HEADER_SIZE];
+	memcpy(h, hdr, sizeof h);
+	if (first) {
+		if (col_create(x->cs, k, rd32(h + ATR_H_PID)))
+			return -1;
+		k->off = ATR_HEADER_SIZE;
+		const char *exe = (const char *)h + ATR_H_EXE;
+		fprintf(stderr, "%s: %s: pid %" PRIu32 " (%.*s) -> %s\n", util_msg_prog(), k->peer,
+			rd32(h + ATR_H_PID), (int)strnlen(exe, 255), exe, k->path);
+	}
+	/* the file's name says which image of the pid this is */
+	uint32_t es = k->exec_seq;
+	memcpy(h + ATR_H_EXEC_SEQ, &es, 4);
+	k->status = rd32(h + ATR_H_STATUS);
+	return write_at(k, h, sizeof h, 0);
+}
+
+static int cb_unit(void *arg, const uint8_t *u, size_t len)
+{
+	struct col_conn *k = ((struct col_ctx *)arg)->k;
+	uint32_t kind = rd32(u + ATR_B_KIND);
+	if (kind == ATR_BLOCK_FRAME) {
+		if (write_at(k, u, len, k->off))
+			return -1;
+		k->off += (len + ATR_UNIT_ALIGN - 1) & ~(uint64_t)(ATR_UNIT_ALIGN - 1);
+		k->frames++;
+		return 0;
+	}
+	/* a staging block: page-aligned, block_size long as in a local file */
+	k->off = (k->off + 4095) & ~(uint64_t)4095;
+	if (write_at(k, u, len, k->off))
+		return -1;
+	k->off += k->rx.hello.block_size;
+	k->staging++;
+	return 0;
+}
+
+static const struct atn_rx_cb col_cb = {.header = cb_header, .unit = cb_unit};
+
+static void col_close(struct col *cs, size_t i, const char *why)
+{
+	struct col_conn *k = cs->c[i];
+	if (k->out >= 0) {
+		struct stat st;
+		/* the last staging block reads to its end */
+		if (fstat(k->out, &st) == 0 && (uint64_t)st.st_size < k->off &&
+		    ftruncate(k->out, (off_t)k->off) != 0)
+			util_err("collect: %s: %s", k->path, strerror(errno));
+		if (close(k->out) != 0)
+			util_err("collect: %s: %s", k->path, strerror(errno));
+		const char *end = (k->status & ATR_STATUS_CLEAN_EXIT)
+				      ? "the program exited"
+				      : "no clean exit (killed, exec'd, or the stream was cut)";
+		fprintf(stderr,
+			"%s: %s: pid %" PRIu32 ": %" PRIu64 " frame(s), %" PRIu64
+			" staging block(s), %" PRIu64 " bytes -> %s (%s%s%s)\n",
+			util_msg_prog(), k->peer, k->rx.hello.pid, k->frames, k->staging,
+			k->rx.bytes, k->path, end, why ? "; " : "", why ? why : "");
+		cs->ended++;
+	} else if (why) {
+		util_err("collect: %s: %s", k->peer, why);
+	}
+	close(k->fd);
+	atn_rx_free(&k->rx);
+	free(k);
+	cs->c[i] = cs->c[--cs->n];
+}
+
+static void col_read(struct col *cs, size_t i, uint8_t *buf)
+{
+	struct col_conn *k = cs->c[i];
+	ssize_t r = read(k->fd, buf, COL_READ_SIZE);
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (r < 0) {
+		char why[128];
+		snprintf(why, sizeof why, "connection error: %s", strerror(errno));
+		col_close(cs, i, why);
+		return;
+	}
+	if (r == 0) {
+		char why[128] = "";
+		if (k->rx.state == ATN_RX_HELLO || k->rx.state == ATN_RX_TRACE_HDR)
+			snprintf(why, sizeof why, "connection closed before a whole hello");
+		else if (k->rx.have)
+			snprintf(why, sizeof why,
+				 "connection closed inside a message: %zu byte(s) dropped",
+				 k->rx.have);
+		col_close(cs, i, why[0] ? why : NULL);
+		return;
+	}
+	struct col_ctx x = {cs, k};
+	if (atn_rx_feed(&k->rx, buf, (size_t)r, &col_cb, &x) != 0) {
+		char why[320];
+		snprintf(why, sizeof why, "bad stream, connection dropped: %s", k->rx.err);
+		col_close(cs, i, why);
+	}
+}
+
+/* [ADDR:]PORT, ADDR a name, an IPv4 address or [IPv6]. */
+static int col_listen(const char *spec)
+{
+	char host[256] = "", port[16];
+	const char *colon = strrchr(spec, ':');
+	const char *ps = colon ? colon + 1 : spec;
+	if (strlen(ps) == 0 || strlen(ps) >= sizeof port ||
+	    strspn(ps, "0123456789") != strlen(ps)) {
+		util_err("collect: --listen %s: expected [ADDR:]PORT", spec);
+		return -2;
+	}
+	snprintf(port, sizeof port, "%s", ps);
+	if (colon) {
+		size_t hl = (size_t)(colon - spec);
+		const char *h = spec;
+		if (hl >= 2 && spec[0] == '[' && spec[hl - 1] == ']') {
+			h++;
+			hl -= 2;
+		}
+		if (hl >= sizeof host) {
+			util_err("collect: --listen %s: address too long", spec);
+			return -2;
+		}
+		memcpy(host, h, hl);
+		host[hl] = 0;
+	}
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE},
+			*res;
+	int e = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+	if (e) {
+		util_err("collect: --listen %s: %s", spec, gai_strerror(e));
+		return -1;
+	}
+	int fd = -1, err = 0;
+	for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0) {
+			err = errno;
+			continue;
+		}
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 64) != 0) {
+			err = errno;
+			close(fd);
+			fd = -1;
+		}
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		util_err("collect: cannot listen on %s: %s", spec, strerror(err));
+	return fd;
+}
+
+static void peer_name(int fd, char *out, size_t len)
+{
+	struct sockaddr_storage a;
+	socklen_t al = sizeof a;
+	char h[NI_MAXHOST], p[NI_MAXSERV];
+	if (getpeername(fd, (struct sockaddr *)&a, &al) != 0 ||
+	    getnameinfo((struct sockaddr *)&a, al, h, sizeof h, p, sizeof p,
+			NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		snprintf(out, len, "?");
+		return;
+	}
+	snprintf(out, len, a.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", h, p);
+}
+
+static void col_accept(struct col *cs, int lfd)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0) {
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			util_err("collect: accept: %s", strerror(errno));
+		return;
+	}
+	struct col_conn *k = calloc(1, sizeof *k);
+	struct col_conn **c = realloc(cs->c, (cs->n + 1) * sizeof *c);
+	if (!k || !c)
+		util_die_nomem();
+	cs->c = c;
+	k->fd = fd;
+	k->out = -1;
+	peer_name(fd, k->peer, sizeof k->peer);
+	atn_rx_init(&k->rx);
+	cs->c[cs->n++] = k;
+}
+
+static void print_listening(int fd, const char *dir)
+{
+	struct sockaddr_storage a;
+	socklen_t al = sizeof a;
+	char h[NI_MAXHOST] = "?", p[NI_MAXSERV] = "?";
+	if (getsockname(fd, (struct sockaddr *)&a, &al) == 0)
+		getnameinfo((struct sockaddr *)&a, al, h, sizeof h, p, sizeof p,
+			    NI_NUMERICHOST | NI_NUMERICSERV);
+	fprintf(stderr, "%s: collect: listening on %s%s%s:%s, writing to %s\n", util_msg_prog(),
+		strchr(h, ':') ? "[" : "", h, strchr(h, ':') ? "]" : "", p, dir);
+}
+
+int cmd_collect(int argc, char **argv)
+{
+	enum { O_STREAMS = 256 };
+	static const struct option opts[] = {
+	    {"listen", required_argument, NULL, 'l'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"streams", required_argument, NULL, O_STREAMS},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *listen_on = NULL, *dir = COL_DEFAULT_DIR;
+	unsigned long streams = 0;
+	int c;
+	optind = 1;
+	while ((c = cmdu_getopt(argc, argv, "l:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			listen_on = optarg;
+			break;
+		case 'o':
+			dir = optarg;
+			break;
+		case O_STREAMS: {
+			char *end;
+			errno = 0;
+			streams = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || streams == 0 || optarg[0] == '-') {
+				util_err("collect: --streams %s: must be a positive number",
+					 optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'h':
+			col_usage(stdout);
+			return 0;
+		default:
+			col_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc || !listen_on || !*dir) {
+		util_err("collect: %s", optind < argc ? "unexpected argument"
+					: !listen_on  ? "--listen [ADDR:]PORT is required"
+						      : "empty -o DIR");
+		col_usage(stderr);
+		return 2;
+	}
+	struct stat st;
+	if (stat(dir, &st) != 0) {
+		if (errno != ENOENT || mkdir(dir, 0755) != 0) {
+			util_err("collect: cannot create %s: %s", dir, strerror(errno));
+			return 1;
+		}
+	} else if (!S_ISDIR(st.st_mode)) {
+		util_err("collect: %s exists and is not a directory", dir);
+		return 1;
+	}
+	int lfd = col_listen(listen_on);
+	if (lfd < 0)
+		return lfd == -2 ? 2 : 1;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = col_on_signal; /* no SA_RESTART: poll returns */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	print_listening(lfd, dir);
+
+	struct col cs = {.dir = dir};
+	uint8_t *buf = malloc(COL_READ_SIZE);
+	struct pollfd *pf = NULL;
+	if (!buf)
+		util_die_nomem();
+	int rc = 0;
+	while (!col_stop && !(streams && cs.ended >= streams)) {
+		pf = realloc(pf, (cs.n + 1) * sizeof *pf);
+		if (!pf)
+			util_die_nomem();
+		pf[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+		for (size_t i = 0; i < cs.n; i++)
+			pf[i + 1] = (struct pollfd){.fd = cs.c[i]->fd, .events = POLLIN};
+		size_t np = cs.n + 1;
+		int r = poll(pf, np, -1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			util_err("collect: poll: %s", strerror(errno));
+			rc = 1;
+			break;
+		}
+		/* from the end: col_close moves the last connection into i */
+		for (size_t i = np - 1; i >= 1; i--)
+			if (pf[i].revents && i - 1 < cs.n && cs.c[i - 1]->fd == pf[i].fd)
+				col_read(&cs, i - 1, buf);
+		if (pf[0].revents & POLLIN)
+			col_accept(&cs, lfd);
+	}
+	while (cs.n)
+		col_close(&cs, cs.n - 1, "collector stopped");
+	free(cs.c);
+	free(pf);
+	free(buf);
+	close(lfd);
+	fprintf(stderr, "%s: collect: %lu stream(s) written to %s\n", util_msg_prog(), cs.ended,
+		dir);
+	return rc;
+}

@@ -1,0 +1,85 @@
+/* atn_stream.h - the trace stream that travels over the network
+ * (`record -o tcp://HOST:PORT` -> `alloctrace collect`).
+ *
+ * docs/NET_FORMAT.md is the byte-level spec.  The constants below are
+ * shared with the preload library (the sender); the incremental parser
+ * (atn_rx_*) is the collector's reader, fed whatever bytes a socket gave.
+ * All integers little-endian.
+ */
+#ifndef ATN_STREAM_H
+#define ATN_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ATN_MAGIC	    "ALCTSTRM" /* 8 bytes, no NUL */
+#define ATN_VERSION	    1u
+#define ATN_HELLO_SIZE	    64u	  /* what a version-1 sender writes */
+#define ATN_HELLO_SIZE_MAX  4096u /* larger hellos: the rest is skipped */
+#define ATN_FEATURES_KNOWN  0ULL  /* no feature bits yet: any set is rejected */
+#define ATN_MSG_HEADER_SIZE 8u
+#define ATN_HOST_MAX	    32u
+
+/* Hello: offsets */
+enum {
+	ATN_H_MAGIC = 0,       /* char[8] ATN_MAGIC */
+	ATN_H_VERSION = 8,     /* u32 */
+	ATN_H_HELLO_SIZE = 12, /* u32 bytes of this hello (>= 64) */
+	ATN_H_FEATURES = 16,   /* u64 */
+	ATN_H_TRACE_HDR = 24,  /* u32 bytes of the trace file header after the hello */
+	ATN_H_RESERVED = 28,   /* u32 zero */
+	ATN_H_HOST = 32,       /* char[32] sender's host name, NUL-padded */
+};
+
+/* Message header: u32 type, u32 payload length, then the payload. */
+enum {
+	ATN_MSG_UNIT = 1,   /* a trace unit (docs/TRACE_FORMAT.md "Units") */
+	ATN_MSG_HEADER = 2, /* the trace file header again, with final fields */
+	ATN_MSG_END = 3,    /* the sender is done: no more messages */
+};
+
+/* ---- the collector's reader ---- */
+
+enum atn_rx_state { ATN_RX_HELLO, ATN_RX_TRACE_HDR, ATN_RX_MSG_HDR, ATN_RX_PAYLOAD, ATN_RX_DONE };
+
+struct atn_hello {
+	uint32_t version, hello_size, trace_hdr_size;
+	uint64_t features;
+	char host[ATN_HOST_MAX + 1];
+	/* from the trace header */
+	uint32_t pid, block_size;
+	uint64_t trace_features, start_realtime;
+};
+
+struct atn_rx_cb {
+	/* hdr: the trace file header (h->trace_hdr_size bytes); first says
+	 * whether it is the one from the hello.  Non-zero return: stop with
+	 * that error (message already in rx->err via atn_rx_fail). */
+	int (*header)(void *ctx, const uint8_t *hdr, int first);
+	/* a validated unit: 64-byte unit header, then len - 64 bytes */
+	int (*unit)(void *ctx, const uint8_t *unit, size_t len);
+	int (*end)(void *ctx);
+};
+
+struct atn_rx {
+	enum atn_rx_state state;
+	uint8_t *buf;
+	size_t have, need, cap;
+	uint32_t msg_type;
+	uint64_t units, bytes;
+	int hello_rest; /* skipping the rest of a longer hello */
+	struct atn_hello hello;
+	void *scratch; /* frame decoding buffers */
+	char err[256];
+};
+
+void atn_rx_init(struct atn_rx *rx);
+void atn_rx_free(struct atn_rx *rx);
+/* Feed n bytes.  0: fine (more may come); -1: bad input, rx->err says
+ * why; the stream cannot continue. */
+int atn_rx_feed(struct atn_rx *rx, const uint8_t *p, size_t n, const struct atn_rx_cb *cb,
+		void *ctx);
+/* Set rx->err (printf-style); returns -1. */
+int atn_rx_fail(struct atn_rx *rx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""test_net.py - traces over the network, on loopback
+(`record -o tcp://HOST:PORT` -> `alloctrace collect`, docs/NET_FORMAT.md).
+
+  same       the deterministic programs recorded over tcp (small blocks, so
+             frames and staging blocks both travel) give the same `info`
+             as a file recording, and for the single-threaded one the same
+             `dump` (timestamps, pids and raw addresses aside: pointers are
+             numbered in order of appearance).
+  fork       a program that forks (and whose children fork): one stream
+             and one file per process, each with the call counts the
+             process itself reports; children are marked fork child.
+  killed     the collector is SIGKILLed mid-run: the program still runs to
+             its end with its exit status, and says the trace was cut short.
+  slow       the collector is stopped (SIGSTOP) while the program runs with
+             a small buffer: the program still finishes in bounded time; once
+             the collector resumes, the file reads back and counts lost
+             records.
+  bad_input  garbage, a wrong version, a stream cut inside a message and a
+             client that vanishes: a clear message each, the collector keeps
+             running, and a good stream afterwards is still written.
+  no_collector  nothing listens: the program runs untraced, exit status kept,
+             stderr says why.
+
+usage: test_net.py --build DIR CASE   (or --list)
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+TIMEOUT = 60
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+class Collector:
+    """`alloctrace collect --listen 127.0.0.1:0 -o DIR`, port read from stderr."""
+
+    def __init__(self, build, out, extra=()):
+        self.log = open(os.path.join(os.path.dirname(out), "collect.log"), "w+")
+        self.p = subprocess.Popen([os.path.join(build, "alloctrace"), "collect", "--listen",
+                                   "127.0.0.1:0", "-o", out] + list(extra),
+                                  stderr=self.log, stdout=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", self.text())
+            if m:
+                self.port = int(m.group(1))
+                return
+            time.sleep(0.02)
+        self.p.kill()
+        fail("collector did not start:\n" + self.text())
+
+    def text(self):
+        self.log.flush()
+        with open(self.log.name) as f:
+            return f.read()
+
+    def wait_streams(self, n, timeout=20):
+        """until n streams ended (lines '... bytes -> PATH (...)')"""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if len(re.findall(r" bytes -> ", self.text())) >= n:
+                return
+            time.sleep(0.05)
+        fail("collector saw fewer than %d stream(s) end:\n%s" % (n, self.text()))
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                fail("collector ignored SIGTERM")
+        return self.p.returncode
+
+
+def record(build, out, prog, args=(), rec=(), env=None, timeout=TIMEOUT):
+    cmd = [os.path.join(build, "alloctrace"), "record", "-o", out] + list(rec) + \
+        ["--", os.path.join(build, "tests", "progs", prog)] + list(args)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **(env or {})))
+
+
+def info(build, path):
+    r = subprocess.run([os.path.join(build, "alloctrace"), "info", "--json", path],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    if r.returncode != 0:
+        fail("info %s failed: %s" % (path, r.stderr))
+    return json.loads(r.stdout)["processes"]
+
+
+VOLATILE = {"path", "pid", "ppid", "start_realtime_ns", "duration_ns", "wall_ns",
+            "ticks_per_sec", "peak_live_ns", "cmdline", "clock_uncalibrated"}
+
+
+def stable(p):
+    d = {k: v for k, v in p.items() if k not in VOLATILE}
+    for t in d.get("thread_stats", []):
+        t.pop("tid", None)
+    return d
+
+
+def dump_norm(build, path):
+    """dump --json without stamps and ids; pointers numbered as they appear."""
+    r = subprocess.run([os.path.join(build, "alloctrace"), "dump", "--json", path],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    if r.returncode != 0:
+        fail("dump %s failed: %s" % (path, r.stderr))
+    names, out = {}, []
+    for line in r.stdout.splitlines():
+        o = json.loads(line)
+        if o.get("type") == "brk":
+            continue  # the break moves with the tracer's own mappings
+        for k in ("ts_ns", "pid", "tid", "seq", "duration_ns"):
+            o.pop(k, None)
+        for k, v in list(o.items()):
+            if isinstance(v, str) and v.startswith("0x") and v != "0x0":
+                o[k] = "p%d" % names.setdefault(v, len(names))
+        out.append(json.dumps(o, sort_keys=True))
+    return out
+
+
+def expectations(stdout):
+    return {e["pid"]: e for e in (json.loads(l) for l in stdout.splitlines() if l.startswith("{"))}
+
+
+def case_same(build, tmp):
+    col = Collector(build, os.path.join(tmp, "col"))
+    progs = [("calls", []), ("threads", []), ("churn", ["10", "8"])]
+    for prog, args in progs:
+        r = record(build, "tcp://127.0.0.1:%d" % col.port, prog, args, ["--buffer-kb", "4"])
+        if r.returncode != 0:
+            fail("%s over tcp: exit %d\n%s" % (prog, r.returncode, r.stderr))
+        col.wait_streams(progs.index((prog, args)) + 1)
+        net = info(build, re.findall(r" bytes -> (\S+\.atr) ", col.text())[-1])
+        r2 = record(build, os.path.join(tmp, "loc_" + prog), prog, args, ["--buffer-kb", "4"])
+        if r2.returncode != 0:
+            fail("%s to a file: exit %d\n%s" % (prog, r2.returncode, r2.stderr))
+        loc = info(build, os.path.join(tmp, "loc_" + prog))
+        a, b = stable(net[0]), stable(loc[0])
+        if prog == "threads" or prog == "churn":
+            # threads interleave differently from run to run: the counts
+            # that do not depend on it must match
+            # (and BRK records are written per flush)
+            for k in ("peak_live_bytes", "live_blocks_at_end", "live_bytes_at_end", "thread_stats",
+                      "records"):
+                a.pop(k, None)
+                b.pop(k, None)
+        if a != b:
+            fail("%s: info differs between tcp and file:\n tcp  %s\n file %s" %
+                 (prog, json.dumps(a, sort_keys=True), json.dumps(b, sort_keys=True)))
+        exp = list(expectations(r.stdout).values())[0] if prog != "churn" else net[0]
+        if net[0]["calls"] != exp["calls"]:
+            fail("%s: tcp trace counts %s, the program made %s" % (prog, net[0]["calls"], exp["calls"]))
+        if prog == "calls":
+            da = dump_norm(build, net[0]["path"])
+            db = dump_norm(build, loc[0]["path"])
+            if da != db:
+                for i, (x, y) in enumerate(zip(da, db)):
+                    if x != y:
+                        fail("calls: dump differs at record %d:\n tcp  %s\n file %s" % (i, x, y))
+                fail("calls: dump lengths differ: %d vs %d" % (len(da), len(db)))
+    if "staging block" not in col.text() or " 0 frame(s)" in col.text().split("churn")[-1]:
+        fail("expected frames and staging blocks to travel:\n" + col.text())
+    col.stop()
+
+
+def case_fork(build, tmp):
+    col = Collector(build, os.path.join(tmp, "col"))
+    r = record(build, "tcp://127.0.0.1:%d" % col.port, "forker", rec=["--buffer-kb", "4"])
+    if r.returncode != 0:
+        fail("forker over tcp: exit %d\n%s" % (r.returncode, r.stderr))
+    exp = expectations(r.stdout)
+    col.wait_streams(len(exp))
+    col.stop()
+    procs = {p["pid"]: p for p in info(build, os.path.join(tmp, "col"))}
+    if set(procs) != set(exp):
+        fail("processes: collector wrote %s, the program had %s" % (sorted(procs), sorted(exp)))
+    children = 0
+    for pid, e in exp.items():
+        p = procs[pid]
+        if p["calls"] != e["calls"]:
+            fail("pid %d: trace counts %s, the process made %s" % (pid, p["calls"], e["calls"]))
+        if p["lost_records"] or not p["clean_exit"]:
+            fail("pid %d: lost %d, clean exit %s" % (pid, p["lost_records"], p["clean_exit"]))
+        children += p["fork_child"]
+    if children < 1:
+        fail("no stream was marked as a fork child")
+
+
+def case_killed(build, tmp):
+    col = Collector(build, os.path.join(tmp, "col"))
+    cmd = [os.path.join(build, "alloctrace"), "record", "--buffer-kb", "4", "-o",
+           "tcp://127.0.0.1:%d" % col.port, "--", os.path.join(build, "tests", "progs", "churn"),
+           "400", "20"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 20
+    while time.time() < deadline and " -> " not in col.text():
+        time.sleep(0.01)
+    time.sleep(0.1)
+    col.p.kill()
+    col.p.wait()
+    try:
+        out, err = p.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail("the program hung after the collector died")
+    if p.returncode != 0:
+        fail("exit %d after the collector died:\n%s" % (p.returncode, err))
+    if "cut short" not in err:
+        fail("stderr does not say the trace was cut short:\n" + err)
+    if not out.startswith("{"):
+        fail("the program's output is missing: %r" % out[:200])
+    # what arrived before the kill reads back
+    files = [f for f in os.listdir(os.path.join(tmp, "col")) if f.endswith(".atr")]
+    if len(files) != 1:
+        fail("expected one (partial) file, got %s" % files)
+    info(build, os.path.join(tmp, "col", files[0]))
+
+
+def case_slow(build, tmp):
+    col = Collector(build, os.path.join(tmp, "col"))
+    cmd = [os.path.join(build, "alloctrace"), "record", "--buffer-kb", "4", "-o",
+           "tcp://127.0.0.1:%d" % col.port, "--", os.path.join(build, "tests", "progs", "churn"),
+           "400", "20"]
+    env = dict(os.environ, ALLOCTRACE_NET_BUFFER_KB="64", ALLOCTRACE_NET_TIMEOUT_MS="200")
+    t0 = time.time()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 20
+    while time.time() < deadline and " -> " not in col.text():
+        time.sleep(0.01)
+    col.p.send_signal(signal.SIGSTOP)
+    time.sleep(1.0)  # the program keeps running meanwhile
+    col.p.send_signal(signal.SIGCONT)
+    try:
+        out, err = p.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail("the program hung on a stopped collector")
+    took = time.time() - t0
+    if p.returncode != 0:
+        fail("exit %d with a stopped collector:\n%s" % (p.returncode, err))
+    col.wait_streams(1)
+    col.stop()
+    q = info(build, os.path.join(tmp, "col"))[0]
+    if not q["clean_exit"]:
+        fail("the final header did not arrive after the collector resumed:\n" + col.text())
+    if q["lost_records"] == 0:
+        fail("nothing counted as lost, yet the collector was stopped for 1 s (%d calls arrived)"
+             % q["total_calls"])
+    print("slow: %.2f s, %d calls arrived, %d records counted lost (%d blocks)" %
+          (took, q["total_calls"], q["lost_records"], q["lost_blocks"]))
+
+
+def send_raw(port, data, close_early=False):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        s.sendall(data)
+    except OSError:
+        pass
+    s.close()
+
+
+def hello(version=1, trace_hdr=4096, pid=4242):
+    h = b"ALCTSTRM" + struct.pack("<IIQII", version, 64, 0, trace_hdr, 0) + b"testhost".ljust(32, b"\0")
+    t = bytearray(4096)
+    t[0:8] = b"ALCTRACE"
+    struct.pack_into("<IIQIII", t, 8, 2, 4096, 4, 4096, 0, pid)
+    return h + bytes(t)
+
+
+def case_bad_input(build, tmp):
+    col = Collector(build, os.path.join(tmp, "col"))
+    bad = [
+        (b"GET / HTTP/1.0\r\n\r\n" + b"x" * 100, "bad magic"),
+        (hello(version=9), "stream version 9"),
+        (hello(trace_hdr=12), "trace header of 12 bytes"),
+        (hello() + struct.pack("<II", 7, 0), "unknown message type 7"),
+        (hello() + struct.pack("<II", 1, 1 << 30), "unit message of"),
+        (hello(pid=4243) + struct.pack("<II", 1, 64) + b"TBLK" + bytes(60), "pid 0 in a stream of pid 4243"),
+        (hello(pid=4245) + struct.pack("<II", 1, 64) + b"XBLK" + bytes(60), "unit 0: bad magic"),
+        (hello(pid=4244) + struct.pack("<II", 1, 200) + bytes(30), "closed inside a message"),
+        (hello()[:100], "before a whole hello"),
+    ]
+    for data, want in bad:
+        send_raw(col.port, data)
+        deadline = time.time() + 10
+        while time.time() < deadline and want not in col.text():
+            time.sleep(0.02)
+        if want not in col.text():
+            fail("no %r in the collector's messages:\n%s" % (want, col.text()))
+        if col.p.poll() is not None:
+            fail("the collector died on bad input:\n" + col.text())
+    r = record(build, "tcp://127.0.0.1:%d" % col.port, "calls")
+    if r.returncode != 0:
+        fail("a good stream after bad ones: exit %d\n%s" % (r.returncode, r.stderr))
+    pid = list(expectations(r.stdout))[0]
+    deadline = time.time() + 10
+    while time.time() < deadline and "pid %d: " % pid not in col.text():
+        time.sleep(0.05)
+    col.stop()
+    p = info(build, os.path.join(tmp, "col", "%d.atr" % pid))[0]
+    if p["calls"] != expectations(r.stdout)[pid]["calls"]:
+        fail("the good stream lost calls after bad ones")
+
+
+def case_no_collector(build, tmp):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    r = record(build, "tcp://127.0.0.1:%d" % port, "calls")
+    if r.returncode != 0:
+        fail("exit %d without a collector:\n%s" % (r.returncode, r.stderr))
+    if "cannot send the trace to tcp://127.0.0.1:%d" % port not in r.stderr:
+        fail("stderr does not say why nothing was traced:\n" + r.stderr)
+
+
+CASES = ["same", "fork", "killed", "slow", "bad_input", "no_collector"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build")
+    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
+    ap.add_argument("case", nargs="?", choices=CASES)
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(CASES))
+        return 0
+    if not a.build or not a.case:
+        ap.error("--build and a case are required")
+    with tempfile.TemporaryDirectory(prefix="atr-net-") as tmp:
+        globals()["case_" + a.case](os.path.abspath(a.build), tmp)
+    print("ok: " + a.case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
