@@ -29,6 +29,7 @@
 
 #define COL_DEFAULT_DIR "alloctrace.data"
 #define COL_READ_SIZE	(256u << 10)
+#define COL_RCVBUF	(1 << 20)
 
 static volatile sig_atomic_t col_stop;
 
@@ -53,21 +54,38 @@ static void col_on_signal(int sig)
 	col_stop = 1;
 }
 
-struct col_conn {
-	int fd, out;
-	char peer[80];
+/* One output file: a process image's stream, possibly in several
+ * connections (a continuation sent after an exec or a kill). */
+struct col_stage {
+	uint32_t serial;
+	uint64_t seq, off;
+};
+
+struct col_file {
 	char path[PATH_MAX];
-	struct atn_rx rx;
+	int fd, refs;
 	uint64_t off; /* end of the units written */
+	uint32_t pid, exec_seq, status;
+	uint64_t start_realtime;
+	char host[ATN_HOST_MAX + 1];
+	struct col_stage *stg; /* staging blocks written: a later copy replaces one */
+	size_t nstg;
+};
+
+struct col_conn {
+	int fd;
+	char peer[80];
+	struct atn_rx rx;
+	struct col_file *f;
 	uint64_t frames, staging;
-	uint32_t exec_seq, status;
-	int failed;
 };
 
 struct col {
 	const char *dir;
 	struct col_conn **c;
 	size_t n;
+	struct col_file **files; /* every file of this run */
+	size_t nfiles;
 	unsigned long ended;
 };
 
@@ -78,15 +96,22 @@ static uint32_t rd32(const uint8_t *p)
 	return v;
 }
 
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
 static int write_at(struct col_conn *k, const void *p, size_t len, uint64_t off)
 {
 	const uint8_t *b = p;
 	while (len) {
-		ssize_t w = pwrite(k->out, b, len, (off_t)off);
+		ssize_t w = pwrite(k->f->fd, b, len, (off_t)off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return atn_rx_fail(&k->rx, "writing %s: %s", k->path,
+			return atn_rx_fail(&k->rx, "writing %s: %s", k->f->path,
 					   w < 0 ? strerror(errno) : "short write");
 		b += w;
 		len -= (size_t)w;
@@ -96,24 +121,36 @@ static int write_at(struct col_conn *k, const void *p, size_t len, uint64_t off)
 }
 
 /* The name a local record would use: <pid>.atr, then <pid>.<n>.atr. */
-static int col_create(struct col *cs, struct col_conn *k, uint32_t pid)
+static int col_create(struct col *cs, struct col_conn *k, struct col_file *f)
 {
 	for (uint32_t n = 0; n < 1000; n++) {
 		if (n)
-			snprintf(k->path, sizeof k->path, "%s/%" PRIu32 ".%" PRIu32 ".atr", cs->dir,
-				 pid, n);
+			snprintf(f->path, sizeof f->path, "%s/%" PRIu32 ".%" PRIu32 ".atr", cs->dir,
+				 f->pid, n);
 		else
-			snprintf(k->path, sizeof k->path, "%s/%" PRIu32 ".atr", cs->dir, pid);
-		k->out = open(k->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (k->out >= 0) {
-			k->exec_seq = n;
+			snprintf(f->path, sizeof f->path, "%s/%" PRIu32 ".atr", cs->dir, f->pid);
+		f->fd = open(f->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (f->fd >= 0) {
+			f->exec_seq = n;
 			return 0;
 		}
 		if (errno != EEXIST)
-			return atn_rx_fail(&k->rx, "cannot create %s: %s", k->path,
+			return atn_rx_fail(&k->rx, "cannot create %s: %s", f->path,
 					   strerror(errno));
 	}
-	return atn_rx_fail(&k->rx, "%s: 1000 files for pid %" PRIu32 " already", cs->dir, pid);
+	return atn_rx_fail(&k->rx, "%s: 1000 files for pid %" PRIu32 " already", cs->dir, f->pid);
+}
+
+/* A continuation belongs to the file of the same process image. */
+static struct col_file *col_find(struct col *cs, const struct col_file *id)
+{
+	for (size_t i = cs->nfiles; i-- > 0;) {
+		struct col_file *f = cs->files[i];
+		if (f->pid == id->pid && f->start_realtime == id->start_realtime &&
+		    !strcmp(f->host, id->host))
+			return f;
+	}
+	return NULL;
 }
 
 struct col_ctx {
@@ -121,43 +158,90 @@ struct col_ctx {
 	struct col_conn *k;
 };
 
+static int col_attach(struct col *cs, struct col_conn *k, const uint8_t *h)
+{
+	struct col_file id = {.pid = rd32(h + ATR_H_PID),
+			      .start_realtime = rd64(h + ATR_H_START_REALTIME)};
+	memcpy(id.host, k->rx.hello.host, sizeof id.host);
+	struct col_file *f = (k->rx.hello.flags & ATN_FLAG_CONTINUATION) ? col_find(cs, &id) : NULL;
+	if (f) {
+		if (f->fd < 0 && (f->fd = open(f->path, O_WRONLY | O_CLOEXEC)) < 0)
+			return atn_rx_fail(&k->rx, "cannot reopen %s: %s", f->path,
+					   strerror(errno));
+		f->refs++;
+		k->f = f;
+		fprintf(stderr, "%s: %s: pid %" PRIu32 ": the rest of its stream -> %s\n",
+			util_msg_prog(), k->peer, f->pid, f->path);
+		return 0;
+	}
+	f = calloc(1, sizeof *f);
+	struct col_file **fs = realloc(cs->files, (cs->nfiles + 1) * sizeof *fs);
+	if (!f || !fs)
+		util_die_nomem();
+	cs->files = fs;
+	*f = id;
+	f->fd = -1;
+	if (col_create(cs, k, f)) {
+		free(f);
+		return -1;
+	}
+	cs->files[cs->nfiles++] = f;
+	f->refs = 1;
+	f->off = ATR_HEADER_SIZE;
+	k->f = f;
+	const char *exe = (const char *)h + ATR_H_EXE;
+	fprintf(stderr, "%s: %s: pid %" PRIu32 " (%.*s) -> %s\n", util_msg_prog(), k->peer, f->pid,
+		(int)strnlen(exe, 255), exe, f->path);
+	return 0;
+}
+
 static int cb_header(void *arg, const uint8_t *hdr, int first)
 {
 	struct col_ctx *x = arg;
 	struct col_conn *k = x->k;
 	uint8_t h[ATR_HEADER_SIZE];
 	memcpy(h, hdr, sizeof h);
-	if (first) {
-		if (col_create(x->cs, k, rd32(h + ATR_H_PID)))
-			return -1;
-		k->off = ATR_HEADER_SIZE;
-		const char *exe = (const char *)h + ATR_H_EXE;
-		fprintf(stderr, "%s: %s: pid %" PRIu32 " (%.*s) -> %s\n", util_msg_prog(), k->peer,
-			rd32(h + ATR_H_PID), (int)strnlen(exe, 255), exe, k->path);
-	}
+	if (first && col_attach(x->cs, k, h))
+		return -1;
 	/* the file's name says which image of the pid this is */
-	uint32_t es = k->exec_seq;
+	uint32_t es = k->f->exec_seq;
 	memcpy(h + ATR_H_EXEC_SEQ, &es, 4);
-	k->status = rd32(h + ATR_H_STATUS);
+	k->f->status = rd32(h + ATR_H_STATUS);
 	return write_at(k, h, sizeof h, 0);
 }
 
 static int cb_unit(void *arg, const uint8_t *u, size_t len)
 {
 	struct col_conn *k = ((struct col_ctx *)arg)->k;
+	struct col_file *f = k->f;
 	uint32_t kind = rd32(u + ATR_B_KIND);
 	if (kind == ATR_BLOCK_FRAME) {
-		if (write_at(k, u, len, k->off))
+		if (write_at(k, u, len, f->off))
 			return -1;
-		k->off += (len + ATR_UNIT_ALIGN - 1) & ~(uint64_t)(ATR_UNIT_ALIGN - 1);
+		f->off += (len + ATR_UNIT_ALIGN - 1) & ~(uint64_t)(ATR_UNIT_ALIGN - 1);
 		k->frames++;
 		return 0;
 	}
-	/* a staging block: page-aligned, block_size long as in a local file */
-	k->off = (k->off + 4095) & ~(uint64_t)4095;
-	if (write_at(k, u, len, k->off))
+	/* a staging block: page-aligned, block_size long as in a local file;
+	 * a later copy of the same block (sent again after an exec or a
+	 * kill) holds at least as much: it replaces the earlier one */
+	uint32_t serial = rd32(u + ATR_B_THREAD);
+	uint64_t seq = rd64(u + ATR_B_SEQ), bs = k->rx.hello.block_size;
+	for (size_t i = 0; i < f->nstg; i++) {
+		if (f->stg[i].serial == serial && f->stg[i].seq == seq) {
+			k->staging++;
+			return write_at(k, u, len, f->stg[i].off);
+		}
+	}
+	struct col_stage *st = realloc(f->stg, (f->nstg + 1) * sizeof *st);
+	if (!st)
+		util_die_nomem();
+	f->stg = st;
+	f->off = (f->off + 4095) & ~(uint64_t)4095;
+	f->stg[f->nstg++] = (struct col_stage){serial, seq, f->off};
+	if (write_at(k, u, len, f->off))
 		return -1;
-	k->off += k->rx.hello.block_size;
+	f->off += bs;
 	k->staging++;
 	return 0;
 }
@@ -167,22 +251,26 @@ static const struct atn_rx_cb col_cb = {.header = cb_header, .unit = cb_unit};
 static void col_close(struct col *cs, size_t i, const char *why)
 {
 	struct col_conn *k = cs->c[i];
-	if (k->out >= 0) {
+	struct col_file *f = k->f;
+	if (f && --f->refs == 0) {
 		struct stat st;
 		/* the last staging block reads to its end */
-		if (fstat(k->out, &st) == 0 && (uint64_t)st.st_size < k->off &&
-		    ftruncate(k->out, (off_t)k->off) != 0)
-			util_err("collect: %s: %s", k->path, strerror(errno));
-		if (close(k->out) != 0)
-			util_err("collect: %s: %s", k->path, strerror(errno));
-		const char *end = (k->status & ATR_STATUS_CLEAN_EXIT)
+		if (fstat(f->fd, &st) == 0 && (uint64_t)st.st_size < f->off &&
+		    ftruncate(f->fd, (off_t)f->off) != 0)
+			util_err("collect: %s: %s", f->path, strerror(errno));
+		if (close(f->fd) != 0)
+			util_err("collect: %s: %s", f->path, strerror(errno));
+		f->fd = -1;
+	}
+	if (f) {
+		const char *end = (f->status & ATR_STATUS_CLEAN_EXIT)
 				      ? "the program exited"
 				      : "no clean exit (killed, exec'd, or the stream was cut)";
 		fprintf(stderr,
 			"%s: %s: pid %" PRIu32 ": %" PRIu64 " frame(s), %" PRIu64
 			" staging block(s), %" PRIu64 " bytes -> %s (%s%s%s)\n",
-			util_msg_prog(), k->peer, k->rx.hello.pid, k->frames, k->staging,
-			k->rx.bytes, k->path, end, why ? "; " : "", why ? why : "");
+			util_msg_prog(), k->peer, f->pid, k->frames, k->staging, k->rx.bytes,
+			f->path, end, why ? "; " : "", why ? why : "");
 		cs->ended++;
 	} else if (why) {
 		util_err("collect: %s: %s", k->peer, why);
@@ -266,8 +354,11 @@ static int col_listen(const char *spec)
 			err = errno;
 			continue;
 		}
-		int one = 1;
+		int one = 1, rb = COL_RCVBUF;
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		/* per client: bounds the collector's kernel memory (inherited
+		 * by accepted sockets) */
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof rb);
 		if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 64) != 0) {
 			err = errno;
 			close(fd);
@@ -308,7 +399,6 @@ static void col_accept(struct col *cs, int lfd)
 		util_die_nomem();
 	cs->c = c;
 	k->fd = fd;
-	k->out = -1;
 	peer_name(fd, k->peer, sizeof k->peer);
 	atn_rx_init(&k->rx);
 	cs->c[cs->n++] = k;
@@ -427,6 +517,11 @@ int cmd_collect(int argc, char **argv)
 	}
 	while (cs.n)
 		col_close(&cs, cs.n - 1, "collector stopped");
+	for (size_t i = 0; i < cs.nfiles; i++) {
+		free(cs.files[i]->stg);
+		free(cs.files[i]);
+	}
+	free(cs.files);
 	free(cs.c);
 	free(pf);
 	free(buf);

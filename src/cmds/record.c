@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <netdb.h>
+#include <sys/socket.h>
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atn_stream.h"
+#include "atr_format.h"
 #include "atr_reader.h"
 #include "atr_rss.h"
 #include "plat_clock.h"
@@ -250,7 +253,7 @@ static void child_exec(const struct rec_opts *o, const char *lib, const char *ab
 		_exit(127);
 	int bad = 0;
 	bad |= set_env("LD_PRELOAD", pre.data);
-	bad |= set_env("ALLOCTRACE_DIR", o->collector[0] ? NULL : absdir);
+	bad |= set_env("ALLOCTRACE_DIR", absdir); /* with a collector: the spool */
 	bad |= set_env("ALLOCTRACE_COLLECTOR", o->collector[0] ? o->collector : NULL);
 	bad |= set_env("ALLOCTRACE_FILE", NULL);
 	bad |= set_env("MTRACE_CTL_FILE", NULL);
@@ -385,6 +388,148 @@ static int rec_collector(const char *url, char *out, size_t len)
 	}
 	snprintf(out, len, v6 ? "[%s]:%s" : "%s:%s", nh, colon + 1);
 	return 0;
+}
+
+/* ---- -o tcp://: the spool ----
+ * With a collector the library's files are spools: the header and the
+ * staging blocks, everything else went over the network.  A process image
+ * that exited sent its staging blocks and deleted its spool; an exec'd
+ * image's spool is sent by the next image.  What is left when PROG is done
+ * belongs to killed processes: sent here as the rest of their streams
+ * (docs/NET_FORMAT.md, CONTINUATION). */
+
+static int send_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int net_connect_numeric(const char *spec)
+{
+	char host[128];
+	const char *colon = strrchr(spec, ':');
+	size_t hl = (size_t)(colon - spec);
+	const char *h = spec;
+	if (spec[0] == '[') {
+		h++;
+		hl -= 2;
+	}
+	snprintf(host, sizeof host, "%.*s", (int)hl, h);
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST}, *res;
+	if (getaddrinfo(host, colon + 1, &hints, &res) != 0)
+		return -1;
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = {.tv_sec = 10};
+	if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
+			connect(fd, res->ai_addr, res->ai_addrlen) != 0)) {
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+/* 0 sent, -1 not (kept), 1 not a finished process's spool (left alone). */
+static int ship_spool(const char *path, const char *collector)
+{
+	struct util_buf b = {0};
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	uint8_t chunk[65536];
+	ssize_t r;
+	while ((r = read(fd, chunk, sizeof chunk)) > 0)
+		if (util_buf_append(&b, chunk, (size_t)r) < 0)
+			util_die_nomem();
+	close(fd);
+	const uint8_t *f = (const uint8_t *)b.data;
+	uint32_t bs, pid;
+	if (b.len < ATR_HEADER_SIZE || memcmp(f, ATR_MAGIC, 8) != 0) {
+		util_buf_free(&b);
+		return 1;
+	}
+	memcpy(&bs, f + ATR_H_BLOCK_SIZE, 4);
+	memcpy(&pid, f + ATR_H_PID, 4);
+	if (bs < ATR_BLOCK_SIZE_MIN || bs > ATR_BLOCK_SIZE_MAX || (bs & (bs - 1)) ||
+	    (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) {
+		util_buf_free(&b); /* still running (a daemon child), or not ours */
+		return 1;
+	}
+	int s = net_connect_numeric(collector);
+	uint8_t hello[ATN_HELLO_SIZE] = {0}, mh[ATN_MSG_HEADER_SIZE];
+	memcpy(hello + ATN_H_MAGIC, ATN_MAGIC, 8);
+	put_u32(hello + ATN_H_VERSION, ATN_VERSION);
+	put_u32(hello + ATN_H_HELLO_SIZE, ATN_HELLO_SIZE);
+	put_u32(hello + ATN_H_TRACE_HDR, ATR_HEADER_SIZE);
+	put_u32(hello + ATN_H_FLAGS, ATN_FLAG_CONTINUATION);
+	gethostname((char *)hello + ATN_H_HOST, ATN_HOST_MAX - 1);
+	int rc = s < 0 || send_all(s, hello, sizeof hello) || send_all(s, f, ATR_HEADER_SIZE);
+	/* staging blocks: page-aligned, block_size each; sent whole (records
+	 * end at the first zero word) */
+	for (size_t off = (ATR_HEADER_SIZE + 4095) & ~(size_t)4095; !rc && off + bs <= b.len;
+	     off += bs) {
+		uint32_t magic, kind;
+		memcpy(&magic, f + off, 4);
+		memcpy(&kind, f + off + ATR_B_KIND, 4);
+		if (magic != ATR_BLOCK_MAGIC ||
+		    (kind != ATR_BLOCK_STAGING && kind != ATR_BLOCK_RETIRED))
+			continue;
+		put_u32(mh, ATN_MSG_UNIT);
+		put_u32(mh + 4, bs);
+		rc = send_all(s, mh, sizeof mh) || send_all(s, f + off, bs);
+	}
+	put_u32(mh, ATN_MSG_HEADER);
+	put_u32(mh + 4, ATR_HEADER_SIZE);
+	if (!rc)
+		rc = send_all(s, mh, sizeof mh) || send_all(s, f, ATR_HEADER_SIZE);
+	if (s >= 0)
+		close(s);
+	util_buf_free(&b);
+	if (!rc)
+		unlink(path);
+	return rc ? -1 : 0;
+}
+
+static void ship_leftovers(const char *spool, const char *collector)
+{
+	DIR *d = opendir(spool);
+	int sent = 0, kept = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)) != NULL) {
+		if (!is_atr_name(de->d_name))
+			continue;
+		char p[PATH_MAX + 256];
+		snprintf(p, sizeof p, "%s/%s", spool, de->d_name);
+		int r = ship_spool(p, collector);
+		sent += r == 0;
+		kept += r != 0;
+	}
+	if (d)
+		closedir(d);
+	if (sent)
+		fprintf(stderr,
+			"%s: sent what %d process image(s) killed before their exit had left to "
+			"tcp://%s\n",
+			util_msg_prog(), sent, collector);
+	if (kept)
+		util_err("record: %d spool file(s) not sent (still running or the collector is "
+			 "gone): kept in %s",
+			 kept, spool);
+	else if (rmdir(spool) != 0)
+		util_err("record: cannot remove %s: %s", spool, strerror(errno));
 }
 
 /* The one summary line. */
@@ -649,16 +794,28 @@ int cmd_record(int argc, char **argv)
 	if (find_lib(lib) < 0)
 		return 1;
 	int net = !strncmp(o.dir, "tcp://", 6);
+	char spool[PATH_MAX] = "";
 	if (net) {
 		int r = rec_collector(o.dir, o.collector, sizeof o.collector);
 		if (r)
 			return r;
 		o.no_rss = 1; /* the samples would be a local file */
+		/* the library's spool: staging blocks (docs/NET_FORMAT.md) */
+		const char *tmp = getenv("TMPDIR");
+		snprintf(spool, sizeof spool, "%s/alloctrace-spool-XXXXXX",
+			 tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(spool)) {
+			util_err("record: cannot create a spool directory in %s: %s",
+				 tmp && *tmp ? tmp : "/tmp", strerror(errno));
+			return 1;
+		}
 	} else if (prepare_dir(o.dir, o.explicit_dir, o.force) < 0) {
 		return 1;
 	}
 	char absdir[PATH_MAX] = "";
-	if (!net && !realpath(o.dir, absdir)) {
+	if (net)
+		snprintf(absdir, sizeof absdir, "%s", spool);
+	else if (!realpath(o.dir, absdir)) {
 		util_err("record: %s: %s", o.dir, strerror(errno));
 		return 1;
 	}
@@ -725,10 +882,11 @@ int cmd_record(int argc, char **argv)
 		rc = 128 + WTERMSIG(status);
 	else
 		rc = 1;
-	if (net)
+	if (net) {
+		ship_leftovers(spool, o.collector);
 		fprintf(stderr, "%s: recorded to %s (the collector wrote the files)\n",
 			util_msg_prog(), o.dir);
-	else
+	} else
 		report(o.dir);
 	return rc;
 }

@@ -85,6 +85,7 @@ static int check_hello(struct atn_rx *rx)
 	h->hello_size = rd32(b + ATN_H_HELLO_SIZE);
 	h->features = rd64(b + ATN_H_FEATURES);
 	h->trace_hdr_size = rd32(b + ATN_H_TRACE_HDR);
+	h->flags = rd32(b + ATN_H_FLAGS);
 	if (h->version != ATN_VERSION)
 		return atn_rx_fail(rx, "stream version %u, this collector reads version %u",
 				   h->version, ATN_VERSION);
@@ -94,6 +95,8 @@ static int check_hello(struct atn_rx *rx)
 	if (h->features & ~ATN_FEATURES_KNOWN)
 		return atn_rx_fail(rx, "unknown stream feature bits 0x%llx",
 				   (unsigned long long)(h->features & ~ATN_FEATURES_KNOWN));
+	if (h->flags & ~ATN_FLAGS_KNOWN)
+		return atn_rx_fail(rx, "unknown hello flags 0x%x", h->flags & ~ATN_FLAGS_KNOWN);
 	if (h->trace_hdr_size != ATR_HEADER_SIZE)
 		return atn_rx_fail(rx, "trace header of %u bytes (expected %u)", h->trace_hdr_size,
 				   ATR_HEADER_SIZE);

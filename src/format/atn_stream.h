@@ -19,6 +19,11 @@
 #define ATN_FEATURES_KNOWN  0ULL  /* no feature bits yet: any set is rejected */
 #define ATN_MSG_HEADER_SIZE 8u
 #define ATN_HOST_MAX	    32u
+/* Hello flags: CONTINUATION: the rest of a stream whose image ended
+ * without sending it (exec, kill): its staging blocks and header, sent by
+ * the next image of the pid or by `record`. */
+#define ATN_FLAG_CONTINUATION 1u
+#define ATN_FLAGS_KNOWN	      1u
 
 /* Hello: offsets */
 enum {
@@ -27,7 +32,7 @@ enum {
 	ATN_H_HELLO_SIZE = 12, /* u32 bytes of this hello (>= 64) */
 	ATN_H_FEATURES = 16,   /* u64 */
 	ATN_H_TRACE_HDR = 24,  /* u32 bytes of the trace file header after the hello */
-	ATN_H_RESERVED = 28,   /* u32 zero */
+	ATN_H_FLAGS = 28,      /* u32 ATN_FLAG_* */
 	ATN_H_HOST = 32,       /* char[32] sender's host name, NUL-padded */
 };
 
@@ -43,7 +48,7 @@ enum {
 enum atn_rx_state { ATN_RX_HELLO, ATN_RX_TRACE_HDR, ATN_RX_MSG_HDR, ATN_RX_PAYLOAD, ATN_RX_DONE };
 
 struct atn_hello {
-	uint32_t version, hello_size, trace_hdr_size;
+	uint32_t version, hello_size, trace_hdr_size, flags;
 	uint64_t features;
 	char host[ATN_HOST_MAX + 1];
 	/* from the trace header */

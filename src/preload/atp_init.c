@@ -200,44 +200,67 @@ static int try_create(const char *path)
 }
 
 /* DIR/<pid>.atr, DIR/<pid>.<n>.atr for later images of the same pid (exec);
- * FILE, then FILE.<pid>, FILE.<pid>.<n>; default /tmp/alloctrace.<pid>.atr */
-static int create_file(void)
+ * FILE, then FILE.<pid>, FILE.<pid>.<n>; default /tmp/alloctrace.<pid>.atr.
+ * The n-th name tried; *gen: the image number it stands for. */
+static void image_path(char *p, unsigned n, unsigned *gen)
 {
 	char pid[24], num[24];
 	atp_utoa((uint64_t)g.pid, pid);
-	for (unsigned n = 0; n < 1000; n++) {
-		char *p = g.path;
-		p[0] = 0;
-		if (g.dir[0]) {
-			atp_strlcat(p, g.dir, ATP_PATH_MAX);
-			atp_strlcat(p, "/", ATP_PATH_MAX);
-			atp_strlcat(p, pid, ATP_PATH_MAX);
-		} else if (g.file[0]) {
-			atp_strlcat(p, g.file, ATP_PATH_MAX);
-			if (n > 0) {
-				atp_strlcat(p, ".", ATP_PATH_MAX);
-				atp_strlcat(p, pid, ATP_PATH_MAX);
-			}
-		} else {
-			atp_strlcat(p, "/tmp/alloctrace.", ATP_PATH_MAX);
-			atp_strlcat(p, pid, ATP_PATH_MAX);
-		}
-		unsigned gen = g.file[0] && !g.dir[0] ? (n > 1 ? n - 1 : 0) : n;
-		if (gen) {
+	p[0] = 0;
+	if (g.dir[0]) {
+		atp_strlcat(p, g.dir, ATP_PATH_MAX);
+		atp_strlcat(p, "/", ATP_PATH_MAX);
+		atp_strlcat(p, pid, ATP_PATH_MAX);
+	} else if (g.file[0]) {
+		atp_strlcat(p, g.file, ATP_PATH_MAX);
+		if (n > 0) {
 			atp_strlcat(p, ".", ATP_PATH_MAX);
-			atp_strlcat(p, atp_utoa(gen, num), ATP_PATH_MAX);
+			atp_strlcat(p, pid, ATP_PATH_MAX);
 		}
-		if (g.dir[0] || !g.file[0])
-			atp_strlcat(p, ".atr", ATP_PATH_MAX);
-		int fd = try_create(p);
+	} else {
+		atp_strlcat(p, "/tmp/alloctrace.", ATP_PATH_MAX);
+		atp_strlcat(p, pid, ATP_PATH_MAX);
+	}
+	*gen = g.file[0] && !g.dir[0] ? (n > 1 ? n - 1 : 0) : n;
+	if (*gen) {
+		atp_strlcat(p, ".", ATP_PATH_MAX);
+		atp_strlcat(p, atp_utoa(*gen, num), ATP_PATH_MAX);
+	}
+	if (g.dir[0] || !g.file[0])
+		atp_strlcat(p, ".atr", ATP_PATH_MAX);
+}
+
+static unsigned name_idx; /* which image_path() the file got */
+
+static int create_file(void)
+{
+	for (unsigned n = 0; n < 1000; n++) {
+		unsigned gen;
+		image_path(g.path, n, &gen);
+		int fd = try_create(g.path);
 		if (fd >= 0) {
 			g.exec_seq = gen;
+			name_idx = n;
 			return fd;
 		}
 		if (errno != EEXIST)
 			return -errno;
 	}
 	return -EEXIST;
+}
+
+/* With a collector the file is a spool: header and staging blocks only.
+ * An earlier image of this pid (exec) left its staging blocks there: send
+ * them as the rest of its stream, then connect for ourselves. */
+static int open_net(void)
+{
+	char p[ATP_PATH_MAX];
+	for (unsigned n = 0; n < name_idx; n++) {
+		unsigned gen;
+		image_path(p, n, &gen);
+		atp_net_ship_file(p);
+	}
+	return atp_net_open();
 }
 
 static void fill_header(uint8_t *h);
@@ -258,27 +281,8 @@ static void read_file(const char *path, uint8_t *dst, size_t cap, size_t *len)
 }
 
 /* Create the file and its header page; map the header for status updates. */
-/* ALLOCTRACE_COLLECTOR: the header lives in memory and goes to the
- * collector in the hello (atp_net.c). */
-static int open_net_header(void)
-{
-	void *m =
-	    mmap(NULL, ATR_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return m == MAP_FAILED ? -errno : (fill_header(m), 0);
-}
-
 int atp_open_trace(void)
 {
-	if (g.net) {
-		int rc = open_net_header();
-		if (rc == 0 && (rc = atp_net_open()) != 0) {
-			munmap(g.hdr, ATR_HEADER_SIZE);
-			g.hdr = NULL;
-		}
-		if (rc)
-			atp_message("cannot send the trace to", g.path, "(not traced)", -rc);
-		return rc;
-	}
 	int fd = create_file();
 	if (fd < 0) {
 		atp_message("cannot create trace file", g.path, NULL, -fd);
@@ -303,6 +307,13 @@ int atp_open_trace(void)
 	g.dev = (uint64_t)st.st_dev;
 	close(fd);
 	fill_header(m);
+	if (g.net && (rc = open_net()) != 0) {
+		atp_message("cannot send the trace to", atp_net_name(), "(not traced)", -rc);
+		munmap(g.hdr, ATR_HEADER_SIZE);
+		g.hdr = NULL;
+		unlink(g.path);
+		return rc;
+	}
 	return 0;
 }
 
@@ -544,8 +555,6 @@ void atp_init(void)
 	const char *col = env("ALLOCTRACE_COLLECTOR");
 	if (col && !g.attach) {
 		g.net = 1;
-		atp_strlcpy(g.path, "tcp://", sizeof g.path);
-		atp_strlcat(g.path, col, sizeof g.path);
 		if (atp_net_config(col, env_u64("ALLOCTRACE_NET_BUFFER_KB", 4096),
 				   env_u64("ALLOCTRACE_NET_TIMEOUT_MS", 2000)) != 0) {
 			atp_message("ALLOCTRACE_COLLECTOR", col,

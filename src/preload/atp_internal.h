@@ -176,6 +176,7 @@ uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts) A
 void atp_thread_finish(struct atp_thread *t) ATP_HIDDEN;
 void atp_spares_forget(void) ATP_HIDDEN;
 void atp_fail(const char *what, int err) ATP_HIDDEN;
+void atp_fail_at(const char *what, const char *name, int err) ATP_HIDDEN;
 void atp_lost(uint64_t n) ATP_HIDDEN;
 int atp_write_meta(struct atp_thread *t, unsigned type, uint32_t arg, const void *payload,
 		   uint32_t len) ATP_HIDDEN;
@@ -191,7 +192,7 @@ void atp_write_brk(struct atp_thread *t, uint64_t ts) ATP_HIDDEN;
 void atp_heap_note(struct atp_thread *t, uint64_t ts, const void *r, uint64_t chunk_end) ATP_HIDDEN;
 void atp_hdr_set_status(uint32_t bits) ATP_HIDDEN;
 /* Bytes and records up to the terminator of a staging block. */
-void atp_staging_extent(const uint8_t *b, uint32_t *used, uint32_t *nrec) ATP_HIDDEN;
+void atp_staging_extent(const uint8_t *b, uint32_t bs, uint32_t *used, uint32_t *nrec) ATP_HIDDEN;
 /* Every staging block in use or parked (at most cap), for the collector. */
 size_t atp_staging_blocks(uint8_t **out, size_t cap) ATP_HIDDEN;
 void atp_hdr_clear_status(uint32_t bits) ATP_HIDDEN;
@@ -210,7 +211,11 @@ void atp_encode_done(struct atp_frame *f) ATP_HIDDEN; /* gives the context back 
 
 /* atp_net.c: ALLOCTRACE_COLLECTOR (docs/NET_FORMAT.md) */
 int atp_net_config(const char *spec, uint64_t buffer_kb, uint64_t timeout_ms) ATP_HIDDEN;
-int atp_net_open(void) ATP_HIDDEN; /* connect, send the hello with g.hdr */
+int atp_net_open(void) ATP_HIDDEN;	   /* connect, send the hello with g.hdr */
+const char *atp_net_name(void) ATP_HIDDEN; /* "tcp://ADDR:PORT" */
+/* The spool file of an earlier image of this pid: send its staging blocks
+ * and header as the rest of that image's stream, then delete it. */
+void atp_net_ship_file(const char *path) ATP_HIDDEN;
 /* 0 queued, 1 dropped (buffer full), < 0 connection gone (recording stopped) */
 int atp_net_send(uint32_t type, const void *payload, size_t len) ATP_HIDDEN;
 void atp_net_fini(uint8_t *const *blocks, size_t nblocks) ATP_HIDDEN;

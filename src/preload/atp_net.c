@@ -15,12 +15,14 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -36,8 +38,15 @@ static struct {
 	size_t cap, head, tail;
 	struct sockaddr_storage addr;
 	socklen_t alen;
+	uint64_t ino, dev; /* the socket, to notice a program that closed or reused its fd */
 	uint32_t timeout_ms;
+	char name[96]; /* tcp://ADDR:PORT, for messages */
 } n = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+const char *atp_net_name(void)
+{
+	return n.name;
+}
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -49,6 +58,8 @@ static void put32(uint8_t *p, uint32_t v)
 int atp_net_config(const char *spec, uint64_t buffer_kb, uint64_t timeout_ms)
 {
 	char host[64];
+	atp_strlcpy(n.name, "tcp://", sizeof n.name);
+	atp_strlcat(n.name, spec, sizeof n.name);
 	const char *colon = strrchr(spec, ':');
 	if (!colon || colon == spec || !colon[1])
 		return -EINVAL;
@@ -119,6 +130,12 @@ static int wait_fd(short ev, uint64_t deadline)
  * all).  0: sent or timed out; < 0: the connection is gone. */
 static int drain(uint64_t deadline)
 {
+	struct stat st;
+	/* a program that closes every fd (daemons) may have reused ours for
+	 * a file of its own: never write there */
+	if (n.tail > n.head &&
+	    (fstat(n.fd, &st) != 0 || (uint64_t)st.st_ino != n.ino || (uint64_t)st.st_dev != n.dev))
+		return -EBADF;
 	while (n.tail > n.head) {
 		ssize_t w =
 		    send(n.fd, n.buf + n.head, n.tail - n.head, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -145,7 +162,7 @@ static int drain(uint64_t deadline)
 static void broken(int err)
 {
 	n.dead = 1;
-	atp_fail("sending to", err);
+	atp_fail_at("sending to", n.name, err);
 }
 
 /* Room for len more bytes at the tail, waiting once if allowed.  0 if
@@ -198,13 +215,13 @@ int atp_net_send(uint32_t type, const void *payload, size_t len)
 /* A staging block that its thread may still be writing: copy its records
  * up to the terminator, and keep the copy only if the block was not
  * flushed and reset meanwhile (its seq is unchanged). */
-static int send_staging(const uint8_t *b)
+static int send_staging(const uint8_t *b, uint32_t bs)
 {
 	for (int tries = 0; tries < 3; tries++) {
 		uint64_t seq0 =
 		    __atomic_load_n((const uint64_t *)(b + ATR_B_SEQ), __ATOMIC_ACQUIRE);
 		uint32_t used, nrec;
-		atp_staging_extent(b, &used, &nrec);
+		atp_staging_extent(b, bs, &used, &nrec);
 		if (used == 0)
 			return 0;
 		size_t len = ATR_BLOCK_HEADER_SIZE + used + 8;
@@ -228,8 +245,9 @@ static int send_staging(const uint8_t *b)
 	return 0;
 }
 
-/* Connect (bounded by the timeout) and send the hello with g.hdr. */
-int atp_net_open(void)
+/* Connect (bounded by the timeout) and send a hello with the trace
+ * header hdr. */
+static int net_connect(const uint8_t *hdr, uint32_t flags)
 {
 	if (!n.buf) {
 		void *m =
@@ -243,6 +261,9 @@ int atp_net_open(void)
 	n.fd = socket(n.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (n.fd < 0)
 		return -errno;
+	/* the kernel's send buffer is part of the bound too */
+	int sb = n.cap < (4u << 20) ? (int)n.cap : (4 << 20);
+	setsockopt(n.fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof sb);
 	int rc = 0;
 	if (connect(n.fd, (struct sockaddr *)&n.addr, n.alen) != 0) {
 		rc = -errno;
@@ -258,17 +279,23 @@ int atp_net_open(void)
 				rc = -err;
 		}
 	}
+	struct stat st;
+	if (rc == 0 && fstat(n.fd, &st) != 0)
+		rc = -errno;
 	if (rc == 0) {
+		n.ino = (uint64_t)st.st_ino;
+		n.dev = (uint64_t)st.st_dev;
 		uint8_t *h = n.buf;
 		memset(h, 0, ATN_HELLO_SIZE);
 		memcpy(h + ATN_H_MAGIC, ATN_MAGIC, 8);
 		put32(h + ATN_H_VERSION, ATN_VERSION);
 		put32(h + ATN_H_HELLO_SIZE, ATN_HELLO_SIZE);
 		put32(h + ATN_H_TRACE_HDR, ATR_HEADER_SIZE);
+		put32(h + ATN_H_FLAGS, flags);
 		struct utsname u;
 		if (uname(&u) == 0)
 			atp_strlcpy((char *)h + ATN_H_HOST, u.nodename, ATN_HOST_MAX);
-		memcpy(h + ATN_HELLO_SIZE, g.hdr, ATR_HEADER_SIZE);
+		memcpy(h + ATN_HELLO_SIZE, hdr, ATR_HEADER_SIZE);
 		n.tail = ATN_HELLO_SIZE + ATR_HEADER_SIZE;
 		rc = drain(deadline_after(n.timeout_ms));
 		if (rc == 0 && n.tail)
@@ -282,6 +309,61 @@ int atp_net_open(void)
 	return rc;
 }
 
+int atp_net_open(void)
+{
+	return net_connect(g.hdr, 0);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* Init of an exec'd image, before its own connection: nobody else runs. */
+void atp_net_ship_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	struct stat st;
+	void *m = MAP_FAILED;
+	if (fstat(fd, &st) == 0 && st.st_size >= ATR_HEADER_SIZE)
+		m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return;
+	const uint8_t *f = m;
+	size_t size = (size_t)st.st_size;
+	uint32_t bs = get32(f + ATR_H_BLOCK_SIZE);
+	int ours = !memcmp(f, ATR_MAGIC, 8) && get32(f + ATR_H_VERSION) == ATR_VERSION &&
+		   get32(f + ATR_H_PID) == (uint32_t)g.pid && bs >= ATR_BLOCK_SIZE_MIN &&
+		   bs <= g.block_size && !(bs & (bs - 1));
+	if (ours && net_connect(f, ATN_FLAG_CONTINUATION) == 0) {
+		int rc = 0;
+		/* a spool holds staging blocks only, page-aligned, block_size each */
+		for (size_t off = (ATR_HEADER_SIZE + 4095) & ~(size_t)4095;
+		     off + bs <= size && rc >= 0; off += bs) {
+			uint32_t kind = get32(f + off + ATR_B_KIND);
+			if (get32(f + off) == ATR_BLOCK_MAGIC &&
+			    (kind == ATR_BLOCK_STAGING || kind == ATR_BLOCK_RETIRED))
+				rc = send_staging(f + off, bs);
+		}
+		if (rc >= 0 && make_room(ATN_MSG_HEADER_SIZE + ATR_HEADER_SIZE, 1) == 0) {
+			put_msg_header(ATN_MSG_HEADER, ATR_HEADER_SIZE);
+			memcpy(n.buf + n.tail, f, ATR_HEADER_SIZE);
+			n.tail += ATR_HEADER_SIZE;
+			rc = drain(deadline_after(n.timeout_ms));
+		}
+		if (rc == 0 && n.tail == n.head)
+			unlink(path);
+		close(n.fd);
+		n.fd = -1;
+	}
+	munmap(m, size);
+}
+
 /* The library destructor: every staging block (live threads' and parked
  * ones) and the final header, then wait (bounded) until all is sent.
  * Records written after this that do not fill a block are not sent. */
@@ -290,7 +372,7 @@ void atp_net_fini(uint8_t *const *blocks, size_t nblocks)
 	pthread_mutex_lock(&n.lock);
 	int rc = n.dead ? -EPIPE : 0;
 	for (size_t i = 0; i < nblocks && rc >= 0; i++)
-		rc = send_staging(blocks[i]);
+		rc = send_staging(blocks[i], g.block_size);
 	/* dropped frames whose LOST record never made it: the header counts
 	 * them.  It goes last, worth one more wait. */
 	atp_lost(atomic_exchange(&g.net_unreported, 0));
@@ -304,8 +386,10 @@ void atp_net_fini(uint8_t *const *blocks, size_t nblocks)
 		rc = drain(deadline_after(n.timeout_ms));
 	if (rc < 0 && !n.dead)
 		broken(-rc);
-	else if (rc >= 0 && n.tail > n.head)
-		atp_message("collector", g.path, "too slow: the end of the trace was not sent", 0);
+	if (rc == 0 && n.tail == n.head)
+		unlink(g.path); /* all sent: the spool is done */
+	else if (!n.dead)
+		atp_message("collector too slow: the end of the trace stays in", g.path, NULL, 0);
 	pthread_mutex_unlock(&n.lock);
 }
 

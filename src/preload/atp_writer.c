@@ -49,6 +49,11 @@ void atp_lost(uint64_t n)
  * was cut short and why, stderr says it once. */
 void atp_fail(const char *what, int err)
 {
+	atp_fail_at(what, g.path, err);
+}
+
+void atp_fail_at(const char *what, const char *name, int err)
+{
 	int expected = 0;
 	g.recording = 0;
 	if (!atomic_compare_exchange_strong(&g.failed, &expected, 1))
@@ -57,7 +62,7 @@ void atp_fail(const char *what, int err)
 		atp_put_u32(g.hdr + ATR_H_ERRNO, (uint32_t)err);
 		atp_hdr_set_status(ATR_STATUS_TRUNCATED);
 	}
-	atp_message(what, g.path, "failed, trace cut short", err);
+	atp_message(what, name, "failed, trace cut short", err);
 }
 
 /* Open the trace by path and check it is still the file we created. */
@@ -222,10 +227,10 @@ static int flush_staging(struct atp_thread *t, uint64_t ts)
 
 /* Bytes and records of a staging block whose owner is gone (its cursor
  * went with its TLS): walk the records up to the terminator. */
-void atp_staging_extent(const uint8_t *b, uint32_t *used, uint32_t *nrec)
+void atp_staging_extent(const uint8_t *b, uint32_t bs, uint32_t *used, uint32_t *nrec)
 {
 	const uint64_t *p = (const uint64_t *)(b + ATR_BLOCK_HEADER_SIZE);
-	const uint64_t *end = (const uint64_t *)(b + g.block_size);
+	const uint64_t *end = (const uint64_t *)(b + bs);
 	uint32_t n = 0;
 	while (p < end && p[0] != 0) {
 		unsigned type = (unsigned)(p[0] & ATR_TYPE_MASK);
@@ -346,7 +351,7 @@ static int start_thread(struct atp_thread *t)
 	if (spare) {
 		/* keep what the old thread wrote after its exit hook */
 		uint32_t used, nrec;
-		atp_staging_extent(spare, &used, &nrec);
+		atp_staging_extent(spare, g.block_size, &used, &nrec);
 		int rc =
 		    used ? flush_block(spare, get_u32(spare + ATR_B_THREAD),
 				       get_u32(spare + ATR_B_TID), get_u64(spare + ATR_B_SEQ), used)
@@ -360,14 +365,6 @@ static int start_thread(struct atp_thread *t)
 			return rc;
 		}
 		adopt_block(t, spare);
-		return 0;
-	}
-	if (g.net) {
-		void *a = mmap(NULL, g.block_size, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (a == MAP_FAILED)
-			return -errno;
-		adopt_block(t, a);
 		return 0;
 	}
 	int fd = open_trace_fd();
