@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/an_session.h"
 #include "atr_reader.h"
 #include "cmds/cmds.h"
 #include "util_json.h"
@@ -12,7 +13,8 @@
 
 static void dump_usage(FILE *out)
 {
-	fprintf(out, "usage: alloctrace dump [--json] FILE_OR_DIR...\n"
+	fprintf(out, "usage: alloctrace dump [--json] [--thread T] [--from S] [--to S]\n"
+		     "                      [--seek-stats] FILE_OR_DIR...\n"
 		     "Print every record of each process in global time order, one per line:\n"
 		     "  SEQ  SECONDS Tn call(args) = result [usable=N] [stack=N] [dur=Nns]\n"
 		     "with a '#' header line per process.  Times are seconds since the\n"
@@ -20,7 +22,13 @@ static void dump_usage(FILE *out)
 		     "  --json   JSON Lines: one object per record (keys seq, ts_ns, pid,\n"
 		     "           thread, tid, type, then type-specific: ptr, ret, size,\n"
 		     "           nmemb, align, usable, stack, err, duration_ns, label, ...);\n"
-		     "           pointers are strings \"0x...\", sizes are numbers\n");
+		     "           pointers are strings \"0x...\", sizes are numbers\n"
+		     "  --thread T  records of that thread only: kernel tid, or T<serial>\n"
+		     "           (repeat for several)\n"
+		     "  --from S, --to S  records from/to S seconds since the trace began\n"
+		     "  With these, v2 frames of other threads or times are skipped by the\n"
+		     "  index without being read; SEQ then counts the selected records.\n"
+		     "  --seek-stats  on stderr: blocks decoded and skipped per process\n");
 }
 
 static uint64_t to_ns(const atr_file *f, uint64_t ticks)
@@ -279,8 +287,47 @@ static void json_event(struct json_writer *w, const atr_file *f, const struct at
 	json_finish(w);
 }
 
-static int dump_file(const char *path, int json)
+struct dump_opts {
+	int json, seek_stats;
+	struct rep_opts sel; /* --thread --from --to, parsed as report does */
+};
+
+/* The selection in this file's terms: serials and ticks. */
+static int dump_sel(atr_file *f, const struct rep_opts *o, struct atr_sel *sel, uint32_t *serials)
 {
+	const struct an_filter *flt = &o->flt;
+	memset(sel, 0, sizeof(*sel));
+	sel->to_ts = UINT64_MAX;
+	double tps = atr_get_info(f)->ticks_per_sec;
+	if (flt->have_from) {
+		double t = flt->from_s * tps;
+		sel->from_ts = t <= 0 ? 0 : t >= 1.8e19 ? UINT64_MAX : (uint64_t)t;
+	}
+	if (flt->have_to) {
+		double t = flt->to_s * tps;
+		sel->to_ts = t <= 0 ? 0 : t >= 1.8e19 ? UINT64_MAX : (uint64_t)t;
+	}
+	size_t n = 0;
+	for (uint32_t i = 0; i < atr_thread_count(f) && flt->nthreads; i++) {
+		const struct atr_thread_info *ti = atr_thread(f, i);
+		for (size_t k = 0; k < flt->nthreads; k++) {
+			uint32_t t = flt->threads[k];
+			if ((t & AN_FILTER_SERIAL) ? (t & ~AN_FILTER_SERIAL) == ti->serial
+						   : t == ti->tid) {
+				serials[n++] = ti->serial;
+				break;
+			}
+		}
+	}
+	sel->serials = serials;
+	sel->nserials = n;
+	/* threads asked for that this process does not have: select none */
+	return flt->nthreads && n == 0 ? 0 : 1;
+}
+
+static int dump_file(const char *path, const struct dump_opts *o)
+{
+	int json = o->json;
 	char eb[512];
 	atr_file *f;
 	if (atr_open(path, &f, eb, sizeof(eb)) < 0) {
@@ -293,7 +340,22 @@ static int dump_file(const char *path, int json)
 		       in->pid, in->ppid, in->exec_seq, in->path,
 		       in->cmdline[0] ? in->cmdline : in->exe);
 	atr_iter *it;
-	int r = atr_iter_new(f, &it);
+	int r;
+	uint32_t *serials = NULL;
+	if (o->sel.any_filter) {
+		struct atr_sel sel;
+		serials = malloc((atr_thread_count(f) + 1) * sizeof(*serials));
+		if (!serials)
+			util_die_nomem();
+		if (!dump_sel(f, &o->sel, &sel, serials)) {
+			free(serials);
+			atr_close(f);
+			return 0;
+		}
+		r = atr_iter_new_sel(f, &sel, &it);
+	} else {
+		r = atr_iter_new(f, &it);
+	}
 	struct atr_event ev;
 	struct json_writer w;
 	json_init(&w, stdout, 0);
@@ -307,22 +369,75 @@ static int dump_file(const char *path, int json)
 	}
 	if (r < 0)
 		util_err("%s", r == ATR_E_NOMEM ? "out of memory" : atr_last_error(f));
+	if (o->seek_stats && r >= 0) {
+		struct atr_iter_stats st;
+		atr_iter_get_stats(it, &st);
+		fprintf(stderr,
+			"%s: dump: %s: %" PRIu64 " block(s) decoded, %" PRIu64
+			" skipped by the index (%" PRIu64 " records not read)\n",
+			util_msg_prog(), path, st.blocks_decoded, st.blocks_skipped,
+			st.records_skipped);
+	}
 	atr_iter_free(it);
+	free(serials);
 	atr_close(f);
 	return r < 0;
 }
 
 static int dump_one(void *arg, const char *path)
 {
-	return dump_file(path, *(int *)arg);
+	return dump_file(path, arg);
 }
 
 int cmd_dump(int argc, char **argv)
 {
-	int json;
-	int st = cmdu_json_args(argc, argv, "dump", dump_usage, &json);
-	if (st >= 0)
-		return st;
-	int rc = cmdu_each_trace(argc - optind, argv + optind, dump_one, &json);
-	return rc | cmdu_flush_stdout("dump");
+	enum { O_SEEK = 256 };
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"thread", required_argument, NULL, REP_OPT_BASE + 2},
+	    {"from", required_argument, NULL, REP_OPT_BASE + 3},
+	    {"to", required_argument, NULL, REP_OPT_BASE + 4},
+	    {"seek-stats", no_argument, NULL, O_SEEK},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct dump_opts o = {0};
+	rep_opts_init(&o.sel);
+	int c, rc = 0;
+	optind = 1;
+	while ((c = cmdu_getopt(argc, argv, "jh", opts, NULL)) != -1) {
+		if (c == 'j') {
+			o.json = 1;
+		} else if (c == O_SEEK) {
+			o.seek_stats = 1;
+		} else if (c == 'h') {
+			dump_usage(stdout);
+			rep_opts_free(&o.sel);
+			return 0;
+		} else if (c >= REP_OPT_BASE) {
+			if (rep_opt(&o.sel, c, optarg, "dump") < 0) {
+				rc = 2;
+				break;
+			}
+			if (o.sel.flt.from_label || o.sel.flt.to_label) {
+				util_err("dump: --from/--to take seconds here (a marker label "
+					 "needs the whole trace: use report)");
+				rc = 2;
+				break;
+			}
+		} else {
+			dump_usage(stderr);
+			rc = 2;
+			break;
+		}
+	}
+	if (!rc && optind >= argc) {
+		util_err("dump: no trace file or directory given");
+		dump_usage(stderr);
+		rc = 2;
+	}
+	if (!rc)
+		rc = cmdu_each_trace(argc - optind, argv + optind, dump_one, &o);
+	rep_opts_free(&o.sel);
+	return rc == 2 ? 2 : rc | cmdu_flush_stdout("dump");
 }

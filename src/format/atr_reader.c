@@ -34,7 +34,9 @@
 struct atr_sblk {
 	uint64_t off; /* of the block (v1) or unit (v2) header */
 	int staging;
-	uint32_t calls; /* v2 FRAME: from its header */
+	int indexed;		    /* v2 FRAME: the fields below are known */
+	uint32_t calls, records;    /* v2 FRAME: from its header */
+	uint64_t first_ts, last_ts; /* v2 FRAME: its time range (the index) */
 };
 
 struct atr_thr {
@@ -206,7 +208,9 @@ static int cmp_u64(uint64_t a, uint64_t b)
 /* Scan-time description of a block that belongs to a thread. */
 struct atr_scan {
 	uint64_t seq, off;
-	uint32_t serial, tid, kind, calls;
+	uint32_t serial, tid, kind, calls, records;
+	int indexed;
+	uint64_t first_ts, last_ts;
 };
 
 static int scan_cmp(const void *pa, const void *pb)
@@ -395,7 +399,7 @@ struct scan_list {
 	size_t n, cap;
 };
 
-static int scan_push(struct scan_list *l, const uint8_t *h, uint64_t off, uint32_t kind)
+static int scan_push(struct scan_list *l, const uint8_t *h, uint64_t off, uint32_t kind, int frame)
 {
 	if (l->n == l->cap) {
 		size_t nc = l->cap ? l->cap * 2 : 64;
@@ -412,6 +416,10 @@ static int scan_push(struct scan_list *l, const uint8_t *h, uint64_t off, uint32
 	e->tid = rd32(h + ATR_B_TID);
 	e->kind = kind;
 	e->calls = kind == ATR_BLOCK_DATA ? rd32(h + ATR_U_CALLS) : 0; /* v2 only */
+	e->indexed = frame;
+	e->records = frame ? rd32(h + ATR_B_RECORDS) : 0;
+	e->first_ts = frame ? rd64(h + ATR_U_FIRST_TS) : 0;
+	e->last_ts = frame ? rd64(h + ATR_U_LAST_TS) : 0;
 	return ATR_OK;
 }
 
@@ -465,7 +473,7 @@ static int scan_v1(atr_file *f, struct scan_list *l, char *eb, size_t el)
 				f->info.truncated_blocks++;
 			f->info.records_hint += rd32(h + ATR_B_RECORDS);
 		}
-		if (scan_push(l, h, off, kind) != ATR_OK) {
+		if (scan_push(l, h, off, kind, 0) != ATR_OK) {
 			fmt_err(eb, el, "%s: out of memory", p);
 			return ATR_E_NOMEM;
 		}
@@ -556,8 +564,8 @@ static int scan_v2(atr_file *f, struct scan_list *l, char *eb, size_t el)
 					p, off);
 				return ATR_E_BLOCK;
 			}
-			if (scan_push(l, h, off, kind == ATR_BLOCK_FRAME ? ATR_BLOCK_DATA : kind) !=
-			    ATR_OK) {
+			if (scan_push(l, h, off, kind == ATR_BLOCK_FRAME ? ATR_BLOCK_DATA : kind,
+				      kind == ATR_BLOCK_FRAME) != ATR_OK) {
 				fmt_err(eb, el, "%s: out of memory", p);
 				return ATR_E_NOMEM;
 			}
@@ -631,6 +639,10 @@ static int scan_blocks(atr_file *f, char *eb, size_t el)
 				f->stream[ns].off = sc[k].off;
 				f->stream[ns].staging = 0;
 				f->stream[ns].calls = sc[k].calls;
+				f->stream[ns].records = sc[k].records;
+				f->stream[ns].indexed = sc[k].indexed;
+				f->stream[ns].first_ts = sc[k].first_ts;
+				f->stream[ns].last_ts = sc[k].last_ts;
 				ns++;
 			} else {
 				/* sorted by seq: the last staging block wins
@@ -652,6 +664,7 @@ static int scan_blocks(atr_file *f, char *eb, size_t el)
 					f->info.lost_blocks += best_staging->seq - expect;
 				f->stream[ns].off = best_staging->off;
 				f->stream[ns].staging = 1;
+				f->stream[ns].indexed = 0;
 				ns++;
 			}
 		}
@@ -897,6 +910,8 @@ struct atr_cur {
 	double wf_calls, wf_bytes; /* sampled: weights' carried fractions */
 	struct atr_event stash;	   /* a realloc waiting behind its release */
 	int has_stash;
+	const struct atr_sel *sel; /* atr_iter_new_sel: time window */
+	uint64_t skipped_blocks, skipped_records, decoded_blocks;
 	/* statistics of this cursor's walk */
 	uint64_t lost, inversions, records, calls, trunc_records, last_ts;
 };
@@ -1063,6 +1078,21 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 				return 0;
 			}
 			const struct atr_sblk *sb = &f->stream[t->first + c->si++];
+			if (c->sel && sb->indexed) {
+				/* the index says the whole frame is outside the
+				 * window: never read or decompressed */
+				if (sb->first_ts > c->sel->to_ts) {
+					c->skipped_blocks += t->n - c->si + 1;
+					c->si = t->n;
+					continue;
+				}
+				if (sb->last_ts < c->sel->from_ts) {
+					c->skipped_blocks++;
+					c->skipped_records += sb->records;
+					continue;
+				}
+			}
+			c->decoded_blocks++;
 			c->off = sb->off;
 			c->staging = sb->staging;
 			if (f->v2) {
@@ -1378,6 +1408,9 @@ struct atr_iter {
 	int bvalid;
 	uint64_t bts;
 	uint32_t bthr;
+	const struct atr_sel *sel; /* the caller's copy: see sel_copy */
+	struct atr_sel sel_copy;
+	uint32_t *serials;
 };
 
 static inline int heap_less(const struct atr_iter *it, uint32_t a, uint32_t b)
@@ -1434,11 +1467,76 @@ int atr_iter_new(atr_file *f, atr_iter **out)
 	return ATR_OK;
 }
 
+int atr_iter_new_sel(atr_file *f, const struct atr_sel *sel, atr_iter **out)
+{
+	int r = atr_iter_new(f, out);
+	if (r < 0 || !sel)
+		return r;
+	atr_iter *it = *out;
+	it->sel_copy = *sel;
+	if (sel->nserials) {
+		it->serials = malloc(sel->nserials * sizeof(*it->serials));
+		if (!it->serials) {
+			atr_iter_free(it);
+			*out = NULL;
+			snprintf(f->err, sizeof(f->err), "%s: out of memory", f->path);
+			return ATR_E_NOMEM;
+		}
+		memcpy(it->serials, sel->serials, sel->nserials * sizeof(*it->serials));
+		it->sel_copy.serials = it->serials;
+	}
+	it->sel = &it->sel_copy;
+	for (uint32_t t = 0; t < it->n; t++)
+		it->cur[t].sel = it->sel;
+	return ATR_OK;
+}
+
+void atr_iter_get_stats(const atr_iter *it, struct atr_iter_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (uint32_t t = 0; it && t < it->n; t++) {
+		st->blocks_skipped += it->cur[t].skipped_blocks;
+		st->records_skipped += it->cur[t].skipped_records;
+		st->blocks_decoded += it->cur[t].decoded_blocks;
+	}
+}
+
+/* The next event of a cursor inside the iterator's selection. */
+static int cur_next_sel(atr_file *f, struct atr_cur *c, struct atr_event *ev)
+{
+	for (;;) {
+		int r = cur_next_ev(f, c, ev);
+		if (r <= 0 || !c->sel)
+			return r;
+		if (ev->ts > c->sel->to_ts)
+			return 0; /* the thread's later events are later still */
+		if (ev->ts >= c->sel->from_ts)
+			return 1;
+	}
+}
+
+static int sel_thread(const atr_file *f, const struct atr_sel *sel, uint32_t t)
+{
+	if (!sel || !sel->nserials)
+		return 1;
+	for (size_t i = 0; i < sel->nserials; i++)
+		if (sel->serials[i] == f->thr[t].serial)
+			return 1;
+	return 0;
+}
+
 static int iter_start(atr_iter *it)
 {
 	it->started = 1;
 	for (uint32_t t = 0; t < it->n; t++) {
-		int r = cur_next_ev(it->f, &it->cur[t], it->next[t]);
+		if (!sel_thread(it->f, it->sel, t)) {
+			const struct atr_thr *th = &it->f->thr[t];
+			it->cur[t].skipped_blocks += th->n;
+			for (uint64_t k = 0; k < th->n; k++)
+				it->cur[t].skipped_records += it->f->stream[th->first + k].records;
+			continue;
+		}
+		int r = cur_next_sel(it->f, &it->cur[t], it->next[t]);
 		if (r < 0)
 			return r;
 		if (r > 0)
@@ -1463,7 +1561,8 @@ int atr_iter_next_ref(atr_iter *it, const struct atr_event **out)
 	if (!it->hn) {
 		if (it->started != 2) {
 			it->started = 2;
-			apply_walk(it->f, it->cur, it->n);
+			if (!it->sel) /* a partial walk says nothing about the file */
+				apply_walk(it->f, it->cur, it->n);
 		}
 		return 0;
 	}
@@ -1476,7 +1575,7 @@ int atr_iter_next_ref(atr_iter *it, const struct atr_event **out)
 		it->seq++;
 	it->next[t] = it->spare;
 	it->spare = ev;
-	int r = cur_next_ev(it->f, &it->cur[t], it->next[t]);
+	int r = cur_next_sel(it->f, &it->cur[t], it->next[t]);
 	if (r < 0)
 		return it->err = r;
 	*out = ev;
@@ -1517,6 +1616,7 @@ void atr_iter_free(atr_iter *it)
 		return;
 	for (uint32_t t = 0; it->cur && t < it->n; t++)
 		cur_free(&it->cur[t]);
+	free(it->serials);
 	free(it->cur);
 	free(it->pend);
 	free(it->next);

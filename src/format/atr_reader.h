@@ -181,6 +181,27 @@ int atr_iter_next(atr_iter *it, struct atr_event *ev);
 int atr_iter_next_ref(atr_iter *it, const struct atr_event **ev);
 void atr_iter_free(atr_iter *it);
 
+/* Iteration restricted to some threads and a time window, using the
+ * index (docs/TRACE_FORMAT.md, "The index"): a v2 frame whose thread is
+ * not selected, or whose time range lies outside [from_ts, to_ts], is
+ * never read or decompressed; events of decoded blocks outside the window
+ * are dropped.  seq then counts the selected events only, and the walk
+ * statistics of atr_get_info() are not updated.  Version-1 blocks and
+ * staging blocks carry no index: they are decoded and filtered. */
+struct atr_sel {
+	const uint32_t *serials; /* thread serials kept; nserials 0: all */
+	size_t nserials;
+	uint64_t from_ts, to_ts; /* ticks since start, inclusive; to_ts
+				    UINT64_MAX: no end */
+};
+int atr_iter_new_sel(atr_file *f, const struct atr_sel *sel, atr_iter **out);
+struct atr_iter_stats {
+	uint64_t blocks_decoded;  /* read (and, v2 frames, decompressed) */
+	uint64_t blocks_skipped;  /* left alone thanks to the index or the thread set */
+	uint64_t records_skipped; /* records of skipped frames (from their headers) */
+};
+void atr_iter_get_stats(const atr_iter *it, struct atr_iter_stats *st);
+
 /* Name of a record type: "malloc", "free", ..., "marker". */
 const char *atr_type_name(unsigned type);
 /* Name of a CONTROL record's argument: "start", "stop", "pause", "resume",
