@@ -75,7 +75,8 @@ class Collector:
             return f.read()
 
     def wait_streams(self, n, timeout=20):
-        """until n streams ended (lines '... bytes -> PATH (...)')"""
+        """until n connections ended (lines '... bytes -> PATH (...)'),
+        continuations included"""
         deadline = time.time() + timeout
         while time.time() < deadline:
             if len(re.findall(r" bytes -> ", self.text())) >= n:
@@ -213,7 +214,7 @@ def case_exec(build, tmp):
     r = record(build, "tcp://127.0.0.1:%d" % col.port, "execer")
     if r.returncode != 0:
         fail("execer over tcp: exit %d\n%s" % (r.returncode, r.stderr))
-    col.wait_streams(3)
+    col.wait_streams(5)  # three images, and two continuations (sent by the next image)
     col.stop()
     files = sorted(f for f in os.listdir(os.path.join(tmp, "col")) if f.endswith(".atr"))
     pid = json.loads(r.stdout.splitlines()[0])["pid"]
@@ -259,7 +260,7 @@ def case_client_killed(build, tmp):
         fail("the collector died with its client:\n" + col.text())
     # the collector still takes new streams
     r = record(build, "tcp://127.0.0.1:%d" % col.port, "calls")
-    col.wait_streams(2)
+    col.wait_streams(3)  # the killed one, its continuation from record, the next
     col.stop()
     q = {x["pid"]: x for x in info(build, os.path.join(tmp, "col"))}
     k = q[pid]

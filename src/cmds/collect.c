@@ -45,7 +45,8 @@ static void col_usage(FILE *out)
 		     "  -o, --output DIR   where the trace files go (default " COL_DEFAULT_DIR
 		     "; created\n"
 		     "                     if missing; existing files are never overwritten)\n"
-		     "      --streams N    exit after N streams have ended\n");
+		     "      --streams N    exit after N connections (streams or their\n"
+		     "                     continuations) have ended\n");
 }
 
 static void col_on_signal(int sig)

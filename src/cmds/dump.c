@@ -374,7 +374,7 @@ static int dump_file(const char *path, const struct dump_opts *o)
 		atr_iter_get_stats(it, &st);
 		fprintf(stderr,
 			"%s: dump: %s: %" PRIu64 " block(s) decoded, %" PRIu64
-			" skipped by the index (%" PRIu64 " records not read)\n",
+			" left unread (%" PRIu64 " records, by the index)\n",
 			util_msg_prog(), path, st.blocks_decoded, st.blocks_skipped,
 			st.records_skipped);
 	}

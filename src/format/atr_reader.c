@@ -1082,8 +1082,11 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 				/* the index says the whole frame is outside the
 				 * window: never read or decompressed */
 				if (sb->first_ts > c->sel->to_ts) {
-					c->skipped_blocks += t->n - c->si + 1;
-					c->si = t->n;
+					for (c->si--; c->si < t->n; c->si++) {
+						c->skipped_blocks++;
+						c->skipped_records +=
+						    f->stream[t->first + c->si].records;
+					}
 					continue;
 				}
 				if (sb->last_ts < c->sel->from_ts) {
@@ -1508,8 +1511,16 @@ static int cur_next_sel(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 		int r = cur_next_ev(f, c, ev);
 		if (r <= 0 || !c->sel)
 			return r;
-		if (ev->ts > c->sel->to_ts)
-			return 0; /* the thread's later events are later still */
+		if (ev->ts > c->sel->to_ts) {
+			/* the thread's later events are later still: its
+			 * remaining blocks are never read */
+			const struct atr_thr *t = &f->thr[c->t];
+			for (; c->si < t->n; c->si++) {
+				c->skipped_blocks++;
+				c->skipped_records += f->stream[t->first + c->si].records;
+			}
+			return 0;
+		}
 		if (ev->ts >= c->sel->from_ts)
 			return 1;
 	}

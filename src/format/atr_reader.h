@@ -197,7 +197,7 @@ struct atr_sel {
 int atr_iter_new_sel(atr_file *f, const struct atr_sel *sel, atr_iter **out);
 struct atr_iter_stats {
 	uint64_t blocks_decoded;  /* read (and, v2 frames, decompressed) */
-	uint64_t blocks_skipped;  /* left alone thanks to the index or the thread set */
+	uint64_t blocks_skipped;  /* never read: other threads, outside the window */
 	uint64_t records_skipped; /* records of skipped frames (from their headers) */
 };
 void atr_iter_get_stats(const atr_iter *it, struct atr_iter_stats *st);
