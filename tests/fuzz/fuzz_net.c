@@ -128,7 +128,8 @@ static void msg(struct sbuf *s, uint32_t type, const void *p, size_t len)
 	uint8_t *h = grow(s, 8);
 	put32(h, type);
 	put32(h + 4, (uint32_t)len);
-	memcpy(grow(s, len), p, len);
+	if (len) /* END has no payload (and p is NULL then) */
+		memcpy(grow(s, len), p, len);
 }
 
 static void trace_header(uint8_t *t, uint64_t feat, uint32_t status)
