@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "an_timeline.h"
 #include "atr_reader.h"
@@ -97,6 +98,26 @@ struct an_filter {
 	void *stack_arg;
 };
 #define AN_FILTER_SERIAL 0x80000000u
+
+/* Is ev's thread one flt keeps? */
+static inline int an_filter_thread_kept(const struct an_filter *flt, const struct atr_event *ev)
+{
+	if (!flt || !flt->nthreads)
+		return 1;
+	for (size_t i = 0; i < flt->nthreads; i++) {
+		uint32_t t = flt->threads[i];
+		if ((t & AN_FILTER_SERIAL) ? (t & ~AN_FILTER_SERIAL) == ev->thread : t == ev->tid)
+			return 1;
+	}
+	return 0;
+}
+
+/* --from/--to given as a label: 1 if ev is the marker with that text. */
+static inline int an_filter_is_marker(const struct atr_event *ev, const char *label)
+{
+	size_t n = strlen(label);
+	return ev->type == ATR_T_MARKER && ev->payload_len == n && !memcmp(ev->payload, label, n);
+}
 
 /* Calls atr_stacks_load(f) first.  r is freed with an_report_free() in any
  * case.  0, or a negative atr_err (message via atr_last_error(f)). */

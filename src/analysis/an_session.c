@@ -299,6 +299,36 @@ static int stack_ok(void *arg, uint32_t stack)
 	return (!c->o->module || m.module_hit) && (!c->o->have_fre || m.function_hit);
 }
 
+int rep_stack_selected(struct rep_stack_cache *k, atr_file *f, uint32_t stack)
+{
+	size_t i;
+	for (i = 0; i < k->n && k->ctx[i].f != f; i++)
+		;
+	if (i == k->n) {
+		struct rep_ctx *n = realloc(k->ctx, (k->n + 1) * sizeof(*n));
+		if (!n)
+			return 1; /* keeps it: never drops for want of memory */
+		k->ctx = n;
+		memset(&n[i], 0, sizeof(n[i]));
+		n[i].f = f;
+		n[i].o = k->o;
+		n[i].sym = an_symbols_new(f);
+		if (n[i].sym)
+			an_symbols_set_names(n[i].sym, k->o->names);
+		k->n++;
+	}
+	return !k->ctx[i].sym || stack_ok(&k->ctx[i], stack);
+}
+
+void rep_stack_cache_free(struct rep_stack_cache *k)
+{
+	for (size_t i = 0; i < k->n; i++)
+		an_symbols_free(k->ctx[i].sym);
+	free(k->ctx);
+	k->ctx = NULL;
+	k->n = 0;
+}
+
 struct supp_arg {
 	const struct rep_opts *o;
 	int hit;

@@ -18,8 +18,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/an_report.h"
+#include "atr_reader.h"
+
 struct rp_convert_opts {
-	uint32_t pid;		 /* 0: the first process */
+	uint32_t pid; /* 0: the busiest process (most records) */
+	int merge;    /* every process into one workload (threads
+			 renumbered, addresses kept apart) */
+	/* Allocations kept (docs/CLI.md, "convert"): the analysis commands'
+	 * --thread, --from, --to; NULL: all.  A block whose allocation is not
+	 * kept is left out with every later op on it, so the workload stays
+	 * consistent (no unknown frees).  Its stack_ok is not used: */
+	const struct an_filter *flt;
+	/* --module/--function: 1 if allocations with this (canonical) stack
+	 * of file f are kept (NULL: all) */
+	int (*stack_ok)(void *arg, atr_file *f, uint32_t stack);
+	void *stack_arg;
 	int progress;		 /* 1: progress on stderr */
 	int quiet;		 /* 1: no anomaly reports */
 	int max_reports;	 /* anomalies printed per kind (default 10) */
@@ -42,6 +56,10 @@ struct rp_convert_stats {
 	uint64_t lost_records, anomalies, bytes_out;
 	uint64_t think_ns;
 	uint32_t max_live;
+	uint64_t excluded_calls;	/* calls a filter left out */
+	int window_open, window_closed; /* --from/--to labels: seen */
+	uint32_t no_stacks;		/* processes without stacks (--module, --function
+					   keep none of their allocations) */
 	/* a dj/malloc trace (docs/DJ_COMPAT.md) */
 	int dj, dj_alloctrace_export;
 	uint64_t dj_inversions_fixed, dj_inversions_pending, dj_reallocs_merged;
