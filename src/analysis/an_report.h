@@ -22,7 +22,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "an_timeline.h"
 #include "atr_reader.h"
@@ -110,13 +109,6 @@ static inline int an_filter_thread_kept(const struct an_filter *flt, const struc
 			return 1;
 	}
 	return 0;
-}
-
-/* --from/--to given as a label: 1 if ev is the marker with that text. */
-static inline int an_filter_is_marker(const struct atr_event *ev, const char *label)
-{
-	size_t n = strlen(label);
-	return ev->type == ATR_T_MARKER && ev->payload_len == n && !memcmp(ev->payload, label, n);
 }
 
 /* Calls atr_stacks_load(f) first.  r is freed with an_report_free() in any

@@ -17,6 +17,7 @@
 #include "analysis/an_timeline.h"
 #include "atr_reader.h"
 #include "atr_rss.h"
+#include "util_hmap.h"
 #include "util_strtab.h"
 
 /* The options every analysis command shares (docs/CLI.md, "Filters"). */
@@ -95,7 +96,8 @@ void rep_close(struct rep_ctx *c);
  * asked about are kept in k until rep_stack_cache_free(). */
 struct rep_stack_cache {
 	const struct rep_opts *o;
-	struct rep_ctx *ctx; /* one per file: f, sym */
+	struct rep_ctx *ctx;	/* one per file: f, sym */
+	struct util_hmap *memo; /* per file: stack -> selected + 1 */
 	size_t n;
 };
 int rep_stack_selected(struct rep_stack_cache *k, atr_file *f, uint32_t stack);

@@ -44,9 +44,19 @@ static void convert_usage(FILE *out)
 		RP_THINK_FLOOR_NS);
 }
 
-static int stack_selected(void *arg, atr_file *f, uint32_t stack)
+/* rp_convert_opts.keep: report's selection of allocations (--thread,
+ * --module, --function); free(NULL) has no stack. */
+static int keep_call(void *arg, atr_file *f, const struct atr_event *ev)
 {
-	return rep_stack_selected(arg, f, stack);
+	struct rep_stack_cache *k = arg;
+	const struct rep_opts *ro = k->o;
+	if (!an_filter_thread_kept(&ro->flt, ev))
+		return 0;
+	if (!ro->module && !ro->have_fre)
+		return 1;
+	if (ev->type == ATR_T_FREE)
+		return 0;
+	return rep_stack_selected(k, f, ev->stack_id ? atr_stack_canonical(f, ev->stack_id) : 0);
 }
 
 /* ro: the filters (NULL: none) */
@@ -59,11 +69,18 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 				    .quiet = quiet,
 				    .think_floor_ns = floor_ns};
 	struct rep_stack_cache sc = {.o = ro};
-	if (ro && (ro->flt.nthreads || ro->flt.have_from || ro->flt.have_to))
-		o.flt = &ro->flt;
-	if (ro && (ro->module || ro->have_fre)) {
-		o.stack_ok = stack_selected;
-		o.stack_arg = &sc;
+	if (ro) {
+		o.have_from = ro->flt.have_from;
+		o.from_s = ro->flt.from_s;
+		o.from_label = ro->flt.from_label;
+		o.have_to = ro->flt.have_to;
+		o.to_s = ro->flt.to_s;
+		o.to_label = ro->flt.to_label;
+		o.keep_stacks = ro->module || ro->have_fre;
+		if (ro->flt.nthreads || o.keep_stacks) {
+			o.keep = keep_call;
+			o.keep_arg = &sc;
+		}
 	}
 	struct rp_convert_stats st;
 	char eb[1024];
@@ -78,11 +95,10 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 			  "--function keep none of %s allocations",
 			  st.no_stacks > 1 ? "processes were" : "the process was",
 			  st.no_stacks > 1 ? "their" : "its");
-	if (o.flt && o.flt->have_from && o.flt->from_label && !st.window_open)
-		util_warn("convert: no marker '%s' (--from): no allocation kept",
-			  o.flt->from_label);
-	if (o.flt && o.flt->have_to && o.flt->to_label && !st.window_closed)
-		util_warn("convert: no marker '%s' (--to): kept up to the end", o.flt->to_label);
+	if (o.have_from && o.from_label && !st.window_open)
+		util_warn("convert: no marker '%s' (--from): no allocation kept", o.from_label);
+	if (o.have_to && o.to_label && !st.window_closed)
+		util_warn("convert: no marker '%s' (--to): kept up to the end", o.to_label);
 	char a[32], b[32], c[32], d[32], e[32], g[32], h[32];
 	if (!quiet) {
 		if (st.dj)
@@ -99,7 +115,7 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 				"takes all)",
 				st.nprocs, pid ? "" : ", the busiest");
 		fprintf(stderr, "\n");
-		if (o.flt || o.stack_ok)
+		if (o.keep || o.have_from || o.have_to)
 			fprintf(stderr, "convert: filters left out %s of the calls\n",
 				util_fmt_u64(h, sizeof(h), st.excluded_calls));
 		fprintf(stderr,

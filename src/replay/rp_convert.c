@@ -128,11 +128,10 @@ struct conv {
 	uint32_t alive_cap;
 	uint64_t think_total;
 	uint64_t floor_ticks, min_ticks; /* think_floor_ns, RP_THINK_MIN_NS */
-	/* filters (rp_convert_opts.flt, stack_ok) */
+	/* filters (rp_convert_opts: window, keep) */
 	int filtered, in_window;
 	uint64_t from_ts, to_ts;
 	struct util_hmap excl; /* blocks left out: ptr -> 1 */
-	struct util_hmap stk;  /* (file, canonical stack) -> kept */
 };
 
 enum { REP_UNKNOWN, REP_DOUBLE, REP_DUP, REP_UREALLOC };
@@ -1097,7 +1096,7 @@ static int src_open(struct source *sc, const char *trace, const struct rp_conver
 	memset(sc, 0, sizeof(*sc));
 	eb[0] = 0;
 	if (dj_trace_detect_path(trace)) {
-		if (o->merge || o->flt || o->stack_ok) {
+		if (o->merge || o->keep || o->have_from || o->have_to) {
 			snprintf(eb, el,
 				 "%s: a dj/malloc trace has one process and no threads' "
 				 "stacks or times to select by: --merge and the filters do "
@@ -1113,7 +1112,7 @@ static int src_open(struct source *sc, const char *trace, const struct rp_conver
 		return 0;
 	}
 	if (o->merge) {
-		if (merge_open(sc, trace, o->stack_ok != NULL, st, eb, el) == 0)
+		if (merge_open(sc, trace, o->keep_stacks, st, eb, el) == 0)
 			return 0;
 		src_close(sc);
 		return 1;
@@ -1121,9 +1120,9 @@ static int src_open(struct source *sc, const char *trace, const struct rp_conver
 	if (pick_trace(trace, o, st, &sc->f, eb, el))
 		return 1;
 	/* --module/--function: stack filters need the frames */
-	if (o->stack_ok && !(atr_get_info(sc->f)->features & ATR_FEAT_STACKS))
+	if (o->keep_stacks && !(atr_get_info(sc->f)->features & ATR_FEAT_STACKS))
 		st->no_stacks = 1;
-	if ((o->stack_ok && atr_stacks_load(sc->f) < 0) || atr_iter_new(sc->f, &sc->it) < 0) {
+	if ((o->keep_stacks && atr_stacks_load(sc->f) < 0) || atr_iter_new(sc->f, &sc->it) < 0) {
 		snprintf(eb, el, "%s", atr_last_error(sc->f));
 		atr_close(sc->f);
 		return 1;
@@ -1182,45 +1181,36 @@ static uint64_t secs_ticks(const atr_file *f, double sec)
 	return t <= 0 ? 0 : t >= 1.8e19 ? UINT64_MAX : (uint64_t)t;
 }
 
-/* --from/--to (an_filter): 1 when ev is past --to (the conversion ends
+/* --from/--to: 1 when ev is past --to (the conversion ends
  * there: blocks live then stay live), else opens the window at --from. */
+static int is_marker(const struct atr_event *ev, const char *label)
+{
+	size_t n = strlen(label);
+	return ev->type == ATR_T_MARKER && ev->payload_len == n && !memcmp(ev->payload, label, n);
+}
+
 static int window_edge(struct conv *c, const struct atr_event *ev)
 {
-	const struct an_filter *flt = c->o->flt;
-	if (flt->have_to &&
-	    (flt->to_label ? an_filter_is_marker(ev, flt->to_label) : ev->ts > c->to_ts)) {
+	const struct rp_convert_opts *o = c->o;
+	if (o->have_to && (o->to_label ? is_marker(ev, o->to_label) : ev->ts > c->to_ts)) {
 		c->st->window_closed = 1;
 		return 1;
 	}
-	if (!c->in_window &&
-	    (flt->from_label ? an_filter_is_marker(ev, flt->from_label) : ev->ts >= c->from_ts))
+	if (!c->in_window && (o->from_label ? is_marker(ev, o->from_label) : ev->ts >= c->from_ts))
 		c->in_window = c->st->window_open = 1;
 	return 0;
 }
 
-/* Is allocation ev (or realloc: its new block) kept? */
+/* Is allocation ev (or realloc: its new block, or free(NULL)) kept? */
 static int alloc_kept(struct conv *c, const struct source *sc, const struct atr_event *ev)
 {
-	const struct an_filter *flt = c->o->flt;
 	if (!c->in_window)
 		return 0;
-	if (flt && flt->nthreads) {
-		struct atr_event e = *ev;
-		e.thread = sc->orig_thread;
-		if (!an_filter_thread_kept(flt, &e))
-			return 0;
-	}
-	if (!c->o->stack_ok)
+	if (!c->o->keep)
 		return 1;
-	atr_file *f = src_file(sc);
-	uint32_t canon = ev->stack_id ? atr_stack_canonical(f, ev->stack_id) : 0;
-	uint64_t key = (uint64_t)(sc->m ? sc->last->fi + 1 : 1) << 32 | canon, v;
-	if (!util_hmap_lookup(&c->stk, key, &v)) {
-		v = (uint64_t)c->o->stack_ok(c->o->stack_arg, f, canon);
-		if (util_hmap_insert(&c->stk, key, v, NULL) < 0)
-			c->nomem = 1;
-	}
-	return (int)v;
+	struct atr_event e = *ev;
+	e.thread = sc->orig_thread;
+	return c->o->keep(c->o->keep_arg, src_file(sc), &e);
 }
 
 static void exclude(struct conv *c, uint64_t ptr)
@@ -1239,8 +1229,7 @@ static int filter_call(struct conv *c, const struct source *sc, uint32_t ti,
 	int keep;
 	if (shape == ATR_ARGS_PTR) {
 		if (!ev->ptr) /* free(NULL): as report counts it */
-			keep = c->in_window && !c->o->stack_ok &&
-			       (!c->o->flt || !c->o->flt->nthreads || alloc_kept(c, sc, ev));
+			keep = alloc_kept(c, sc, ev);
 		else
 			keep = !util_hmap_remove(&c->excl, ev->ptr, NULL);
 		c->st->excluded_calls += !keep;
@@ -1312,14 +1301,14 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.f = sc.f;
 	c.sp_thread = RP_NONE;
 	c.spawner = RP_NONE;
-	c.filtered = o->flt || o->stack_ok;
-	c.in_window = !o->flt || !o->flt->have_from;
+	c.filtered = o->keep || o->have_from || o->have_to;
+	c.in_window = !o->have_from;
 	c.to_ts = UINT64_MAX;
-	if (o->flt && sc.f) {
-		if (o->flt->have_from && !o->flt->from_label)
-			c.from_ts = secs_ticks(sc.f, o->flt->from_s);
-		if (o->flt->have_to && !o->flt->to_label)
-			c.to_ts = secs_ticks(sc.f, o->flt->to_s);
+	if (sc.f) {
+		if (o->have_from && !o->from_label)
+			c.from_ts = secs_ticks(sc.f, o->from_s);
+		if (o->have_to && !o->to_label)
+			c.to_ts = secs_ticks(sc.f, o->to_s);
 	}
 	if (in) {
 		double tpn = in->ticks_per_sec > 0 ? in->ticks_per_sec / 1e9 : 1.0;
@@ -1348,7 +1337,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		}
 		while (c.hn && c.heap[0].at < ev->ts)
 			pend_apply(&c, 0, ev);
-		if (o->flt && ev->type != RP_EV_REALLOC_RELEASE && window_edge(&c, ev))
+		if ((o->have_from || o->have_to) && ev->type != RP_EV_REALLOC_RELEASE &&
+		    window_edge(&c, ev))
 			break; /* --to */
 		uint32_t ti = thread_of(&c, ev);
 		if (c.nomem)
@@ -1473,7 +1463,6 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	util_hmap_destroy(&c.addr);
 	util_hmap_destroy(&c.rel);
 	util_hmap_destroy(&c.excl);
-	util_hmap_destroy(&c.stk);
 	src_close(&sc);
 	st->seconds = plat_mono_s() - t0;
 	if (rc)

@@ -18,22 +18,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/an_report.h"
 #include "atr_reader.h"
 
 struct rp_convert_opts {
 	uint32_t pid; /* 0: the busiest process (most records) */
 	int merge;    /* every process into one workload (threads
 			 renumbered, addresses kept apart) */
-	/* Allocations kept (docs/CLI.md, "convert"): the analysis commands'
-	 * --thread, --from, --to; NULL: all.  A block whose allocation is not
-	 * kept is left out with every later op on it, so the workload stays
-	 * consistent (no unknown frees).  Its stack_ok is not used: */
-	const struct an_filter *flt;
-	/* --module/--function: 1 if allocations with this (canonical) stack
-	 * of file f are kept (NULL: all) */
-	int (*stack_ok)(void *arg, atr_file *f, uint32_t stack);
-	void *stack_arg;
+	/* Allocations kept (docs/CLI.md, "convert"): a block whose allocation
+	 * is not kept is left out with every later op on it, so the workload
+	 * stays consistent (no unknown frees).  The window: allocations from
+	 * --from on, the workload ends at --to (seconds since the trace began,
+	 * or the first marker with that text). */
+	int have_from, have_to;
+	double from_s, to_s;
+	const char *from_label, *to_label;
+	/* 1 if call ev (an allocation, or free(NULL)) of file f is kept;
+	 * ev->thread is its serial in its own process (NULL: all kept). */
+	int (*keep)(void *arg, atr_file *f, const struct atr_event *ev);
+	void *keep_arg;
+	int keep_stacks;	 /* keep selects by stack: the stacks are loaded */
 	int progress;		 /* 1: progress on stderr */
 	int quiet;		 /* 1: no anomaly reports */
 	int max_reports;	 /* anomalies printed per kind (default 10) */
