@@ -307,9 +307,11 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 		r->failed++;
 }
 
+/* --from/--to given as a label: 1 if ev is the marker with that text. */
 static int is_marker(const struct atr_event *ev, const char *label)
 {
-	return an_filter_is_marker(ev, label);
+	size_t n = strlen(label);
+	return ev->type == ATR_T_MARKER && ev->payload_len == n && !memcmp(ev->payload, label, n);
 }
 
 static uint64_t secs_to_ticks(const atr_file *f, double sec)
