@@ -456,7 +456,12 @@ static void resolve(void)
 			dst[i] = src[i];
 	}
 	void *libc_malloc = dlsym(next, "__libc_malloc");
-	g.glibc = libc_malloc && libc_malloc == (void *)g.real.malloc;
+	/* mimalloc exports __libc_malloc too (as its own malloc): glibc's
+	 * chunk headers and heaps are read only if malloc is libc's */
+	Dl_info di;
+	g.glibc = libc_malloc && libc_malloc == (void *)g.real.malloc && dladdr(libc_malloc, &di) &&
+		  di.dli_fname &&
+		  (strstr(di.dli_fname, "/libc.so") || strstr(di.dli_fname, "/libc-"));
 	if (g.glibc) {
 		/* docs/ARENAS.md: the break before glibc's first sbrk, and
 		 * whether heap_info can be read at ret & ~(64 MiB - 1) (not
