@@ -198,14 +198,7 @@ static uint32_t kill_ptr(struct rstate *s, uint64_t ptr, uint64_t ts)
 
 static int thread_kept(const struct an_filter *flt, const struct atr_event *ev)
 {
-	if (!flt || !flt->nthreads)
-		return 1;
-	for (size_t i = 0; i < flt->nthreads; i++) {
-		uint32_t t = flt->threads[i];
-		if ((t & AN_FILTER_SERIAL) ? (t & ~AN_FILTER_SERIAL) == ev->thread : t == ev->tid)
-			return 1;
-	}
-	return 0;
+	return an_filter_thread_kept(flt, ev);
 }
 
 /* An allocation a filter leaves out: tracked only (see struct an_filter). */

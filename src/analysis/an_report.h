@@ -98,6 +98,19 @@ struct an_filter {
 };
 #define AN_FILTER_SERIAL 0x80000000u
 
+/* Is ev's thread one flt keeps? */
+static inline int an_filter_thread_kept(const struct an_filter *flt, const struct atr_event *ev)
+{
+	if (!flt || !flt->nthreads)
+		return 1;
+	for (size_t i = 0; i < flt->nthreads; i++) {
+		uint32_t t = flt->threads[i];
+		if ((t & AN_FILTER_SERIAL) ? (t & ~AN_FILTER_SERIAL) == ev->thread : t == ev->tid)
+			return 1;
+	}
+	return 0;
+}
+
 /* Calls atr_stacks_load(f) first.  r is freed with an_report_free() in any
  * case.  0, or a negative atr_err (message via atr_last_error(f)). */
 int an_report_compute(atr_file *f, struct an_report *r);

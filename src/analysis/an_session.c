@@ -299,6 +299,50 @@ static int stack_ok(void *arg, uint32_t stack)
 	return (!c->o->module || m.module_hit) && (!c->o->have_fre || m.function_hit);
 }
 
+int rep_stack_selected(struct rep_stack_cache *k, atr_file *f, uint32_t stack)
+{
+	size_t i;
+	for (i = 0; i < k->n && k->ctx[i].f != f; i++)
+		;
+	if (i == k->n) {
+		struct rep_ctx *n = realloc(k->ctx, (k->n + 1) * sizeof(*n));
+		if (n)
+			k->ctx = n;
+		struct util_hmap *m = n ? realloc(k->memo, (k->n + 1) * sizeof(*m)) : NULL;
+		if (!m)
+			return 1; /* keeps it: never drops for want of memory */
+		k->memo = m;
+		memset(&n[i], 0, sizeof(n[i]));
+		memset(&m[i], 0, sizeof(m[i]));
+		n[i].f = f;
+		n[i].o = k->o;
+		n[i].sym = an_symbols_new(f);
+		if (n[i].sym)
+			an_symbols_set_names(n[i].sym, k->o->names);
+		k->n++;
+	}
+	uint64_t v;
+	/* key 0 is the table's empty mark: stack + 1 */
+	if (util_hmap_lookup(&k->memo[i], (uint64_t)stack + 1, &v))
+		return (int)v - 1;
+	int ok = !k->ctx[i].sym || stack_ok(&k->ctx[i], stack);
+	util_hmap_insert(&k->memo[i], (uint64_t)stack + 1, (uint64_t)ok + 1, NULL);
+	return ok;
+}
+
+void rep_stack_cache_free(struct rep_stack_cache *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		an_symbols_free(k->ctx[i].sym);
+		util_hmap_destroy(&k->memo[i]);
+	}
+	free(k->ctx);
+	free(k->memo);
+	k->ctx = NULL;
+	k->memo = NULL;
+	k->n = 0;
+}
+
 struct supp_arg {
 	const struct rep_opts *o;
 	int hit;

@@ -17,6 +17,7 @@
 #include "analysis/an_timeline.h"
 #include "atr_reader.h"
 #include "atr_rss.h"
+#include "util_hmap.h"
 #include "util_strtab.h"
 
 /* The options every analysis command shares (docs/CLI.md, "Filters"). */
@@ -89,6 +90,18 @@ int rep_open(const char *path, struct rep_ctx *c, uint32_t tl_buckets);
 int rep_open_opts(const char *path, struct rep_ctx *c, uint32_t tl_buckets,
 		  const struct rep_opts *o);
 void rep_close(struct rep_ctx *c);
+
+/* --module/--function outside a report pass (convert): 1 if stack
+ * (canonical) of f has the frames o selects.  The symbols of every file
+ * asked about are kept in k until rep_stack_cache_free(). */
+struct rep_stack_cache {
+	const struct rep_opts *o;
+	struct rep_ctx *ctx;	/* one per file: f, sym */
+	struct util_hmap *memo; /* per file: stack -> selected + 1 */
+	size_t n;
+};
+int rep_stack_selected(struct rep_stack_cache *k, atr_file *f, uint32_t stack);
+void rep_stack_cache_free(struct rep_stack_cache *k);
 
 /* Call fn for every frame of stack, outermost first (inlined frames as
  * frames of their own, outside before inside); returns the frame count. */

@@ -2,7 +2,7 @@
  *
  * 1. Stop one thread of the target (PTRACE_SEIZE + PTRACE_INTERRUPT) and
  *    make it call dlopen(liballoctrace.so, RTLD_NOW) and then
- *    alloctrace_attach_impl(dir, ticks, real, sample_rate) (remote calls: registers set
+ *    alloctrace_attach_impl(dir, ticks, real, settings) (remote calls: registers set
  *    to the function and its arguments, strings on the stack below the red
  *    zone, return address 0, so the return is a SIGSEGV stop).  The other
  *    threads keep running meanwhile, so locks they hold get released.
@@ -28,10 +28,11 @@
 #if !defined(__x86_64__)
 
 int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
-	       uint64_t sample_rate, double duration)
+	       const char *settings, size_t settings_len, double duration)
 {
+	(void)settings;
+	(void)settings_len;
 	(void)pid;
-	(void)sample_rate;
 	(void)lib;
 	(void)absdir;
 	(void)ticks_per_sec;
@@ -496,7 +497,7 @@ static int stop_world(struct target *t)
 	return 0;
 }
 
-/* Call fn(a0, a1, a2) in stopped thread k, on its stack 8 KiB below
+/* Call fn(a0, a1, a2, a3) in stopped thread k, on its stack 8 KiB below
  * where it stopped; its registers are restored afterwards. */
 static int remote_call(struct target *t, struct task *k, uint64_t fn, uint64_t a0, uint64_t a1,
 		       uint64_t a2, uint64_t a3, uint64_t *ret)
@@ -599,6 +600,28 @@ static int push_data(struct target *t, struct task *k, uint64_t off, const void 
 	return mem_write(t, *addr, d, n);
 }
 
+static struct module *find_module(struct module *m, size_t n, const char *const *names)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; names[j]; j++)
+			if (!strncmp(base_name(m[i].path), names[j], strlen(names[j])) && m[i].base)
+				return &m[i];
+	return NULL;
+}
+
+/* Address of name in module m of the target, 0 if none. */
+static uint64_t target_sym(pid_t pid, const struct module *m, const char *name)
+{
+	struct elf e;
+	uint64_t bias, v = 0;
+	if (elf_open(&e, pid, m) < 0)
+		return 0;
+	if (elf_bias(&e, m, &bias) == 0 && (v = elf_sym(&e, name)) != 0)
+		v += bias;
+	elf_close(&e);
+	return v;
+}
+
 /* ---- GOT patching ---------------------------------------------------------- */
 
 struct slot {
@@ -618,6 +641,9 @@ struct patcher {
 	struct skip skips[16];
 	size_t nskips;
 	uint64_t real[NFUNCS], ours[NFUNCS];
+	/* the program's canonical PLT entry of a function (0: none): what
+	 * dlsym and every GLOB_DAT find; real[] is the function behind it */
+	uint64_t stub[NFUNCS];
 	uint64_t self_dev, self_ino;
 	struct slot *slots;
 	size_t nslots, cap;
@@ -626,92 +652,176 @@ struct patcher {
 	size_t nmods;
 };
 
-static int patch_module(struct patcher *pt, struct module *m)
+/* Call fn for every JUMP_SLOT and GLOB_DAT relocation of e that binds one
+ * of the traced functions (its index f); stops at fn's first non-zero. */
+typedef int (*reloc_fn)(void *ctx, const struct elf *e, const Elf64_Rela *r, uint32_t type,
+			const Elf64_Sym *sym, int f);
+
+static int each_alloc_reloc(const struct elf *e, reloc_fn fn, void *ctx)
 {
-	struct elf e;
-	uint64_t bias;
-	m->done = 1;
-	if (m->dev == pt->self_dev && m->ino == pt->self_ino)
-		return 0;
-	if (elf_open(&e, pt->t->pid, m) < 0)
-		return 0; /* not an ELF file we can read (data, fonts...) */
-	if (!e.dynsym || elf_bias(&e, m, &bias) < 0) {
-		elf_close(&e);
-		return 0;
-	}
-	int any = 0, unrelocated = 0;
-	for (unsigned i = 0; i < e.eh->e_shnum; i++) {
-		const Elf64_Shdr *s = &e.sh[i];
-		if (s->sh_type != SHT_RELA || s->sh_link != e.dynsym_idx || s->sh_offset > e.size ||
-		    s->sh_size > e.size - s->sh_offset)
+	for (unsigned i = 0; i < e->eh->e_shnum; i++) {
+		const Elf64_Shdr *s = &e->sh[i];
+		if (s->sh_type != SHT_RELA || s->sh_link != e->dynsym_idx ||
+		    s->sh_offset > e->size || s->sh_size > e->size - s->sh_offset)
 			continue;
-		const Elf64_Rela *ra = (const Elf64_Rela *)(e.data + s->sh_offset);
+		const Elf64_Rela *ra = (const Elf64_Rela *)(e->data + s->sh_offset);
 		size_t nr = s->sh_size / sizeof(Elf64_Rela);
 		for (size_t j = 0; j < nr; j++) {
 			uint32_t type = (uint32_t)ELF64_R_TYPE(ra[j].r_info);
 			size_t si = ELF64_R_SYM(ra[j].r_info);
 			if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !si ||
-			    si >= e.ndynsym)
+			    si >= e->ndynsym)
 				continue;
-			const char *name = sym_name(&e, &e.dynsym[si]);
-			int f;
-			for (f = 0; f < NFUNCS; f++)
-				if (!strcmp(name, funcs[f]))
+			const char *name = sym_name(e, &e->dynsym[si]);
+			for (int f = 0; f < NFUNCS; f++)
+				if (!strcmp(name, funcs[f])) {
+					int r = fn(ctx, e, &ra[j], type, &e->dynsym[si], f);
+					if (r)
+						return r;
 					break;
-			if (f == NFUNCS)
-				continue;
-			uint64_t addr = bias + ra[j].r_offset, cur;
-			if (mem_read(pt->t, addr, &cur, 8) < 0)
-				continue;
-			if (cur == pt->ours[f])
-				continue; /* done in an earlier scan */
-			if (cur < m->hi - m->lo && cur != pt->real[f]) {
-				/* not relocated yet: a dlopen in progress; retry */
-				unrelocated = 1;
-				continue;
-			}
-			/* bound to the allocator our hooks call, or not yet bound
-			 * (lazy binding: the module's own PLT stub) */
-			int lazy = type == R_X86_64_JUMP_SLOT && cur >= m->lo && cur < m->hi;
-			if (cur != pt->real[f] && !lazy) {
-				pt->skipped++;
-				if (pt->nskips < sizeof(pt->skips) / sizeof(*pt->skips)) {
-					struct skip *k = &pt->skips[pt->nskips++];
-					const char *b = strrchr(m->path, '/');
-					const char *mn = b ? b + 1 : m->path;
-					size_t ml = strlen(mn);
-					if (ml >= sizeof(k->module))
-						ml = sizeof(k->module) - 1; /* cut */
-					memcpy(k->module, mn, ml);
-					k->module[ml] = 0;
-					k->f = f;
-					k->cur = cur;
 				}
-				continue;
-			}
-			if (pt->nslots == pt->cap) {
-				size_t nc = pt->cap ? 2 * pt->cap : 64;
-				struct slot *ns = realloc(pt->slots, nc * sizeof(*ns));
-				if (!ns) {
-					elf_close(&e);
-					return -1;
-				}
-				pt->slots = ns;
-				pt->cap = nc;
-			}
-			if (mem_write(pt->t, addr, &pt->ours[f], 8) < 0) {
-				pt->skipped++;
-				continue;
-			}
-			pt->slots[pt->nslots++] = (struct slot){addr, cur, pt->ours[f]};
-			any = 1;
 		}
 	}
-	pt->modules += any;
-	if (unrelocated)
+	return 0;
+}
+
+struct patch_ctx {
+	struct patcher *pt;
+	struct module *m;
+	uint64_t bias;
+	int any, unrelocated;
+};
+
+static int patch_reloc(void *ctx, const struct elf *e, const Elf64_Rela *r, uint32_t type,
+		       const Elf64_Sym *sym, int f)
+{
+	struct patch_ctx *c = ctx;
+	struct patcher *pt = c->pt;
+	const struct module *m = c->m;
+	uint64_t addr = c->bias + r->r_offset, cur;
+	(void)e;
+	(void)sym;
+	if (mem_read(pt->t, addr, &cur, 8) < 0)
+		return 0;
+	if (cur == pt->ours[f])
+		return 0; /* done in an earlier scan */
+	if (cur < m->hi - m->lo && cur != pt->real[f]) {
+		/* not relocated yet: a dlopen in progress; retry */
+		c->unrelocated = 1;
+		return 0;
+	}
+	/* bound to the allocator our hooks call, to the program's canonical
+	 * PLT entry (which leads there too), or not yet bound (lazy binding:
+	 * the module's own PLT stub) */
+	int lazy = type == R_X86_64_JUMP_SLOT && cur >= m->lo && cur < m->hi;
+	if (cur != pt->real[f] && !lazy && !(pt->stub[f] && cur == pt->stub[f])) {
+		pt->skipped++;
+		if (pt->nskips < sizeof(pt->skips) / sizeof(*pt->skips)) {
+			struct skip *k = &pt->skips[pt->nskips++];
+			const char *mn = base_name(m->path);
+			size_t ml = strlen(mn);
+			if (ml >= sizeof(k->module))
+				ml = sizeof(k->module) - 1; /* cut */
+			memcpy(k->module, mn, ml);
+			k->module[ml] = 0;
+			k->f = f;
+			k->cur = cur;
+		}
+		return 0;
+	}
+	if (pt->nslots == pt->cap) {
+		size_t nc = pt->cap ? 2 * pt->cap : 64;
+		struct slot *ns = realloc(pt->slots, nc * sizeof(*ns));
+		if (!ns)
+			return -1;
+		pt->slots = ns;
+		pt->cap = nc;
+	}
+	if (mem_write(pt->t, addr, &pt->ours[f], 8) < 0) {
+		pt->skipped++;
+		return 0;
+	}
+	pt->slots[pt->nslots++] = (struct slot){addr, cur, pt->ours[f]};
+	c->any = 1;
+	return 0;
+}
+
+static int patch_module(struct patcher *pt, struct module *m)
+{
+	struct elf e;
+	struct patch_ctx c = {.pt = pt, .m = m};
+	m->done = 1;
+	if (m->dev == pt->self_dev && m->ino == pt->self_ino)
+		return 0;
+	if (elf_open(&e, pt->t->pid, m) < 0)
+		return 0; /* not an ELF file we can read (data, fonts...) */
+	if (!e.dynsym || elf_bias(&e, m, &c.bias) < 0) {
+		elf_close(&e);
+		return 0;
+	}
+	int rc = each_alloc_reloc(&e, patch_reloc, &c);
+	pt->modules += c.any;
+	if (c.unrelocated)
 		m->done = 0;
 	elf_close(&e);
+	return rc < 0 ? -1 : 0;
+}
+
+/* ---- canonical PLT entries ---------------------------------------------------- */
+
+struct canon_ctx {
+	struct patcher *pt;
+	const struct module *m, *libc;
+	uint64_t bias;
+};
+
+/* A JUMP_SLOT whose undefined symbol has a value: the PLT stub at that
+ * value is the function's official address in the whole process. */
+static int canon_reloc(void *ctx, const struct elf *e, const Elf64_Rela *r, uint32_t type,
+		       const Elf64_Sym *sym, int f)
+{
+	struct canon_ctx *c = ctx;
+	struct patcher *pt = c->pt;
+	uint64_t got;
+	if (type != R_X86_64_JUMP_SLOT || sym->st_shndx != SHN_UNDEF || !sym->st_value ||
+	    pt->stub[f] || mem_read(pt->t, c->bias + r->r_offset, &got, 8) < 0)
+		return 0;
+	/* The GOT entry behind the stub holds the function a PLT lookup
+	 * found, which skips the program's own undefined symbol: the real
+	 * one.  Not called yet (lazy binding: it points back into the
+	 * program's PLT): take libc's, what that lookup would find without
+	 * an allocator preloaded. */
+	if (got >= c->m->lo && got < c->m->hi)
+		got = c->libc ? target_sym(pt->t->pid, c->libc, funcs[f]) : 0;
+	(void)e;
+	if (got) {
+		pt->stub[f] = c->bias + sym->st_value;
+		pt->real[f] = got;
+	}
 	return 0;
+}
+
+/* A non-PIE program that takes the address of a malloc-family function
+ * gets a canonical PLT entry for it (docs/ATTACH.md): dlsym, and every
+ * GLOB_DAT in the process, find the program's stub, which jumps through
+ * the program's GOT.  Hooks calling the stub would call themselves once
+ * that GOT entry is redirected, so the tracer is handed the function
+ * behind the stub instead (pt->real[f], passed to alloctrace_attach_impl)
+ * and the entries that hold the stub are redirected as well. */
+static void find_canonical(struct patcher *pt, const struct module *mods, size_t n,
+			   const struct module *libc)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct elf e;
+		struct canon_ctx c = {.pt = pt, .m = &mods[i], .libc = libc};
+		if (elf_open(&e, pt->t->pid, &mods[i]) < 0)
+			continue;
+		/* only an executable (ET_EXEC) has them: position-independent
+		 * code takes addresses through the GOT */
+		if (e.dynsym && e.eh->e_type == ET_EXEC && elf_bias(&e, &mods[i], &c.bias) == 0)
+			each_alloc_reloc(&e, canon_reloc, &c);
+		elf_close(&e);
+	}
 }
 
 static const char *module_of(const struct patcher *pt, uint64_t a)
@@ -745,6 +855,26 @@ static void report_skips(const struct patcher *pt)
 		fprintf(stderr,
 			"alloctrace: warning: the trace misses those calls; record the "
 			"program from its start (LD_PRELOAD) to see them (docs/ATTACH.md)\n");
+}
+
+/* Name the functions reached past the program's canonical PLT entries:
+ * older versions could not trace them (docs/ATTACH.md). */
+static void report_canonical(const struct patcher *pt)
+{
+	char names[256] = "";
+	const char *prog = NULL, *lib = NULL;
+	for (int f = 0; f < NFUNCS; f++)
+		if (pt->stub[f]) {
+			size_t l = strlen(names);
+			snprintf(names + l, sizeof(names) - l, "%s%s", l ? ", " : "", funcs[f]);
+			prog = module_of(pt, pt->stub[f]);
+			lib = module_of(pt, pt->real[f]);
+		}
+	if (prog)
+		fprintf(stderr,
+			"alloctrace: %s takes the address of %s (canonical PLT entries): the "
+			"tracer calls %s's functions behind them; calls through them are traced\n",
+			prog, names, lib);
 }
 
 static int same_module(const struct module *a, const struct module *b)
@@ -857,28 +987,6 @@ static int reach_safe_point(struct task *k, const struct module *libc, const str
 
 /* ---- the command ------------------------------------------------------------ */
 
-static struct module *find_module(struct module *m, size_t n, const char *const *names)
-{
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = 0; names[j]; j++)
-			if (!strncmp(base_name(m[i].path), names[j], strlen(names[j])) && m[i].base)
-				return &m[i];
-	return NULL;
-}
-
-/* Address of name in module m of the target, 0 if none. */
-static uint64_t target_sym(pid_t pid, const struct module *m, const char *name)
-{
-	struct elf e;
-	uint64_t bias, v = 0;
-	if (elf_open(&e, pid, m) < 0)
-		return 0;
-	if (elf_bias(&e, m, &bias) == 0 && (v = elf_sym(&e, name)) != 0)
-		v += bias;
-	elf_close(&e);
-	return v;
-}
-
 static int read_str(struct target *t, uint64_t addr, char *buf, size_t n)
 {
 	buf[0] = 0;
@@ -914,7 +1022,7 @@ static int stop_recording(struct target *t, struct patcher *pt, uint64_t stop_at
 }
 
 int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
-	       uint64_t sample_rate, double duration)
+	       const char *settings, size_t settings_len, double duration)
 {
 	struct target t = {.pid = pid, .mem = -1};
 	struct patcher pt = {.t = &t};
@@ -1070,10 +1178,14 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 			 lib, (int)pid);
 		goto out_detach;
 	}
-	uint64_t dir_at, real_at;
+	/* hand the tracer the functions behind canonical PLT stubs */
+	find_canonical(&pt, mods, nmods, find_module(mods, nmods, libc_names));
+	uint64_t dir_at, real_at, set_at;
+	size_t set_off = strlen(absdir) + 64 + sizeof(pt.real) + 64;
 	if (push_data(&t, k, 0, absdir, strlen(absdir) + 1, &dir_at) < 0 ||
 	    push_data(&t, k, strlen(absdir) + 64, pt.real, sizeof(pt.real), &real_at) < 0 ||
-	    remote_call(&t, k, attach_at, dir_at, ticks_per_sec, real_at, sample_rate, &ret) < 0 ||
+	    push_data(&t, k, set_off, settings, settings_len, &set_at) < 0 ||
+	    remote_call(&t, k, attach_at, dir_at, ticks_per_sec, real_at, set_at, &ret) < 0 ||
 	    mem_read(&t, real_at, pt.real, sizeof(pt.real)) < 0) {
 		util_err("record -p: starting the tracer in process %d failed", (int)pid);
 		goto out_detach;
@@ -1098,6 +1210,7 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 		"redirected (%zu bound elsewhere, left alone); tracing %s\n",
 		(int)pid, pt.nslots, pt.modules, pt.skipped,
 		duration > 0 ? "for the given duration" : "until Ctrl-C");
+	report_canonical(&pt);
 	report_skips(&pt);
 
 	/* 3. trace; patch modules loaded meanwhile */

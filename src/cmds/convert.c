@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/an_session.h"
 #include "cmds/cmds.h"
 #include "replay/rp_convert.h"
 #include "util_fmt.h"
@@ -15,45 +16,108 @@
 
 static void convert_usage(FILE *out)
 {
-	fprintf(
-	    out,
-	    "usage: alloctrace convert TRACE -o WORKLOAD [--pid PID] [--think-floor NS] [--quiet]\n"
-	    "                          [--no-progress]\n"
-	    "Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
-	    "trace, docs/DJ_COMPAT.md) into a workload\n"
-	    "for `alloctrace replay` (format: docs/WORKLOAD_FORMAT.md).  One process per\n"
-	    "workload: the first one unless --pid picks another.\n"
-	    "  -o, --output FILE  workload to write\n"
-	    "  -p, --pid PID      the traced process to convert\n"
-	    "      --think-floor NS  the recorder's own share of each gap between two calls\n"
-	    "                     of a thread, not counted as think time (default %u)\n"
-	    "  -q, --quiet        no anomaly reports (they are still counted)\n"
-	    "      --no-progress  no progress line even on a terminal\n",
-	    RP_THINK_FLOOR_NS);
+	fprintf(out,
+		"usage: alloctrace convert TRACE -o WORKLOAD [--pid PID | --merge] [filters]\n"
+		"                          [--think-floor NS] [--quiet] [--no-progress]\n"
+		"Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
+		"trace, docs/DJ_COMPAT.md) into a workload\n"
+		"for `alloctrace replay` (format: docs/WORKLOAD_FORMAT.md).  One process per\n"
+		"workload: the busiest (most records) unless --pid picks another, or all of\n"
+		"them with --merge.\n"
+		"  -o, --output FILE  workload to write\n"
+		"  -p, --pid PID      the traced process to convert\n"
+		"      --merge        every process in one workload (threads renumbered)\n"
+		"      --think-floor NS  the recorder's own share of each gap between two calls\n"
+		"                     of a thread, not counted as think time (default %u)\n"
+		"  -q, --quiet        no anomaly reports (they are still counted)\n"
+		"      --no-progress  no progress line even on a terminal\n"
+		"Filters select allocations as report's do; a block left out is left out\n"
+		"with every later op on it (its realloc elsewhere, its free), so the workload\n"
+		"has no unknown frees (docs/CLI.md, \"convert\"):\n"
+		"  --thread T         allocations of that thread: tid, or T<serial> (repeatable)\n"
+		"  --from X, --to X   allocations from X; the workload ends at X (seconds\n"
+		"                     since the trace began, or a marker's label)\n"
+		"  --module M         allocations with a frame in module M\n"
+		"  --function REGEX   allocations with a frame whose function matches\n"
+		"  --suppress FILE    refused: a workload replays every selected block as it\n"
+		"                     lived (suppressions only hide leaks in reports)\n",
+		RP_THINK_FLOOR_NS);
 }
 
-static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, int progress,
-		      uint64_t floor_ns)
+/* rp_convert_opts.keep: report's selection of allocations (--thread,
+ * --module, --function); free(NULL) has no stack. */
+static int keep_call(void *arg, atr_file *f, const struct atr_event *ev)
 {
-	struct rp_convert_opts o = {
-	    .pid = pid, .progress = progress, .quiet = quiet, .think_floor_ns = floor_ns};
+	struct rep_stack_cache *k = arg;
+	const struct rep_opts *ro = k->o;
+	if (!an_filter_thread_kept(&ro->flt, ev))
+		return 0;
+	if (!ro->module && !ro->have_fre)
+		return 1;
+	if (ev->type == ATR_T_FREE)
+		return 0;
+	return rep_stack_selected(k, f, ev->stack_id ? atr_stack_canonical(f, ev->stack_id) : 0);
+}
+
+/* ro: the filters (NULL: none) */
+static int do_convert(const char *in, const char *out, uint32_t pid, int merge, int quiet,
+		      int progress, uint64_t floor_ns, const struct rep_opts *ro)
+{
+	struct rp_convert_opts o = {.pid = pid,
+				    .merge = merge,
+				    .progress = progress,
+				    .quiet = quiet,
+				    .think_floor_ns = floor_ns};
+	struct rep_stack_cache sc = {.o = ro};
+	if (ro) {
+		o.have_from = ro->flt.have_from;
+		o.from_s = ro->flt.from_s;
+		o.from_label = ro->flt.from_label;
+		o.have_to = ro->flt.have_to;
+		o.to_s = ro->flt.to_s;
+		o.to_label = ro->flt.to_label;
+		o.keep_stacks = ro->module || ro->have_fre;
+		if (ro->flt.nthreads || o.keep_stacks) {
+			o.keep = keep_call;
+			o.keep_arg = &sc;
+		}
+	}
 	struct rp_convert_stats st;
 	char eb[1024];
-	if (rp_convert(in, out, &o, &st, eb, sizeof(eb))) {
+	int rc = rp_convert(in, out, &o, &st, eb, sizeof(eb));
+	rep_stack_cache_free(&sc);
+	if (rc) {
 		util_err("convert: %s", eb);
 		return 1;
 	}
+	if (st.no_stacks)
+		util_warn("convert: %s recorded without stacks (record --stacks): --module and "
+			  "--function keep none of %s allocations",
+			  st.no_stacks > 1 ? "processes were" : "the process was",
+			  st.no_stacks > 1 ? "their" : "its");
+	if (o.have_from && o.from_label && !st.window_open)
+		util_warn("convert: no marker '%s' (--from): no allocation kept", o.from_label);
+	if (o.have_to && o.to_label && !st.window_closed)
+		util_warn("convert: no marker '%s' (--to): kept up to the end", o.to_label);
 	char a[32], b[32], c[32], d[32], e[32], g[32], h[32];
 	if (!quiet) {
 		if (st.dj)
 			fprintf(stderr, "convert: dj/malloc trace (%s)%s", st.trace_path,
 				st.dj_alloctrace_export ? ", written by alloctrace export" : "");
+		else if (merge)
+			fprintf(stderr, "convert: %" PRIu32 " processes of %s merged", st.nprocs,
+				st.trace_path);
 		else
 			fprintf(stderr, "convert: process %" PRIu32 " (%s)", st.pid, st.trace_path);
-		if (st.nprocs > 1)
-			fprintf(stderr, ", 1 of %" PRIu32 " processes (--pid picks another)",
-				st.nprocs);
+		if (!merge && st.nprocs > 1)
+			fprintf(stderr,
+				", 1 of %" PRIu32 " processes%s (--pid picks another, --merge "
+				"takes all)",
+				st.nprocs, pid ? "" : ", the busiest");
 		fprintf(stderr, "\n");
+		if (o.keep || o.have_from || o.have_to)
+			fprintf(stderr, "convert: filters left out %s of the calls\n",
+				util_fmt_u64(h, sizeof(h), st.excluded_calls));
 		fprintf(stderr,
 			"convert: %s records, %s calls, %" PRIu64
 			" threads -> %s ops, %s waits, %s slots, %s bytes "
@@ -65,7 +129,6 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, 
 			util_fmt_u64(g, sizeof(g), st.bytes_out),
 			st.calls ? (double)st.bytes_out / (double)st.calls : 0.0, st.seconds,
 			st.seconds > 0 ? (double)st.records / st.seconds / 1e6 : 0.0);
-		(void)h;
 		fprintf(stderr, "convert: ideal RSS (peak live requested bytes) %s bytes\n",
 			util_fmt_u64(a, sizeof(a), st.ideal_peak));
 		fprintf(stderr,
@@ -101,15 +164,38 @@ int cmd_convert(int argc, char **argv)
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"no-progress", no_argument, NULL, 'P'},
 	    {"think-floor", required_argument, NULL, 'F'},
+	    {"merge", no_argument, NULL, 'M'},
+	    {"thread", required_argument, NULL, REP_OPT_BASE + 2},
+	    {"from", required_argument, NULL, REP_OPT_BASE + 3},
+	    {"to", required_argument, NULL, REP_OPT_BASE + 4},
+	    {"module", required_argument, NULL, REP_OPT_BASE + 5},
+	    {"function", required_argument, NULL, REP_OPT_BASE + 6},
+	    {"suppress", required_argument, NULL, REP_OPT_BASE + 7},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *out = NULL;
 	uint32_t pid = 0;
-	int quiet = 0, progress = isatty(2), c;
+	int quiet = 0, progress = isatty(2), merge = 0, c, rc;
 	uint64_t floor_ns = RP_THINK_FLOOR_NS;
+	struct rep_opts ro;
+	rep_opts_init(&ro);
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "o:p:qh", opts, NULL)) != -1) {
+		if (c == REP_OPT_BASE + 7) {
+			util_err("convert: --suppress hides leaks in reports; a workload replays "
+				 "every kept block as it lived (select blocks with --module or "
+				 "--function instead)");
+			rep_opts_free(&ro);
+			return 2;
+		}
+		if ((rc = rep_opt(&ro, c, optarg, "convert")) != 0) {
+			if (rc < 0) {
+				rep_opts_free(&ro);
+				return 2;
+			}
+			continue;
+		}
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -139,20 +225,30 @@ int cmd_convert(int argc, char **argv)
 		case 'P':
 			progress = 0;
 			break;
+		case 'M':
+			merge = 1;
+			break;
 		case 'h':
+			rep_opts_free(&ro);
 			convert_usage(stdout);
 			return 0;
 		default:
+			rep_opts_free(&ro);
 			convert_usage(stderr);
 			return 2;
 		}
 	}
-	if (optind + 1 != argc || !out) {
-		util_err("convert: need one TRACE and -o WORKLOAD");
+	if (optind + 1 != argc || !out || (merge && pid)) {
+		util_err("convert: %s", merge && pid ? "--merge takes every process: no --pid"
+						     : "need one TRACE and -o WORKLOAD");
+		rep_opts_free(&ro);
 		convert_usage(stderr);
 		return 2;
 	}
-	return do_convert(argv[optind], out, pid, quiet, progress && !quiet, floor_ns);
+	rc = do_convert(argv[optind], out, pid, merge, quiet, progress && !quiet, floor_ns,
+			ro.any_filter ? &ro : NULL);
+	rep_opts_free(&ro);
+	return rc;
 }
 
 /* trace2wl OUT [IN]: IN defaults to standard input (copied to a temporary
@@ -167,7 +263,7 @@ int cmd_trace2wl(int argc, char **argv)
 		return argc == 2 ? 0 : 2;
 	}
 	if (argc == 3)
-		return do_convert(argv[2], argv[1], 0, 0, isatty(2), RP_THINK_FLOOR_NS);
+		return do_convert(argv[2], argv[1], 0, 0, 0, isatty(2), RP_THINK_FLOOR_NS, NULL);
 	const char *td = getenv("TMPDIR");
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s/trace2wl.XXXXXX", td && *td ? td : "/tmp");
@@ -191,7 +287,7 @@ int cmd_trace2wl(int argc, char **argv)
 		rc = 1;
 	}
 	if (!rc)
-		rc = do_convert(tmp, argv[1], 0, 0, 0, RP_THINK_FLOOR_NS);
+		rc = do_convert(tmp, argv[1], 0, 0, 0, 0, RP_THINK_FLOOR_NS, NULL);
 	unlink(tmp);
 	return rc;
 }

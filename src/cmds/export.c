@@ -50,6 +50,9 @@ static void export_usage(FILE *out)
 		"Processes come the busiest first; pprof and massif hold one: the\n"
 		"busiest unless --pid PID names another.\n"
 		"  -o, --output FILE  output file (default: standard output)\n"
+		"  --group stack|function|caller|module  folded only: one line per\n"
+		"             allocating function, caller;function or module, with\n"
+		"             report --group's self totals (default: per stack)\n"
 		"%s",
 		rep_opts_usage);
 }
@@ -186,7 +189,7 @@ int cmd_export(int argc, char **argv)
 	    {"output", required_argument, NULL, 'o'},
 	    {"by", required_argument, NULL, 'b'},
 	    {"help", no_argument, NULL, 'h'},
-	    REP_FILTER_OPTIONS,
+	    REP_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
 	struct rep_opts ro;
@@ -258,6 +261,12 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 		util_err("export: unknown --format '%s' (folded, perfetto, pprof, massif)", format);
 		return 2;
 	}
+	if (ro->group != AN_GROUP_STACK && fmt != F_FOLDED) {
+		util_err("export: --group applies to --format folded; %s",
+			 fmt == F_PPROF ? "pprof groups by function itself (pprof -top, -peek)"
+					: "perfetto and massif show memory over time, not totals");
+		return 2;
+	}
 	if (optind >= argc) {
 		util_err("export: no trace file or directory given");
 		export_usage(stderr);
@@ -284,7 +293,10 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 				rc = 1;
 				continue;
 			}
-			rep_print_folded(out, &cx, by);
+			if (ro->group == AN_GROUP_STACK)
+				rep_print_folded(out, &cx, by);
+			else if (rep_print_folded_group(out, &cx, by, ro->group) < 0)
+				rc = 1;
 			rep_close(&cx);
 		}
 	} else if (fmt == F_PERFETTO) {

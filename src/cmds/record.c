@@ -68,7 +68,9 @@ static void record_usage(FILE *out)
 		"                     DIR/<pid>.rss (docs/RSS_FORMAT.md)\n"
 		"  -p, --pid PID      attach to running process PID (ptrace, x86-64) and trace\n"
 		"                     it until Ctrl-C or --duration; see docs/ATTACH.md\n"
-		"      --duration S   with -p: detach after S seconds\n"
+		"      --duration S   with -p: detach after S seconds (--stacks, --stack-depth,\n"
+		"                     --timing, --buffer-kb, --zstd-level, --no-children\n"
+		"                     apply to -p too)\n"
 		"The exit status is PROG's (128+N if it was killed by signal N).\n"
 		"Environment: ALLOCTRACE_LIB overrides the library path.\n");
 }
@@ -240,6 +242,35 @@ struct rec_opts {
 	const char *zstd_level;
 	char sample[24]; /* --sample: bytes, "" = every call */
 };
+
+/* record -p: the tracer's settings for alloctrace_attach_impl, the same
+ * ALLOCTRACE_* names the child of a plain record gets, as "NAME=VALUE"
+ * strings each ended by a NUL, then an empty one.  Returns the length. */
+static size_t attach_settings(const struct rec_opts *o, char *buf, size_t cap)
+{
+	const struct {
+		const char *name, *value;
+	} set[] = {
+	    {"ALLOCTRACE_NO_CHILDREN", o->no_children ? "1" : NULL},
+	    {"ALLOCTRACE_TIMING", o->timing ? "1" : NULL},
+	    {"ALLOCTRACE_STACKS", o->stacks ? "1" : NULL},
+	    {"ALLOCTRACE_STACK_DEPTH", o->stack_depth},
+	    {"ALLOCTRACE_BUFFER_KB", o->buffer_kb},
+	    {"ALLOCTRACE_ZSTD_LEVEL", o->zstd_level},
+	    {"ALLOCTRACE_SAMPLE", *o->sample ? o->sample : NULL},
+	};
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(set) / sizeof(*set); i++) {
+		if (!set[i].value)
+			continue;
+		/* the values were checked: short numbers, well below cap */
+		int w = snprintf(buf + n, cap - n - 1, "%s=%s", set[i].name, set[i].value);
+		if (w > 0 && (size_t)w < cap - n - 1)
+			n += (size_t)w + 1;
+	}
+	buf[n++] = 0;
+	return n;
+}
 
 /* In the child: environment, then exec.  Never returns. */
 static void child_exec(const struct rec_opts *o, const char *lib, const char *absdir, uint64_t tps,
@@ -753,20 +784,14 @@ int cmd_record(int argc, char **argv)
 				 "started by record");
 			return 2;
 		}
-		if (o.stacks) {
-			/* the tracer's constructor loads libunwind only when
-			 * ALLOCTRACE_STACKS is set at load; an attach sets the
-			 * tracer up after its constructor ran */
-			util_err("record: -p cannot record stacks (the tracer loads its unwinder "
-				 "when the program starts); record the program from its start with "
-				 "--stacks");
-			return 2;
-		}
-		if (o.no_children || o.timing || o.no_start || o.buffer_kb || o.stack_depth ||
-		    o.no_rss || o.zstd_level)
-			util_warn(
-			    "record: with -p only -o, --force, --sample and --duration apply; the "
-			    "other options are ignored (docs/ATTACH.md)");
+		if (o.no_start)
+			util_warn("record: --no-start does not apply to -p: the attach starts "
+				  "recording (docs/ATTACH.md)");
+		if (o.no_rss)
+			util_warn("record: --no-rss does not apply to -p: no RSS is sampled while "
+				  "attached");
+		char settings[512];
+		size_t slen = attach_settings(&o, settings, sizeof(settings));
 		char alib[PATH_MAX], adir[PATH_MAX];
 		if (find_lib(alib) < 0 || prepare_dir(o.dir, o.explicit_dir, o.force) < 0)
 			return 1;
@@ -775,7 +800,7 @@ int cmd_record(int argc, char **argv)
 			return 1;
 		}
 		if (att_attach((pid_t)attach_pid, alib, adir, plat_ticks_per_sec(20000000, 1),
-			       *o.sample ? strtoull(o.sample, NULL, 10) : 0, duration) != 0)
+			       settings, slen, duration) != 0)
 			return 1;
 		report(adir);
 		return 0;

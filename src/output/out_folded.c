@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "util_buf.h"
+#include "util_msg.h"
 
 struct fold_arg {
 	struct util_buf *key;
@@ -61,4 +62,51 @@ static int print_line(void *arg, const char *key, uint64_t value)
 void rep_print_folded(FILE *out, struct rep_ctx *c, enum an_by by)
 {
 	rep_fold_stacks(c, by, print_line, out);
+}
+
+/* A name as one folded frame: ';', ' ' and newlines would split it. */
+static void put_frame(FILE *out, const char *name)
+{
+	fputc(';', out);
+	for (const char *p = name; *p; p++)
+		fputc(*p == ';' || *p == ' ' || *p == '\n' ? '_' : *p, out);
+}
+
+int rep_print_folded_group(FILE *out, struct rep_ctx *c, enum an_by by, enum an_group_kind kind)
+{
+	struct an_group g;
+	if (an_group_build(&g, kind, c->f, &c->r, c->sym) < 0) {
+		util_err("export: out of memory");
+		return -1;
+	}
+	if (kind == AN_GROUP_CALLER)
+		an_group_sort_callers(&g, by);
+	size_t *idx;
+	long n = an_group_rank(&g, by, &idx);
+	const char *exe = an_basename(atr_get_info(c->f)->exe);
+	for (long i = 0; i < n; i++) {
+		const struct an_group_row *row = &g.rows[idx[i]];
+		const char *name = g.names.s[row->name];
+		if (kind != AN_GROUP_CALLER || !row->ncallers) {
+			uint64_t v = an_group_value(&row->self, by);
+			if (!v)
+				continue;
+			fputs(exe && *exe ? exe : "?", out);
+			put_frame(out, name);
+			fprintf(out, " %" PRIu64 "\n", v);
+			continue;
+		}
+		for (size_t k = 0; k < row->ncallers; k++) {
+			uint64_t v = an_group_value(&row->callers[k].v, by);
+			if (!v)
+				continue;
+			fputs(exe && *exe ? exe : "?", out);
+			put_frame(out, g.names.s[row->callers[k].name]);
+			put_frame(out, name);
+			fprintf(out, " %" PRIu64 "\n", v);
+		}
+	}
+	free(idx);
+	an_group_free(&g);
+	return n < 0 ? -1 : 0;
 }

@@ -18,6 +18,11 @@ void rep_print_folded(FILE *out, struct rep_ctx *c, enum an_by by);
 /* The same stacks handed to fn as key "exe;outer;...;inner" and value,
  * heaviest first (flamegraph --svg).  0, or -1 (out of memory, or fn
  * returned non-zero). */
+/* export --group function|caller|module: one line per allocating function
+ * "exe;function VALUE" (its self totals), per caller and function
+ * "exe;caller;function VALUE", or per module "exe;module VALUE", as
+ * report --group totals them. */
+int rep_print_folded_group(FILE *out, struct rep_ctx *c, enum an_by by, enum an_group_kind kind);
 typedef int (*rep_fold_fn)(void *arg, const char *key, uint64_t value);
 int rep_fold_stacks(struct rep_ctx *c, enum an_by by, rep_fold_fn fn, void *arg);
 

@@ -97,26 +97,42 @@ EXPORT int alloctrace_marker_impl(const char *label)
 
 /* `alloctrace record -p`: called in the target (ptrace remote call) after
  * the library was dlopen'ed.  Creates dir/<pid>.atr marked ATTACHED and
- * starts recording; real[0..ATR_NCALLS-1] receives the allocator functions
- * our hooks call, in ATR_CALLS order (record patches only GOT entries bound
- * to them).  The calls only reach us once record patched the GOTs.  0 or
- * -errno. */
+ * starts recording.  real[0..ATR_NCALLS-1], in ATR_CALLS order: on input,
+ * a non-zero entry is the function our hook must call instead of what
+ * dlsym(RTLD_DEFAULT) finds (record resolved a canonical PLT stub of the
+ * program, docs/ATTACH.md); on output, the functions our hooks call
+ * (record patches only GOT entries bound to them).  settings: the
+ * ALLOCTRACE_* settings of `record` as "NAME=VALUE" strings, each ended by
+ * a NUL, the block by an empty one (NULL: none); the target's environment
+ * is not read.  The calls only reach us once record patched the GOTs.  0
+ * or -errno. */
 EXPORT int alloctrace_attach_impl(const char *dir, uint64_t ticks_per_sec, void **real,
-				  uint64_t sample_rate)
+				  const char *settings)
 {
 	if (!g.deferred || atomic_load(&g.state) != ATP_UNINIT)
 		return -EBUSY;
 	if (!dir || dir[0] != '/' || strlen(dir) >= sizeof g.dir)
 		return -EINVAL;
+	size_t slen = 0;
+	while (settings && settings[slen]) {
+		slen += strlen(settings + slen) + 1;
+		if (slen >= sizeof g.attach_env)
+			return -E2BIG;
+	}
 	int e = errno;
 	g.attach = 1;
+	memcpy(g.attach_env, settings ? settings : "", slen);
+	g.attach_env[slen] = 0;
 	atp_strlcpy(g.dir, dir, sizeof g.dir);
 	g.ticks_hint = ticks_per_sec;
-	g.sample_rate = sample_rate; /* record -p --sample; 0 = every call */
+	if (real)
+		memcpy(g.attach_real, real, sizeof g.attach_real);
 	atp_init();
 	int rc = -EIO;
 	if (atomic_load(&g.state) == ATP_READY) {
 		atp_hdr_set_status(ATR_STATUS_ATTACHED);
+		/* what the preload constructor does: libunwind for --stacks */
+		atp_stacks_load();
 		if (real)
 			memcpy(real, &g.real, ATR_NCALLS * sizeof(void *));
 		rc = 0;

@@ -155,9 +155,19 @@ struct atp_global g = {
 
 /* ---- settings ------------------------------------------------------------ */
 
+/* `record -p`: record's settings block, never the target's environment */
+static const char *attach_env(const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = g.attach_env; *p; p += strlen(p) + 1)
+		if (!strncmp(p, name, n) && p[n] == '=')
+			return p + n + 1;
+	return NULL;
+}
+
 static const char *env(const char *name)
 {
-	const char *v = secure_getenv(name);
+	const char *v = g.attach ? attach_env(name) : secure_getenv(name);
 	return v && *v ? v : NULL;
 }
 
@@ -476,11 +486,21 @@ static void resolve(void)
 	g.real.usable_size = (size_t(*)(void *))dlsym(next, "malloc_usable_size");
 	/* anything missing keeps its boot version, which forwards to malloc */
 	void **dst = (void **)&g.real, **src = (void **)&boot;
-	for (size_t i = 0; i < ATR_NCALLS; i++)
+	for (size_t i = 0; i < ATR_NCALLS; i++) {
+		/* record -p resolved dlsym's answer, a canonical PLT stub of the
+		 * program, to the function behind it (docs/ATTACH.md) */
+		if (g.attach && g.attach_real[i])
+			dst[i] = g.attach_real[i];
 		if (!dst[i])
 			dst[i] = src[i];
+	}
 	void *libc_malloc = dlsym(next, "__libc_malloc");
-	g.glibc = libc_malloc && libc_malloc == (void *)g.real.malloc;
+	/* mimalloc exports __libc_malloc too (as its own malloc): glibc's
+	 * chunk headers and heaps are read only if malloc is libc's */
+	Dl_info di;
+	g.glibc = libc_malloc && libc_malloc == (void *)g.real.malloc && dladdr(libc_malloc, &di) &&
+		  di.dli_fname &&
+		  (strstr(di.dli_fname, "/libc.so") || strstr(di.dli_fname, "/libc-"));
 	if (g.glibc) {
 		/* docs/ARENAS.md: the break before glibc's first sbrk, and
 		 * whether heap_info can be read at ret & ~(64 MiB - 1) (not
@@ -512,8 +532,8 @@ void atp_init(void)
 	g.stacks = env_flag("ALLOCTRACE_STACKS", 0);
 	g.stack_depth = (uint32_t)env_u64("ALLOCTRACE_STACK_DEPTH", ATR_STACK_DEPTH_DEFAULT);
 	atp_stacks_init();
-	if (!g.attach) /* an attach sets its own rate (alloctrace_attach_impl) */
-		g.sample_rate = env_u64("ALLOCTRACE_SAMPLE", 0);
+	/* an attach: record's --sample, in alloctrace_attach_impl's settings */
+	g.sample_rate = env_u64("ALLOCTRACE_SAMPLE", 0);
 	atp_sample_init(g.sample_rate, env_u64("ALLOCTRACE_SAMPLE_SEED", 0));
 	uint64_t kb = env_u64("ALLOCTRACE_BUFFER_KB", ATR_BLOCK_SIZE_DEFAULT >> 10);
 	if (kb < (ATR_BLOCK_SIZE_MIN >> 10) || kb > (ATR_BLOCK_SIZE_MAX >> 10) || (kb & (kb - 1)))

@@ -98,10 +98,14 @@ struct atp_global {
 	int arena_heaps; /* glibc heap_info readable: HEAP records */
 	uint64_t brk0;	 /* glibc: program break at init */
 	int quiet;
-	int start_on;	      /* record from the start */
-	int deferred;	      /* dlopen'ed, not preloaded: no init until
-				 alloctrace_attach_impl (`record -p`) */
-	int attach;	      /* initialised by alloctrace_attach_impl */
+	int start_on; /* record from the start */
+	int deferred; /* dlopen'ed, not preloaded: no init until
+			 alloctrace_attach_impl (`record -p`) */
+	int attach;   /* initialised by alloctrace_attach_impl */
+	/* attach: record's settings ("NAME=VALUE\0...\0"), read instead of
+	 * the environment; hook targets that replace dlsym's (0: none) */
+	char attach_env[512];
+	void *attach_real[ATR_NCALLS];
 	int stacks;	      /* ALLOCTRACE_STACKS: a stack id per allocation */
 	uint32_t stack_depth; /* ALLOCTRACE_STACK_DEPTH */
 	uint32_t block_size;
@@ -152,7 +156,7 @@ int alloctrace_resume_impl(void);
 uint64_t alloctrace_sync_impl(void);
 int alloctrace_marker_impl(const char *label);
 int alloctrace_attach_impl(const char *dir, uint64_t ticks_per_sec, void **real,
-			   uint64_t sample_rate);
+			   const char *settings);
 
 /* atp_init.c */
 void atp_init(void) ATP_HIDDEN;

@@ -25,6 +25,9 @@
 #define RP_STEAL_MIN 64
 #define RP_NONE	     UINT32_MAX
 #define RECENT_FREES 4096
+/* The slot of a block a filter left out (a realloc's old block): it and
+ * every later op on it are left out (struct rp_convert_opts). */
+#define RP_EXCLUDED UINT64_MAX
 
 struct deque {
 	uint64_t *v;
@@ -125,6 +128,10 @@ struct conv {
 	uint32_t alive_cap;
 	uint64_t think_total;
 	uint64_t floor_ticks, min_ticks; /* think_floor_ns, RP_THINK_MIN_NS */
+	/* filters (rp_convert_opts: window, keep) */
+	int filtered, in_window;
+	uint64_t from_ts, to_ts;
+	struct util_hmap excl; /* blocks left out: ptr -> 1 */
 };
 
 enum { REP_UNKNOWN, REP_DOUBLE, REP_DUP, REP_UREALLOC };
@@ -516,9 +523,20 @@ static const uint8_t op_of_type[ATR_T_CALL_LAST + 1] = {ATR_CALLS(OP_OF_)};
 /* A call's argument shape (atr_calls.h) decides both the record's words
  * and the op's fields. */
 
+/* A FREE op of slot (its block already taken out of the live set). */
+static void free_slot(struct conv *c, uint32_t ti, uint64_t slot)
+{
+	emit_wait_for(c, ti, slot);
+	uint64_t idx = awl_writer_thread_ops(c->w, c->th[ti].widx);
+	uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
+	p = awl_put_uv(p, slot + 1);
+	op_end(c, ti, p, AWL_OP_FREE);
+	mark_use(c, ti, slot, idx);
+	slot_release(c, ti, slot);
+}
+
 static void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
-	uint32_t wi = c->th[ti].widx;
 	uint64_t slot = 0;
 	if (!ev->ptr) {
 		uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
@@ -531,13 +549,7 @@ static void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		return;
 	}
 	kill_slot(c, ev->ptr, slot);
-	emit_wait_for(c, ti, slot);
-	uint64_t idx = awl_writer_thread_ops(c->w, wi);
-	uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
-	p = awl_put_uv(p, slot + 1);
-	op_end(c, ti, p, AWL_OP_FREE);
-	mark_use(c, ti, slot, idx);
-	slot_release(c, ti, slot);
+	free_slot(c, ti, slot);
 }
 
 static void split_array(uint64_t total, uint64_t nmemb, uint64_t *n, uint64_t *el)
@@ -683,6 +695,12 @@ static uint64_t rel_key(uint32_t ti, uint64_t ptr)
 static void on_release(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
 	uint64_t s;
+	if (ev->ptr && util_hmap_remove(&c->excl, ev->ptr, NULL)) {
+		/* a left-out block: its realloc is left out or allocates anew */
+		if (util_hmap_insert(&c->rel, rel_key(ti, ev->ptr), RP_EXCLUDED, NULL) < 0)
+			c->nomem = 1;
+		return;
+	}
 	if (ev->ptr && addr_take(c, ev->ptr, &s, ev)) {
 		if (util_hmap_insert(&c->rel, rel_key(ti, ev->ptr), s, NULL) < 0)
 			c->nomem = 1;
@@ -765,6 +783,57 @@ static void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev
 	t->ret_ts = ret;
 }
 
+/* Records of a trace file, to find the busiest process: the block
+ * headers' count misses the staging blocks, so small traces are counted
+ * exactly (as the analysis commands order them). */
+static uint64_t busy_records(atr_file *f)
+{
+	uint64_t n = atr_get_info(f)->records_hint;
+	if (n < 1000000)
+		atr_count_records(f, &n);
+	return n;
+}
+
+/* One process of a --merge: its events with times on the first file's
+ * clock, addresses and thread serials moved into their own ranges. */
+struct msrc {
+	atr_file *f;
+	atr_iter *it;
+	const struct atr_event *head; /* NULL: at its end */
+	uint64_t ts;		      /* head's merged time */
+	double scale;		      /* ticks of file 0 per tick of this one */
+	uint64_t off;		      /* its start on file 0's clock */
+	uint32_t fi;
+	/* its threads (new serial, tid): when its records end, they exit */
+	struct {
+		uint32_t serial, tid;
+	} * thr;
+	size_t nthr, ended;
+};
+
+/* Where the events come from: an alloctrace trace (one process, or all of
+ * them with --merge), or a dj/malloc trace (dj_trace.h: recognised by its
+ * magic record). */
+struct source {
+	atr_file *f; /* the process converted; with --merge the first one
+			(its clock is the workload's) */
+	atr_iter *it;
+	dj_trace *dj;
+	struct msrc *m;
+	size_t nm;
+	size_t *heap, hn; /* m indices by head time */
+	struct msrc *last;
+	struct util_hmap serials; /* fi << 32 | serial -> new serial */
+	uint32_t nserials;
+	struct atr_event cur;
+	uint32_t orig_thread; /* the current event's serial in its process */
+	int bad;	      /* a pointer outside the merge's range */
+};
+
+/* Pointers of process fi live at fi << RP_MERGE_SHIFT: user-space
+ * addresses are below 2^47 (x86-64 and aarch64 without a hint). */
+#define RP_MERGE_SHIFT 47
+
 static int pick_trace(const char *trace, const struct rp_convert_opts *o,
 		      struct rp_convert_stats *st, atr_file **out, char *eb, size_t el)
 {
@@ -773,12 +842,14 @@ static int pick_trace(const char *trace, const struct rp_convert_opts *o,
 	if (atr_list(trace, &paths, &n, eb, el) < 0)
 		return 1;
 	int rc = 1;
+	uint64_t best = 0;
 	st->nprocs = (uint32_t)n;
+	*out = NULL;
 	for (size_t i = 0; i < n; i++) {
 		atr_file *f;
 		if (atr_open(paths[i], &f, eb, el) < 0) {
 			if (!o->pid)
-				break; /* the first process is unreadable */
+				break; /* every process must be readable to pick one */
 			continue;
 		}
 		if ((!o->pid || atr_get_info(f)->pid == o->pid) && atr_sample_rate(f)) {
@@ -789,17 +860,32 @@ static int pick_trace(const char *trace, const struct rp_convert_opts *o,
 				 "without --sample to convert",
 				 paths[i], atr_sample_rate(f));
 			atr_close(f);
+			if (*out)
+				atr_close(*out);
+			*out = NULL;
 			atr_list_free(paths, n);
 			return 1;
 		}
-		if (!o->pid || atr_get_info(f)->pid == o->pid) {
+		uint64_t recs = o->pid ? 0 : busy_records(f);
+		if (o->pid ? atr_get_info(f)->pid == o->pid : !*out || recs > best) {
+			if (*out)
+				atr_close(*out);
 			*out = f;
+			best = recs;
 			st->pid = atr_get_info(f)->pid;
 			snprintf(st->trace_path, sizeof(st->trace_path), "%s", paths[i]);
 			rc = 0;
-			break;
+			if (o->pid)
+				break;
+			continue;
 		}
 		atr_close(f);
+	}
+	if (rc == 0 && *out && !o->pid && st->nprocs > 1 && eb[0]) {
+		/* an unreadable process: do not pick among the others */
+		atr_close(*out);
+		*out = NULL;
+		rc = 1;
 	}
 	if (rc && o->pid)
 		snprintf(eb, el, "%s: no process %" PRIu32 " in this trace", trace, o->pid);
@@ -807,19 +893,217 @@ static int pick_trace(const char *trace, const struct rp_convert_opts *o,
 	return rc;
 }
 
-/* Where the events come from: an alloctrace trace, or a dj/malloc trace
- * (dj_trace.h: recognised by its magic record). */
-struct source {
-	atr_file *f;
-	atr_iter *it;
-	dj_trace *dj;
-};
+static int heap_less(const struct source *sc, size_t a, size_t b)
+{
+	const struct msrc *x = &sc->m[sc->heap[a]], *y = &sc->m[sc->heap[b]];
+	return x->ts != y->ts ? x->ts < y->ts : x->fi < y->fi;
+}
+
+static void heap_swap(struct source *sc, size_t a, size_t b)
+{
+	size_t t = sc->heap[a];
+	sc->heap[a] = sc->heap[b];
+	sc->heap[b] = t;
+}
+
+static void msrc_heap_down(struct source *sc, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		if (l < sc->hn && heap_less(sc, l, m))
+			m = l;
+		if (l + 1 < sc->hn && heap_less(sc, l + 1, m))
+			m = l + 1;
+		if (m == i)
+			return;
+		heap_swap(sc, i, m);
+		i = m;
+	}
+}
+
+static void msrc_heap_up(struct source *sc, size_t i)
+{
+	while (i > 0 && heap_less(sc, i, (i - 1) / 2)) {
+		heap_swap(sc, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+}
+
+/* Next event of m into its head; 1, 0 at its end, -1 on error. */
+static int msrc_advance(struct msrc *m)
+{
+	int r = atr_iter_next_ref(m->it, &m->head);
+	if (r <= 0) {
+		m->head = NULL;
+		return r;
+	}
+	m->ts = m->off + (uint64_t)((double)m->head->ts * m->scale);
+	return 1;
+}
+
+/* --merge: open every process of the trace. */
+static int merge_open(struct source *sc, const char *trace, int stacks, struct rp_convert_stats *st,
+		      char *eb, size_t el)
+{
+	char **paths;
+	size_t n;
+	if (atr_list(trace, &paths, &n, eb, el) < 0)
+		return 1;
+	int rc = 0;
+	sc->m = calloc(n ? n : 1, sizeof(*sc->m));
+	sc->heap = calloc(n ? n : 1, sizeof(*sc->heap));
+	if (!sc->m || !sc->heap) {
+		snprintf(eb, el, "%s: out of memory", trace);
+		rc = 1;
+	}
+	if (!rc && n > ((size_t)1 << (63 - RP_MERGE_SHIFT))) {
+		snprintf(eb, el, "%s: --merge takes at most %zu processes", trace,
+			 (size_t)1 << (63 - RP_MERGE_SHIFT));
+		rc = 1;
+	}
+	uint64_t t0 = UINT64_MAX;
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct msrc *m = &sc->m[sc->nm];
+		if (atr_open(paths[i], &m->f, eb, el) < 0 || atr_iter_new(m->f, &m->it) < 0) {
+			if (m->f && !eb[0])
+				snprintf(eb, el, "%s", atr_last_error(m->f));
+			if (m->f)
+				atr_close(m->f);
+			m->f = NULL;
+			rc = 1;
+			break;
+		}
+		m->fi = (uint32_t)sc->nm++;
+		if (atr_sample_rate(m->f)) {
+			snprintf(eb, el,
+				 "%s: a sampled trace (record --sample %" PRIu64
+				 ") holds only sampled calls and cannot be replayed; record "
+				 "without --sample to convert",
+				 paths[i], atr_sample_rate(m->f));
+			rc = 1;
+			break;
+		}
+		if (stacks && !(atr_get_info(m->f)->features & ATR_FEAT_STACKS))
+			st->no_stacks++;
+		if (stacks && atr_stacks_load(m->f) < 0) {
+			snprintf(eb, el, "%s", atr_last_error(m->f));
+			rc = 1;
+			break;
+		}
+		if (atr_get_info(m->f)->start_mono_ns < t0)
+			t0 = atr_get_info(m->f)->start_mono_ns;
+	}
+	if (!rc && !sc->nm) {
+		snprintf(eb, el, "%s: no trace file", trace);
+		rc = 1;
+	}
+	if (!rc) {
+		sc->f = sc->m[0].f;
+		const struct atr_info *ref = atr_get_info(sc->f);
+		double tps0 = ref->ticks_per_sec > 0 ? ref->ticks_per_sec : 1e9;
+		st->nprocs = (uint32_t)sc->nm;
+		st->pid = ref->pid;
+		snprintf(st->trace_path, sizeof(st->trace_path), "%s", trace);
+		for (size_t i = 0; i < sc->nm && !rc; i++) {
+			struct msrc *m = &sc->m[i];
+			const struct atr_info *in = atr_get_info(m->f);
+			m->scale = in->ticks_per_sec > 0 ? tps0 / in->ticks_per_sec : 1.0;
+			m->off = (uint64_t)((double)(in->start_mono_ns - t0) * tps0 / 1e9);
+			int r = msrc_advance(m);
+			if (r < 0) {
+				snprintf(eb, el, "%s", atr_last_error(m->f));
+				rc = 1;
+			} else if (r > 0) {
+				sc->heap[sc->hn] = i;
+				msrc_heap_up(sc, sc->hn++);
+			}
+		}
+	}
+	atr_list_free(paths, n);
+	return rc;
+}
+
+/* The merged stream's next event (copied: times, addresses and serials
+ * rewritten).  The payload stays valid until the next call, as with one
+ * file: its iterator moves on only then.  When a process's records end,
+ * its threads exit there (a process's main thread writes no THREAD_EXIT;
+ * without this every process would stay alive to the end of the
+ * workload). */
+static int merge_next(struct source *sc, const struct atr_event **ev)
+{
+	struct atr_event *e = &sc->cur;
+	if (sc->last && !sc->last->head) {
+		struct msrc *m = sc->last;
+		if (m->ended < m->nthr) {
+			memset(e, 0, sizeof(*e));
+			e->type = ATR_T_THREAD_EXIT;
+			e->thread = m->thr[m->ended].serial;
+			e->tid = m->thr[m->ended++].tid;
+			e->ts = m->ts;
+			*ev = e;
+			return 1;
+		}
+		sc->heap[0] = sc->heap[--sc->hn];
+		msrc_heap_down(sc, 0);
+		sc->last = NULL;
+	}
+	if (sc->last) {
+		int r = msrc_advance(sc->last);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			return merge_next(sc, ev); /* its threads exit */
+		msrc_heap_down(sc, 0);
+		sc->last = NULL;
+	}
+	if (!sc->hn)
+		return 0;
+	struct msrc *m = &sc->m[sc->heap[0]];
+	sc->last = m;
+	*e = *m->head;
+	e->ts = m->ts;
+	e->duration = (uint64_t)((double)e->duration * m->scale);
+	uint64_t hi = (uint64_t)m->fi << RP_MERGE_SHIFT;
+	if ((e->ptr | e->ret) >> RP_MERGE_SHIFT)
+		sc->bad = 1;
+	if (e->ptr)
+		e->ptr |= hi;
+	if (e->ret)
+		e->ret |= hi;
+	sc->orig_thread = e->thread;
+	uint64_t key = (uint64_t)m->fi << 32 | e->thread, v;
+	if (!util_hmap_lookup(&sc->serials, key, &v)) {
+		v = ++sc->nserials;
+		void *nt = realloc(m->thr, (m->nthr + 1) * sizeof(*m->thr));
+		if (!nt)
+			return -2;
+		m->thr = nt;
+		if (util_hmap_insert(&sc->serials, key, v, NULL) < 0)
+			return -2;
+		m->thr[m->nthr].serial = (uint32_t)v;
+		m->thr[m->nthr++].tid = e->tid;
+	}
+	e->thread = (uint32_t)v;
+	*ev = e;
+	return 1;
+}
+
+static void src_close(struct source *sc);
 
 static int src_open(struct source *sc, const char *trace, const struct rp_convert_opts *o,
 		    struct rp_convert_stats *st, char *eb, size_t el)
 {
 	memset(sc, 0, sizeof(*sc));
+	eb[0] = 0;
 	if (dj_trace_detect_path(trace)) {
+		if (o->merge || o->keep || o->have_from || o->have_to) {
+			snprintf(eb, el,
+				 "%s: a dj/malloc trace has one process and no threads' "
+				 "stacks or times to select by: --merge and the filters do "
+				 "not apply",
+				 trace);
+			return 1;
+		}
 		if (dj_trace_open(trace, &sc->dj, eb, el) < 0)
 			return 1;
 		st->dj = 1;
@@ -827,9 +1111,18 @@ static int src_open(struct source *sc, const char *trace, const struct rp_conver
 		snprintf(st->trace_path, sizeof(st->trace_path), "%s", trace);
 		return 0;
 	}
+	if (o->merge) {
+		if (merge_open(sc, trace, o->keep_stacks, st, eb, el) == 0)
+			return 0;
+		src_close(sc);
+		return 1;
+	}
 	if (pick_trace(trace, o, st, &sc->f, eb, el))
 		return 1;
-	if (atr_iter_new(sc->f, &sc->it) < 0) {
+	/* --module/--function: stack filters need the frames */
+	if (o->keep_stacks && !(atr_get_info(sc->f)->features & ATR_FEAT_STACKS))
+		st->no_stacks = 1;
+	if ((o->keep_stacks && atr_stacks_load(sc->f) < 0) || atr_iter_new(sc->f, &sc->it) < 0) {
 		snprintf(eb, el, "%s", atr_last_error(sc->f));
 		atr_close(sc->f);
 		return 1;
@@ -839,12 +1132,25 @@ static int src_open(struct source *sc, const char *trace, const struct rp_conver
 
 static int src_next(struct source *sc, const struct atr_event **ev)
 {
-	return sc->dj ? dj_trace_next(sc->dj, ev) : atr_iter_next_ref(sc->it, ev);
+	if (sc->m)
+		return merge_next(sc, ev);
+	int r = sc->dj ? dj_trace_next(sc->dj, ev) : atr_iter_next_ref(sc->it, ev);
+	if (r > 0)
+		sc->orig_thread = (*ev)->thread;
+	return r;
 }
 
 static const char *src_error(const struct source *sc)
 {
+	if (sc->m)
+		return sc->last ? atr_last_error(sc->last->f) : "out of memory";
 	return sc->dj ? dj_trace_error(sc->dj) : atr_last_error(sc->f);
+}
+
+/* The file of the current event. */
+static atr_file *src_file(const struct source *sc)
+{
+	return sc->m ? sc->last->f : sc->f;
 }
 
 static void src_close(struct source *sc)
@@ -853,8 +1159,130 @@ static void src_close(struct source *sc)
 		dj_trace_close(sc->dj);
 		return;
 	}
+	if (sc->m) {
+		for (size_t i = 0; i < sc->nm; i++) {
+			atr_iter_free(sc->m[i].it);
+			atr_close(sc->m[i].f);
+			free(sc->m[i].thr);
+		}
+		free(sc->m);
+		free(sc->heap);
+		util_hmap_destroy(&sc->serials);
+		return;
+	}
 	atr_iter_free(sc->it);
 	atr_close(sc->f);
+}
+
+/* ------------------------------------------------------------ filters */
+static uint64_t secs_ticks(const atr_file *f, double sec)
+{
+	double t = sec * atr_get_info(f)->ticks_per_sec;
+	return t <= 0 ? 0 : t >= 1.8e19 ? UINT64_MAX : (uint64_t)t;
+}
+
+/* --from/--to: 1 when ev is past --to (the conversion ends
+ * there: blocks live then stay live), else opens the window at --from. */
+static int is_marker(const struct atr_event *ev, const char *label)
+{
+	size_t n = strlen(label);
+	return ev->type == ATR_T_MARKER && ev->payload_len == n && !memcmp(ev->payload, label, n);
+}
+
+static int window_edge(struct conv *c, const struct atr_event *ev)
+{
+	const struct rp_convert_opts *o = c->o;
+	if (o->have_to && (o->to_label ? is_marker(ev, o->to_label) : ev->ts > c->to_ts)) {
+		c->st->window_closed = 1;
+		return 1;
+	}
+	if (!c->in_window && (o->from_label ? is_marker(ev, o->from_label) : ev->ts >= c->from_ts))
+		c->in_window = c->st->window_open = 1;
+	return 0;
+}
+
+/* Is allocation ev (or realloc: its new block, or free(NULL)) kept? */
+static int alloc_kept(struct conv *c, const struct source *sc, const struct atr_event *ev)
+{
+	if (!c->in_window)
+		return 0;
+	if (!c->o->keep)
+		return 1;
+	struct atr_event e = *ev;
+	e.thread = sc->orig_thread;
+	return c->o->keep(c->o->keep_arg, src_file(sc), &e);
+}
+
+static void exclude(struct conv *c, uint64_t ptr)
+{
+	if (ptr && util_hmap_insert(&c->excl, ptr, 1, NULL) < 0)
+		c->nomem = 1;
+}
+
+/* Filtered conversion: one call.  Returns 1 if it goes to the workload as
+ * it is; 0 if it was handled here (left out, or a realloc turned into the
+ * free of its kept old block). */
+static int filter_call(struct conv *c, const struct source *sc, uint32_t ti,
+		       const struct atr_event *ev, int *rel, uint64_t *rslot)
+{
+	unsigned shape = atr_call_args(ev->type);
+	int keep;
+	if (shape == ATR_ARGS_PTR) {
+		if (!ev->ptr) /* free(NULL): as report counts it */
+			keep = alloc_kept(c, sc, ev);
+		else
+			keep = !util_hmap_remove(&c->excl, ev->ptr, NULL);
+		c->st->excluded_calls += !keep;
+		return keep;
+	}
+	int kept = alloc_kept(c, sc, ev);
+	if (shape != ATR_ARGS_OLD && shape != ATR_ARGS_OLD_NMEMB) {
+		if (!kept) {
+			exclude(c, ev->ret);
+			c->st->excluded_calls++;
+		}
+		return kept;
+	}
+	/* realloc: the old block is kept, left out, NULL or unknown */
+	int old_out =
+	    *rel ? *rslot == RP_EXCLUDED : ev->ptr && util_hmap_lookup(&c->excl, ev->ptr, NULL);
+	int moved = ev->ret || (ev->ptr && ev->size == 0);
+	if (kept) {
+		if (old_out) {
+			if (!ev->ret) {
+				c->st->excluded_calls++;
+				return 0; /* failed: the left-out block stays */
+			}
+			/* the program's old block is not in the workload: a
+			 * new allocation there */
+			if (!*rel)
+				util_hmap_remove(&c->excl, ev->ptr, NULL);
+			*rel = 0;
+			struct atr_event e = *ev;
+			e.ptr = 0;
+			on_realloc(c, ti, &e, 0, 0, 0);
+			return 0;
+		}
+		return 1;
+	}
+	int freed = 0;
+	if (old_out) {
+		if (!*rel && moved)
+			util_hmap_remove(&c->excl, ev->ptr, NULL);
+	} else if (moved && ev->ptr) {
+		/* a kept block ends here: its free */
+		uint64_t slot = *rslot;
+		if (*rel || addr_take(c, ev->ptr, &slot, ev)) {
+			if (!*rel)
+				kill_slot(c, ev->ptr, slot);
+			free_slot(c, ti, slot);
+			freed = 1;
+		}
+	}
+	c->st->excluded_calls += !freed;
+	if (ev->ret)
+		exclude(c, ev->ret);
+	return 0;
 }
 
 int rp_convert(const char *trace, const char *out, const struct rp_convert_opts *o,
@@ -873,6 +1301,15 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.f = sc.f;
 	c.sp_thread = RP_NONE;
 	c.spawner = RP_NONE;
+	c.filtered = o->keep || o->have_from || o->have_to;
+	c.in_window = !o->have_from;
+	c.to_ts = UINT64_MAX;
+	if (sc.f) {
+		if (o->have_from && !o->from_label)
+			c.from_ts = secs_ticks(sc.f, o->from_s);
+		if (o->have_to && !o->to_label)
+			c.to_ts = secs_ticks(sc.f, o->to_s);
+	}
 	if (in) {
 		double tpn = in->ticks_per_sec > 0 ? in->ticks_per_sec / 1e9 : 1.0;
 		c.floor_ticks = (uint64_t)((double)o->think_floor_ns * tpn + 0.5);
@@ -900,6 +1337,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		}
 		while (c.hn && c.heap[0].at < ev->ts)
 			pend_apply(&c, 0, ev);
+		if ((o->have_from || o->have_to) && ev->type != RP_EV_REALLOC_RELEASE &&
+		    window_edge(&c, ev))
+			break; /* --to */
 		uint32_t ti = thread_of(&c, ev);
 		if (c.nomem)
 			break;
@@ -907,16 +1347,21 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		t->last_seq = st->records;
 		if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) {
 			st->calls++;
-			think_before(&c, ti, ev);
+			if (c.in_window) /* no think time before --from */
+				think_before(&c, ti, ev);
 			unsigned shape = atr_call_args(ev->type);
-			if (shape == ATR_ARGS_PTR)
-				on_free(&c, ti, ev);
-			else if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB) {
-				uint64_t rs = 0;
-				int rel =
+			uint64_t rs = 0;
+			int rel = 0;
+			if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
+				rel =
 				    ev->ptr && util_hmap_remove(&c.rel, rel_key(ti, ev->ptr), &rs);
+			if (c.filtered && !filter_call(&c, &sc, ti, ev, &rel, &rs))
+				; /* left out, or written as what is left of it */
+			else if (shape == ATR_ARGS_PTR)
+				on_free(&c, ti, ev);
+			else if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
 				on_realloc(&c, ti, ev, rel, rs, 0);
-			} else
+			else
 				on_alloc(&c, ti, ev);
 		} else if (ev->type == RP_EV_REALLOC_RELEASE) {
 			on_release(&c, ti, ev);
@@ -946,7 +1391,11 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		fprintf(stderr, "\r%60s\r", "");
 	int rc = 0;
 	if (r < 0) {
-		snprintf(eb, el, "%s", src_error(&sc));
+		snprintf(eb, el, "%s", r == -2 ? "out of memory" : src_error(&sc));
+		rc = 1;
+	} else if (sc.bad) {
+		snprintf(eb, el, "%s: --merge: a pointer above 2^%d, cannot keep processes apart",
+			 trace, RP_MERGE_SHIFT);
 		rc = 1;
 	} else if (c.nomem) {
 		snprintf(eb, el, "%s: out of memory", trace);
@@ -1013,6 +1462,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	free(c.heap);
 	util_hmap_destroy(&c.addr);
 	util_hmap_destroy(&c.rel);
+	util_hmap_destroy(&c.excl);
 	src_close(&sc);
 	st->seconds = plat_mono_s() - t0;
 	if (rc)

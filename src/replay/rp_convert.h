@@ -18,8 +18,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atr_reader.h"
+
 struct rp_convert_opts {
-	uint32_t pid;		 /* 0: the first process */
+	uint32_t pid; /* 0: the busiest process (most records) */
+	int merge;    /* every process into one workload (threads
+			 renumbered, addresses kept apart) */
+	/* Allocations kept (docs/CLI.md, "convert"): a block whose allocation
+	 * is not kept is left out with every later op on it, so the workload
+	 * stays consistent (no unknown frees).  The window: allocations from
+	 * --from on, the workload ends at --to (seconds since the trace began,
+	 * or the first marker with that text). */
+	int have_from, have_to;
+	double from_s, to_s;
+	const char *from_label, *to_label;
+	/* 1 if call ev (an allocation, or free(NULL)) of file f is kept;
+	 * ev->thread is its serial in its own process (NULL: all kept). */
+	int (*keep)(void *arg, atr_file *f, const struct atr_event *ev);
+	void *keep_arg;
+	int keep_stacks;	 /* keep selects by stack: the stacks are loaded */
 	int progress;		 /* 1: progress on stderr */
 	int quiet;		 /* 1: no anomaly reports */
 	int max_reports;	 /* anomalies printed per kind (default 10) */
@@ -42,6 +59,10 @@ struct rp_convert_stats {
 	uint64_t lost_records, anomalies, bytes_out;
 	uint64_t think_ns;
 	uint32_t max_live;
+	uint64_t excluded_calls;	/* calls a filter left out */
+	int window_open, window_closed; /* --from/--to labels: seen */
+	uint32_t no_stacks;		/* processes without stacks (--module, --function
+					   keep none of their allocations) */
 	/* a dj/malloc trace (docs/DJ_COMPAT.md) */
 	int dj, dj_alloctrace_export;
 	uint64_t dj_inversions_fixed, dj_inversions_pending, dj_reallocs_merged;
