@@ -14,6 +14,8 @@
 #include "awl_workload.h"
 #include "plat_clock.h"
 #include "dj_trace.h"
+#include "liveset/lv_ahead.h"
+#include "liveset/lv_set.h"
 #include "util_hmap.h"
 #include "util_msg.h"
 
@@ -26,15 +28,22 @@
 #define RP_NONE	     UINT32_MAX
 #define RECENT_FREES 4096
 
+/* A free slot and its last use (the WAIT its next user may need). */
+struct fslot {
+	uint64_t when; /* op index of the last use */
+	uint32_t slot;
+	uint32_t owner; /* workload thread of the last use, RP_NONE */
+};
+
 struct deque {
-	uint64_t *v;
+	struct fslot *v;
 	size_t head, n, cap; /* cap power of two */
 };
 
 static int dq_grow(struct deque *d)
 {
 	size_t nc = d->cap ? d->cap * 2 : 16;
-	uint64_t *nv = malloc(nc * sizeof(*nv));
+	struct fslot *nv = malloc(nc * sizeof(*nv));
 	if (!nv)
 		return -1;
 	for (size_t i = 0; i < d->n; i++)
@@ -45,20 +54,20 @@ static int dq_grow(struct deque *d)
 	d->cap = nc;
 	return 0;
 }
-static inline int dq_push(struct deque *d, uint64_t x)
+static inline int dq_push(struct deque *d, struct fslot x)
 {
 	if (__builtin_expect(d->n == d->cap, 0) && dq_grow(d) < 0)
 		return -1;
 	d->v[(d->head + d->n++) & (d->cap - 1)] = x;
 	return 0;
 }
-static uint64_t dq_pop_back(struct deque *d)
+static struct fslot dq_pop_back(struct deque *d)
 {
 	return d->v[(d->head + --d->n) & (d->cap - 1)];
 }
-static uint64_t dq_pop_front(struct deque *d)
+static struct fslot dq_pop_front(struct deque *d)
 {
-	uint64_t x = d->v[d->head];
+	struct fslot x = d->v[d->head];
 	d->head = (d->head + 1) & (d->cap - 1);
 	d->n--;
 	return x;
@@ -76,11 +85,6 @@ struct cthread {
 	struct deque freeq;
 };
 
-struct pend {
-	uint64_t at, ptr, slot, size;
-	uint32_t th; /* cthread index */
-};
-
 struct conv {
 	const struct rp_convert_opts *o;
 	struct rp_convert_stats *st;
@@ -89,20 +93,15 @@ struct conv {
 	uint32_t nth, thcap;
 	uint32_t *by_serial; /* serial -> cthread index (RP_NONE) */
 	uint32_t nserial;
-	struct util_hmap addr; /* ptr -> slot */
-	/* REALLOC_RELEASEs waiting for their realloc: rel_key() -> slot.  A
-	   thread can have several (a dj trace's realloc waits for the release
-	   of its result's address, dj_trace.h). */
-	struct util_hmap rel;
-	/* per slot */
-	uint32_t *s_thread; /* last user (workload index), RP_NONE */
-	uint64_t *s_idx;    /* op index of that use */
-	uint64_t *s_size;   /* requested size while live */
-	uint64_t nslots, slotcap, total_free;
+	/* the live blocks: ptr -> slot (tag) and the slot's last use (owner,
+	   when); a free slot carries its last use in a freeq instead */
+	struct lv_set live;
+	/* REALLOC_RELEASEs waiting for their realloc: rel_key() -> the old
+	   block.  A thread can have several (a dj trace's realloc waits for
+	   the release of its result's address, dj_trace.h). */
+	struct lv_set rel;
+	uint64_t nslots, total_free;
 	uint32_t steal_cursor;
-	uint64_t live, peak;
-	struct pend *heap;
-	size_t hn, hcap;
 	uint64_t recent[RECENT_FREES];
 	size_t recent_pos;
 	uint64_t reports[8];
@@ -285,26 +284,7 @@ static uint32_t thread_of(struct conv *c, const struct atr_event *ev)
 }
 
 /* -------------------------------------------------------------- slots */
-static int grow_slots(struct conv *c)
-{
-	uint64_t nc = c->slotcap ? c->slotcap * 2 : 1024;
-	uint32_t *a = realloc(c->s_thread, nc * sizeof(*a));
-	if (!a)
-		return -1;
-	c->s_thread = a;
-	uint64_t *b = realloc(c->s_idx, nc * sizeof(*b));
-	if (!b)
-		return -1;
-	c->s_idx = b;
-	uint64_t *d = realloc(c->s_size, nc * sizeof(*d));
-	if (!d)
-		return -1;
-	c->s_size = d;
-	c->slotcap = nc;
-	return 0;
-}
-
-static uint64_t slot_new_slow(struct conv *c, uint32_t ti)
+static struct fslot slot_new_slow(struct conv *c, uint32_t ti)
 {
 	if (c->total_free >= RP_STEAL_MIN) {
 		for (uint32_t k = 0; k < c->nth; k++) {
@@ -316,17 +296,13 @@ static uint64_t slot_new_slow(struct conv *c, uint32_t ti)
 			}
 		}
 	}
-	if (c->nslots == c->slotcap && grow_slots(c) < 0) {
-		c->nomem = 1;
-		return 0;
-	}
-	c->s_thread[c->nslots] = RP_NONE;
-	c->s_idx[c->nslots] = 0;
-	c->s_size[c->nslots] = 0;
-	return c->nslots++;
+	if (c->nslots >= UINT32_MAX)
+		c->nomem = 1; /* 4 G blocks live at once */
+	return (struct fslot){.slot = (uint32_t)c->nslots++, .owner = RP_NONE};
 }
 
-static inline uint64_t slot_new(struct conv *c, uint32_t ti)
+/* A free slot for thread ti: its own latest, else another's, else a new one. */
+static inline struct fslot slot_new(struct conv *c, uint32_t ti)
 {
 	struct cthread *t = &c->th[ti];
 	if (__builtin_expect(t->freeq.n != 0, 1)) {
@@ -336,141 +312,57 @@ static inline uint64_t slot_new(struct conv *c, uint32_t ti)
 	return slot_new_slow(c, ti);
 }
 
-static inline void slot_release(struct conv *c, uint32_t ti, uint64_t slot)
+/* slot is free after thread ti's op idx. */
+static inline void slot_release(struct conv *c, uint32_t ti, uint64_t slot, uint64_t idx)
 {
-	if (dq_push(&c->th[ti].freeq, slot) < 0)
+	struct fslot f = {.when = idx, .slot = (uint32_t)slot, .owner = c->th[ti].widx};
+	if (dq_push(&c->th[ti].freeq, f) < 0)
 		c->nomem = 1;
 	else
 		c->total_free++;
 }
 
 /* ---------------------------------------------------------------- ops */
-static void emit_wait_slow(struct conv *c, uint32_t ti, uint64_t slot, uint32_t owner)
+static void emit_wait_slow(struct conv *c, uint32_t ti, uint32_t owner, uint64_t when)
 {
-	emit_wait_ops(c, ti, owner, c->s_idx[slot] + 1);
+	emit_wait_ops(c, ti, owner, when + 1);
 }
 
-/* A WAIT before thread ti uses slot, if another thread used it last. */
-static inline void emit_wait_for(struct conv *c, uint32_t ti, uint64_t slot)
+/* A WAIT before thread ti uses a slot that another thread (owner) used
+ * last, at op when. */
+static inline void emit_wait_for(struct conv *c, uint32_t ti, uint32_t owner, uint64_t when)
 {
-	uint32_t owner = c->s_thread[slot];
 	if (__builtin_expect(owner != RP_NONE && owner != c->th[ti].widx, 0))
-		emit_wait_slow(c, ti, slot, owner);
+		emit_wait_slow(c, ti, owner, when);
 }
 
-static void mark_use(struct conv *c, uint32_t ti, uint64_t slot, uint64_t idx)
-{
-	c->s_thread[slot] = c->th[ti].widx;
-	c->s_idx[slot] = idx;
-}
-
-static void live_add(struct conv *c, uint64_t size)
-{
-	c->live += size;
-	if (c->live > c->peak)
-		c->peak = c->live;
-}
-
-/* ptr becomes live in slot (an_summary's make_live).  A ptr that is still
- * live means the trace missed its release: its old slot is dropped. */
+/* ptr becomes live in slot, used last by thread ti's op idx (an_summary's
+ * make_live).  A ptr that is still live means the trace missed its
+ * release: its old slot is dropped. */
 static void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev, uint64_t ptr,
-			uint64_t slot, uint64_t size)
+			uint64_t slot, uint64_t size, uint64_t idx)
 {
-	uint64_t old;
-	int r = util_hmap_insert(&c->addr, ptr, slot, &old);
+	struct lv_block *b, old;
+	int r = lv_born(&c->live, ptr, size, idx, &b, &old);
 	if (r < 0) {
 		c->nomem = 1;
 		return;
 	}
+	b->tag = (uint32_t)slot;
+	b->owner = c->th[ti].widx;
 	if (r == 0) {
 		c->st->dup_allocs++;
 		report(c, REP_DUP, ev,
 		       "allocation returned a block that is still live (old one dropped)");
-		c->live -= c->s_size[old];
 		uint32_t wi = c->th[ti].widx;
-		emit_wait_for(c, ti, old);
+		emit_wait_for(c, ti, old.owner, old.when);
 		uint8_t *p = awl_writer_reserve(c->w, wi, 16);
 		*p++ = AWL_OP_DROP;
-		p = awl_put_uv(p, old);
-		uint64_t idx = awl_writer_thread_ops(c->w, wi);
+		p = awl_put_uv(p, old.tag);
+		uint64_t didx = awl_writer_thread_ops(c->w, wi);
 		awl_writer_commit(c->w, wi, p);
-		mark_use(c, ti, old, idx);
-		slot_release(c, ti, old);
+		slot_release(c, ti, old.tag, didx);
 	}
-	c->s_size[slot] = size;
-	live_add(c, size);
-}
-
-static void pend_push(struct conv *c, struct pend pe)
-{
-	if (c->hn == c->hcap) {
-		size_t nc = c->hcap ? c->hcap * 2 : 16;
-		struct pend *nh = realloc(c->heap, nc * sizeof(*nh));
-		if (!nh) {
-			c->nomem = 1;
-			return;
-		}
-		c->heap = nh;
-		c->hcap = nc;
-	}
-	size_t i = c->hn++;
-	c->heap[i] = pe;
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (c->heap[p].at <= c->heap[i].at)
-			break;
-		struct pend t = c->heap[p];
-		c->heap[p] = c->heap[i];
-		c->heap[i] = t;
-		i = p;
-	}
-}
-
-static void heap_remove(struct conv *c, size_t i)
-{
-	c->heap[i] = c->heap[--c->hn];
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < c->hn && c->heap[l].at < c->heap[m].at)
-			m = l;
-		if (l + 1 < c->hn && c->heap[l + 1].at < c->heap[m].at)
-			m = l + 1;
-		if (m == i)
-			break;
-		struct pend t = c->heap[m];
-		c->heap[m] = c->heap[i];
-		c->heap[i] = t;
-		i = m;
-	}
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (c->heap[p].at <= c->heap[i].at)
-			break;
-		struct pend t = c->heap[p];
-		c->heap[p] = c->heap[i];
-		c->heap[i] = t;
-		i = p;
-	}
-}
-
-static void pend_apply(struct conv *c, size_t i, const struct atr_event *ev)
-{
-	struct pend p = c->heap[i];
-	heap_remove(c, i);
-	addr_insert(c, p.th, ev, p.ptr, p.slot, p.size);
-}
-
-/* Look ptr up; on a miss, a realloc result not yet made live counts. */
-static int addr_take(struct conv *c, uint64_t ptr, uint64_t *slot, const struct atr_event *ev)
-{
-	if (util_hmap_remove(&c->addr, ptr, slot))
-		return 1;
-	for (size_t i = 0; i < c->hn; i++)
-		if (c->heap[i].ptr == ptr) {
-			pend_apply(c, i, ev);
-			return util_hmap_remove(&c->addr, ptr, slot);
-		}
-	return 0;
 }
 
 static void unknown_free(struct conv *c, const struct atr_event *ev, uint64_t ptr)
@@ -485,12 +377,14 @@ static void unknown_free(struct conv *c, const struct atr_event *ev, uint64_t pt
 	report(c, REP_UNKNOWN, ev, "free of a block never allocated in the trace (skipped)");
 }
 
-/* ptr (non-NULL, found in slot) dies by an op of thread ti. */
-static void kill_slot(struct conv *c, uint64_t ptr, uint64_t slot)
+/* ptr (non-NULL) dies: 1 and its block (slot, last use) in *b, or 0 if it
+ * was not live. */
+static int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
 {
-	c->live -= c->s_size[slot];
-	c->s_size[slot] = 0;
+	if (!lv_died(&c->live, ptr, b))
+		return 0;
 	c->recent[c->recent_pos++ % RECENT_FREES] = ptr;
+	return 1;
 }
 
 static uint8_t *op_begin(struct conv *c, uint32_t ti, unsigned code)
@@ -519,25 +413,23 @@ static const uint8_t op_of_type[ATR_T_CALL_LAST + 1] = {ATR_CALLS(OP_OF_)};
 static void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
 	uint32_t wi = c->th[ti].widx;
-	uint64_t slot = 0;
 	if (!ev->ptr) {
 		uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
 		p = awl_put_uv(p, 0);
 		op_end(c, ti, p, AWL_OP_FREE);
 		return;
 	}
-	if (!addr_take(c, ev->ptr, &slot, ev)) {
+	struct lv_block b;
+	if (!addr_take(c, ev->ptr, &b)) {
 		unknown_free(c, ev, ev->ptr);
 		return;
 	}
-	kill_slot(c, ev->ptr, slot);
-	emit_wait_for(c, ti, slot);
+	emit_wait_for(c, ti, b.owner, b.when);
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
 	uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
-	p = awl_put_uv(p, slot + 1);
+	p = awl_put_uv(p, (uint64_t)b.tag + 1);
 	op_end(c, ti, p, AWL_OP_FREE);
-	mark_use(c, ti, slot, idx);
-	slot_release(c, ti, slot);
+	slot_release(c, ti, b.tag, idx);
 }
 
 static void split_array(uint64_t total, uint64_t nmemb, uint64_t *n, uint64_t *el)
@@ -551,18 +443,18 @@ static void split_array(uint64_t total, uint64_t nmemb, uint64_t *n, uint64_t *e
 static void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
 	uint32_t wi = c->th[ti].widx;
-	uint64_t slot = 0;
+	struct fslot f = {0};
 	int ok = ev->ret != 0;
 	if (ok) {
-		slot = slot_new(c, ti);
+		f = slot_new(c, ti);
 		if (c->nomem)
 			return;
-		emit_wait_for(c, ti, slot);
+		emit_wait_for(c, ti, f.owner, f.when);
 	} else {
 		c->st->failed_allocs++;
 	}
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
-	uint64_t dst = ok ? slot + 1 : 0;
+	uint64_t dst = ok ? (uint64_t)f.slot + 1 : 0;
 	unsigned op = op_of_type[ev->type];
 	uint8_t *p;
 	switch (atr_call_args(ev->type)) {
@@ -588,37 +480,38 @@ static void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		break;
 	}
 	op_end(c, ti, p, op);
-	if (ok) {
-		mark_use(c, ti, slot, idx);
-		addr_insert(c, ti, ev, ev->ret, slot, ev->size);
-	}
+	if (ok)
+		addr_insert(c, ti, ev, ev->ret, f.slot, ev->size, idx);
 }
 
+/* rel: the old block if a REALLOC_RELEASE took it already (released). */
 static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, int released,
-		       uint64_t rslot, uint64_t rsize)
+		       const struct lv_block *rel)
 {
 	struct cthread *t = &c->th[ti];
 	uint32_t wi = t->widx;
 	uint64_t src = 0, dst = 0; /* slot + 1 */
+	struct lv_block sb = {0};
+	struct lv_block *kept = NULL; /* a failed realloc's old block, still live */
 	int ok = ev->ret != 0;
 	if (released) {
-		src = rslot + 1;
-		(void)rsize;
+		sb = *rel;
+		src = (uint64_t)sb.tag + 1;
 	} else if (ev->ptr) {
-		uint64_t s;
 		if (!ok && ev->size) {
 			/* failed realloc: the old block stays live */
-			if (util_hmap_lookup(&c->addr, ev->ptr, &s))
-				src = s + 1;
-			else {
+			kept = lv_find(&c->live, ev->ptr);
+			if (kept) {
+				sb = *kept;
+				src = (uint64_t)sb.tag + 1;
+			} else {
 				c->st->unknown_reallocs++;
 				report(c, REP_UREALLOC, ev,
 				       "realloc of a block never allocated (replayed as "
 				       "realloc(NULL))");
 			}
-		} else if (addr_take(c, ev->ptr, &s, ev)) {
-			src = s + 1;
-			kill_slot(c, ev->ptr, s);
+		} else if (addr_take(c, ev->ptr, &sb)) {
+			src = (uint64_t)sb.tag + 1;
 		} else {
 			c->st->unknown_reallocs++;
 			report(c, REP_UREALLOC, ev,
@@ -628,17 +521,18 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 	if (!ok)
 		c->st->failed_allocs += ev->ptr == 0 || ev->size != 0;
 	if (src)
-		emit_wait_for(c, ti, src - 1);
+		emit_wait_for(c, ti, sb.owner, sb.when);
 	int frees_src = src && (ok || ev->size == 0);
-	if (frees_src)
-		slot_release(c, ti, src - 1);
 	if (ok) {
-		uint64_t s = slot_new(c, ti);
-		if (c->nomem)
-			return;
-		if (s + 1 != src)
-			emit_wait_for(c, ti, s);
-		dst = s + 1;
+		if (frees_src) {
+			dst = src; /* the slot freed is this thread's latest: reused */
+		} else {
+			struct fslot f = slot_new(c, ti);
+			if (c->nomem)
+				return;
+			emit_wait_for(c, ti, f.owner, f.when);
+			dst = (uint64_t)f.slot + 1;
+		}
 	}
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
 	unsigned op = op_of_type[ev->type];
@@ -654,25 +548,14 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 		p = awl_put_uv(p, el);
 	}
 	op_end(c, ti, p, op);
-	if (src)
-		mark_use(c, ti, src - 1, idx);
-	if (!ok)
-		return;
-	mark_use(c, ti, dst - 1, idx);
-#ifdef ATR_EV_REALLOC_RELEASE
-	int delayed = 0; /* this reader presents the realloc at its end stamp */
-#else
-	int delayed = !released;
-#endif
-	if (!delayed) {
-		addr_insert(c, ti, ev, ev->ret, dst - 1, ev->size);
-	} else {
-		uint64_t at = ev->ts + ev->duration;
-		if (at < ev->ts)
-			at = ev->ts;
-		c->s_size[dst - 1] = 0;
-		pend_push(c, (struct pend){at, ev->ret, dst - 1, ev->size, ti});
+	if (kept) { /* still live, used last by this op */
+		kept->owner = wi;
+		kept->when = idx;
+	} else if (frees_src && !ok) {
+		slot_release(c, ti, src - 1, idx);
 	}
+	if (ok)
+		addr_insert(c, ti, ev, ev->ret, dst - 1, ev->size, idx);
 }
 
 static uint64_t rel_key(uint32_t ti, uint64_t ptr)
@@ -682,11 +565,14 @@ static uint64_t rel_key(uint32_t ti, uint64_t ptr)
 
 static void on_release(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
-	uint64_t s;
-	if (ev->ptr && addr_take(c, ev->ptr, &s, ev)) {
-		if (util_hmap_insert(&c->rel, rel_key(ti, ev->ptr), s, NULL) < 0)
+	struct lv_block b, *rb;
+	if (ev->ptr && addr_take(c, ev->ptr, &b)) {
+		if (lv_born(&c->rel, rel_key(ti, ev->ptr), b.size, b.when, &rb, NULL) < 0) {
 			c->nomem = 1;
-		kill_slot(c, ev->ptr, s);
+			return;
+		}
+		rb->tag = b.tag;
+		rb->owner = b.owner;
 	}
 }
 
@@ -837,8 +723,9 @@ static int src_open(struct source *sc, const char *trace, const struct rp_conver
 	return 0;
 }
 
-static int src_next(struct source *sc, const struct atr_event **ev)
+static int src_next(void *src, const struct atr_event **ev)
 {
+	struct source *sc = src;
 	return sc->dj ? dj_trace_next(sc->dj, ev) : atr_iter_next_ref(sc->it, ev);
 }
 
@@ -873,6 +760,10 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.f = sc.f;
 	c.sp_thread = RP_NONE;
 	c.spawner = RP_NONE;
+	lv_init(&c.live, 0); /* convert counts unknown frees itself */
+	lv_init(&c.rel, 0);
+	struct lv_ahead ah;
+	lv_ahead_init(&ah, src_next, &sc, &c.live);
 	if (in) {
 		double tpn = in->ticks_per_sec > 0 ? in->ticks_per_sec / 1e9 : 1.0;
 		c.floor_ticks = (uint64_t)((double)o->think_floor_ns * tpn + 0.5);
@@ -892,14 +783,12 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	const struct atr_event *ev = NULL;
 	uint64_t first_ts = 0, last_ts = 0, total_hint = in ? in->records_hint : 0;
 	double last_prog = t0;
-	while ((r = src_next(&sc, &ev)) > 0) {
+	while ((r = lv_ahead_next(&ah, &ev)) > 0) {
 		if (ev->type != RP_EV_REALLOC_RELEASE) {
 			if (!st->records++)
 				first_ts = ev->ts;
 			last_ts = ev->ts;
 		}
-		while (c.hn && c.heap[0].at < ev->ts)
-			pend_apply(&c, 0, ev);
 		uint32_t ti = thread_of(&c, ev);
 		if (c.nomem)
 			break;
@@ -912,10 +801,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 			if (shape == ATR_ARGS_PTR)
 				on_free(&c, ti, ev);
 			else if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB) {
-				uint64_t rs = 0;
-				int rel =
-				    ev->ptr && util_hmap_remove(&c.rel, rel_key(ti, ev->ptr), &rs);
-				on_realloc(&c, ti, ev, rel, rs, 0);
+				struct lv_block rb;
+				int rel = ev->ptr && lv_died(&c.rel, rel_key(ti, ev->ptr), &rb);
+				on_realloc(&c, ti, ev, rel, &rb);
 			} else
 				on_alloc(&c, ti, ev);
 		} else if (ev->type == RP_EV_REALLOC_RELEASE) {
@@ -951,15 +839,12 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	} else if (c.nomem) {
 		snprintf(eb, el, "%s: out of memory", trace);
 		rc = 1;
-	} else {
-		while (c.hn) /* ev: the last event, still valid at the end */
-			pend_apply(&c, 0, ev);
 	}
 	if (rc == 0 && c.nomem) {
 		snprintf(eb, el, "%s: out of memory", trace);
 		rc = 1;
 	}
-	st->ideal_peak = c.peak;
+	st->ideal_peak = c.live.peak_bytes;
 	st->slots = c.nslots;
 	st->threads = c.nth;
 	st->think_ns = c.think_total;
@@ -983,7 +868,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	if (rc == 0) {
 		struct awl_summary_in s = {
 		    .slots = c.nslots,
-		    .ideal_peak = c.peak,
+		    .ideal_peak = c.live.peak_bytes,
 		    .waits = st->waits,
 		    .anomalies = st->anomalies,
 		    .duration_ns =
@@ -1007,12 +892,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	free(c.alive);
 	free(c.exits);
 	free(c.by_serial);
-	free(c.s_thread);
-	free(c.s_idx);
-	free(c.s_size);
-	free(c.heap);
-	util_hmap_destroy(&c.addr);
-	util_hmap_destroy(&c.rel);
+	lv_ahead_free(&ah);
+	lv_destroy(&c.live);
+	lv_destroy(&c.rel);
 	src_close(&sc);
 	st->seconds = plat_mono_s() - t0;
 	if (rc)
