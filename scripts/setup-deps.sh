@@ -13,8 +13,9 @@ pkgs=(cmake make gcc g++ pkg-config clang-format libcmocka-dev python3 git sqlit
       libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
       libcurl4-openssl-dev clickhouse-server clickhouse-client)
 if [[ "${1:-}" == "--bench" ]]; then
-  # peers for bench/; time for /usr/bin/time
-  pkgs+=(heaptrack valgrind hyperfine time)
+  # peers for bench/; time for /usr/bin/time; perf for the profiles quoted
+  # in bench/replay/RESULTS.md
+  pkgs+=(heaptrack valgrind hyperfine time linux-perf)
 fi
 
 missing=()
