@@ -6,7 +6,8 @@
 # wall second, median (min-max).
 #   bench/replay/liveset.sh ALLOCTRACE_BEFORE ALLOCTRACE_AFTER...
 # WORK (default /tmp/rpliveset), RUNS (5), LIVES ("10000 100000 1000000"),
-# STEPS (5000000); REC: the alloctrace that records (default: the first).  Every timing run holds /tmp/alloctrace-bench.lock.
+# STEPS (5000000); REC: the alloctrace that records (default: the first).
+# The timing runs hold /tmp/alloctrace-bench.lock, all of them at once.
 set -eu
 [ $# -ge 1 ] || { echo "usage: $0 ALLOCTRACE..." >&2; exit 2; }
 W=${WORK:-/tmp/rpliveset}
@@ -19,6 +20,8 @@ gcc -O2 -o "$W/liveset" "$SRC/liveset.c"
 for L in $LIVES; do
 	[ -d "$W/t$L" ] || "${REC:-$1}" record -o "$W/t$L" -- "$W/liveset" "$L" "$STEPS" >/dev/null
 done
+exec 9>/tmp/alloctrace-bench.lock
+flock 9
 uptime
 for L in $LIVES; do
 	recs=$("$1" info --json "$W/t$L" | python3 -c 'import json,sys; print(json.load(sys.stdin)["processes"][0]["records"])')
@@ -29,10 +32,10 @@ for L in $LIVES; do
 			for b in "$@"; do
 				out="$W/$cmd.$L.$(echo "$b" | md5sum | cut -c1-8)"
 				if [ $cmd = convert ]; then
-					flock /tmp/alloctrace-bench.lock /usr/bin/time -f "%e %U %S %M" -o "$W/time" \
+					/usr/bin/time -f "%e %U %S %M" -o "$W/time" \
 						"$b" convert "$W/t$L" -o /dev/null --no-progress --quiet >/dev/null 2>&1
 				else
-					flock /tmp/alloctrace-bench.lock /usr/bin/time -f "%e %U %S %M" -o "$W/time" \
+					/usr/bin/time -f "%e %U %S %M" -o "$W/time" \
 						"$b" info "$W/t$L" >/dev/null
 				fi
 				cat "$W/time" >>"$out"

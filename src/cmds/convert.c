@@ -39,7 +39,7 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int quiet, 
 	    .pid = pid, .progress = progress, .quiet = quiet, .think_floor_ns = floor_ns};
 	struct rp_convert_stats st;
 	char eb[1024];
-	if (rp_convert(in, out, &o, &st, eb, sizeof(eb))) {
+	if (rp_convert(in, out, &o, &st, eb, sizeof(eb)) < 0) {
 		util_err("convert: %s", eb);
 		return 1;
 	}

@@ -656,13 +656,16 @@ static int pick_trace(const char *trace, const struct rp_convert_opts *o,
 {
 	char **paths;
 	size_t n;
-	if (atr_list(trace, &paths, &n, eb, el) < 0)
-		return 1;
-	int rc = 1;
+	int rc = atr_list(trace, &paths, &n, eb, el);
+	if (rc < 0)
+		return rc;
+	rc = ATR_E_USAGE;
 	st->nprocs = (uint32_t)n;
 	for (size_t i = 0; i < n; i++) {
 		atr_file *f;
-		if (atr_open(paths[i], &f, eb, el) < 0) {
+		int r = atr_open(paths[i], &f, eb, el);
+		if (r < 0) {
+			rc = r;
 			if (!o->pid)
 				break; /* the first process is unreadable */
 			continue;
@@ -687,8 +690,10 @@ static int pick_trace(const char *trace, const struct rp_convert_opts *o,
 		}
 		atr_close(f);
 	}
-	if (rc && o->pid)
+	if (rc < 0 && o->pid) {
+		rc = ATR_E_USAGE;
 		snprintf(eb, el, "%s: no process %" PRIu32 " in this trace", trace, o->pid);
+	}
 	atr_list_free(paths, n);
 	return rc;
 }
@@ -706,19 +711,21 @@ static int src_open(struct source *sc, const char *trace, const struct rp_conver
 {
 	memset(sc, 0, sizeof(*sc));
 	if (dj_trace_detect_path(trace)) {
-		if (dj_trace_open(trace, &sc->dj, eb, el) < 0)
-			return 1;
+		int r = dj_trace_open(trace, &sc->dj, eb, el);
+		if (r < 0)
+			return r; /* dj's -1: ATR_E_IO */
 		st->dj = 1;
 		st->nprocs = 1;
 		snprintf(st->trace_path, sizeof(st->trace_path), "%s", trace);
 		return 0;
 	}
-	if (pick_trace(trace, o, st, &sc->f, eb, el))
-		return 1;
-	if (atr_iter_new(sc->f, &sc->it) < 0) {
+	int r = pick_trace(trace, o, st, &sc->f, eb, el);
+	if (r < 0)
+		return r;
+	if ((r = atr_iter_new(sc->f, &sc->it)) < 0) {
 		snprintf(eb, el, "%s", atr_last_error(sc->f));
 		atr_close(sc->f);
-		return 1;
+		return r;
 	}
 	return 0;
 }
@@ -750,8 +757,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	memset(st, 0, sizeof(*st));
 	double t0 = plat_mono_s();
 	struct source sc;
-	if (src_open(&sc, trace, o, st, eb, el))
-		return 1;
+	int rc = src_open(&sc, trace, o, st, eb, el);
+	if (rc < 0)
+		return rc;
 	const struct atr_info *in = sc.f ? atr_get_info(sc.f) : NULL;
 	struct conv c;
 	memset(&c, 0, sizeof(c));
@@ -775,9 +783,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		c.floor_ticks = UINT64_MAX / 2;
 		c.min_ticks = UINT64_MAX;
 	}
-	if (awl_writer_open(out, &c.w, eb, el) < 0) {
+	if ((rc = awl_writer_open(out, &c.w, eb, el)) < 0) {
 		src_close(&sc);
-		return 1;
+		return rc;
 	}
 	int r;
 	const struct atr_event *ev = NULL;
@@ -832,17 +840,13 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	}
 	if (o->progress)
 		fprintf(stderr, "\r%60s\r", "");
-	int rc = 0;
-	if (r < 0) {
+	rc = 0;
+	if (r < 0 && r != ATR_E_NOMEM) {
 		snprintf(eb, el, "%s", src_error(&sc));
-		rc = 1;
-	} else if (c.nomem) {
+		rc = r;
+	} else if (r < 0 || c.nomem) {
 		snprintf(eb, el, "%s: out of memory", trace);
-		rc = 1;
-	}
-	if (rc == 0 && c.nomem) {
-		snprintf(eb, el, "%s: out of memory", trace);
-		rc = 1;
+		rc = ATR_E_NOMEM;
 	}
 	st->ideal_peak = c.live.peak_bytes;
 	st->slots = c.nslots;
@@ -878,8 +882,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		    .think_ns = c.think_total,
 		    .max_live = c.max_live,
 		};
-		if (awl_writer_finish(c.w, &s, eb, el) < 0)
-			rc = 1;
+		int fr = awl_writer_finish(c.w, &s, eb, el);
+		if (fr < 0)
+			rc = fr;
 	}
 	st->bytes_out = awl_writer_bytes(c.w);
 	st->ops = awl_writer_ops(c.w);
