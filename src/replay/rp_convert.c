@@ -679,7 +679,7 @@ static int pick_trace(const char *trace, const struct rp_convert_opts *o,
 				 paths[i], atr_sample_rate(f));
 			atr_close(f);
 			atr_list_free(paths, n);
-			return 1;
+			return ATR_E_USAGE;
 		}
 		if (!o->pid || atr_get_info(f)->pid == o->pid) {
 			*out = f;
