@@ -5,7 +5,8 @@ headers so that it can be rerun after a rebase or merge:
   struct rep_ctx                  -> struct an_session
   rep_<x> declared in an_session.h -> an_session_<x>
   rep_write_<fmt> (output headers) -> out_<fmt>_write
-  other rep_<x> of output headers  -> out_<x>  (rep_fold_stacks, the assets...)
+  other rep_<x> of output headers  -> out_<x>  (rep_fold_stacks, the assets:
+                                     rep_asset_ prefix everywhere)
   cmp_<x> declared in out_compare.h -> out_compare_<x>
 
 Only the names declared in those headers are renamed (file-local helpers
@@ -58,8 +59,9 @@ def main():
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             text = f.read()
         new = pat.sub(lambda x: m[x.group(1)], text)
-        # the assets' C names are made by CMake from this prefix
-        new = new.replace('"rep_asset_${asset}"', '"out_asset_${asset}"')
+        # the assets' C names are made from this prefix (src/CMakeLists.txt,
+        # tests/cross_aarch64.sh)
+        new = new.replace("rep_asset_", "out_asset_")
         new = new.replace("rep_write_<format>", "out_<format>_write")
         if new != text:
             changed.append(path)
