@@ -22,7 +22,7 @@ sed "s/@ATR_EXPORTED_CALLS@/$calls/" "$src/src/preload/exports.map.in" >"$out/ex
   -o "$out/liballoctrace.so" "$src"/src/preload/*.c "$src"/src/format/atr_v2.c -ldl -lpthread
 tools=("$src"/src/main.c)
 # (clickhouse builds without libcurl here: no arm64 libcurl installed)
-for d in util format analysis replay output attach clickhouse cmds; do # the rooms (src/CMakeLists.txt)
+for d in util format liveset analysis replay output attach clickhouse cmds; do # the rooms (src/CMakeLists.txt)
   tools+=("$src"/src/$d/*.c)
 done
 for a in report.js report.css; do # the HTML report's assets (src/CMakeLists.txt)

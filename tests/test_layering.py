@@ -2,7 +2,7 @@
 """test_layering.py - every room of src/ includes only its own headers and
 those of the rooms below it (docs/ARCHITECTURE.md, src/CMakeLists.txt):
 
-  platform <- util <- format <- analysis, replay, attach <- output, clickhouse <- cmds <- main.c
+  platform <- util <- format <- liveset <- analysis, replay; format <- attach <- output, clickhouse <- cmds <- main.c
   preload: platform, format's atr_format.h / atr_calls.h / atr_v2.h (the pure v2
            block codec, compiled into the library), atn_stream.h (the network
            stream's constants; the sender) and include/ only
@@ -18,12 +18,13 @@ ALLOWED = {
     "platform": {"platform"},
     "util": {"util", "platform"},
     "format": {"format", "util", "platform"},
-    "analysis": {"analysis", "format", "util", "platform"},
-    "replay": {"replay", "format", "util", "platform"},
+    "liveset": {"liveset", "format", "util", "platform"},
+    "analysis": {"analysis", "liveset", "format", "util", "platform"},
+    "replay": {"replay", "liveset", "format", "util", "platform"},
     "attach": {"attach", "util", "platform", "format:atr_calls.h"},
-    "output": {"output", "analysis", "format", "util", "platform"},
-    "clickhouse": {"clickhouse", "analysis", "format", "util", "platform"},
-    "cmds": {"cmds", "output", "analysis", "replay", "attach", "clickhouse", "format", "util",
+    "output": {"output", "analysis", "liveset", "format", "util", "platform"},
+    "clickhouse": {"clickhouse", "analysis", "liveset", "format", "util", "platform"},
+    "cmds": {"cmds", "output", "analysis", "liveset", "replay", "attach", "clickhouse", "format", "util",
              "platform", "include"},
     "preload": {"preload", "include", "platform", "format:atr_format.h", "format:atr_calls.h",
                 "format:atr_v2.h", "format:atn_stream.h"},

@@ -292,7 +292,7 @@ static void test_bad_input(void **state)
 	struct rp_convert_opts co = {.quiet = 1};
 	char out[300];
 	path_in(out, sizeof(out), "never.wl");
-	assert_int_equal(rp_convert(bad, out, &co, &st, eb, sizeof(eb)), 1);
+	assert_true(atr_isError(rp_convert(bad, out, &co, &st, eb, sizeof(eb))));
 	assert_true(access(out, F_OK) != 0);
 	(void)tn;
 }

@@ -157,7 +157,7 @@ static int arena_of(struct an_arenas *a, uint64_t p, unsigned cflags, const stru
 static int arena_of_ptr(struct an_arenas *a, uint64_t p)
 {
 	uint64_t v;
-	if (!p || util_hmap_lookup(&a->mm, p, NULL))
+	if (!p || lv_find(&a->mm, p))
 		return -1;
 	if (util_hmap_lookup(&a->heap_idx, p & ~(ATR_ARENA_HEAP_MAX - 1), &v))
 		return (int)a->heaps[v].arena;
@@ -217,8 +217,10 @@ static void mm_freed(struct an_arenas *a, const struct atr_event *ev, uint64_t c
 
 static int mm_remove(struct an_arenas *a, uint64_t p, uint64_t *chunk)
 {
-	if (!p || !util_hmap_remove(&a->mm, p, chunk))
+	struct lv_block b;
+	if (!p || !lv_died(&a->mm, p, &b))
 		return 0;
+	*chunk = b.size;
 	a->mmap_live--;
 	a->mmap_live_bytes -= *chunk;
 	return 1;
@@ -236,12 +238,12 @@ static int on_alloc(struct an_arenas *a, const struct atr_event *ev, struct an_a
 		uint64_t chunk = ev->usable != UINT64_MAX ? ev->usable + 16 : ev->size + 16;
 		a->mmap_served++;
 		a->mmap_served_bytes += chunk;
-		uint64_t old;
-		int r = util_hmap_insert(&a->mm, p, chunk, &old);
+		struct lv_block old;
+		int r = lv_born(&a->mm, p, chunk, ev->ts, NULL, &old);
 		if (r < 0)
 			return -1;
 		if (r == 0)
-			a->mmap_live_bytes -= old;
+			a->mmap_live_bytes -= old.size;
 		else
 			a->mmap_live++;
 		a->mmap_live_bytes += chunk;
@@ -464,7 +466,7 @@ void an_arenas_free(struct an_arenas *a)
 	free(a->thresh);
 	free(a->brks);
 	free(a->waits);
-	util_hmap_destroy(&a->mm);
+	lv_destroy(&a->mm);
 	util_hmap_destroy(&a->heap_idx);
 	util_hmap_destroy(&a->arena_idx);
 	memset(a, 0, sizeof(*a));

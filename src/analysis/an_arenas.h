@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "atr_reader.h"
+#include "liveset/lv_set.h"
 #include "util_hmap.h"
 
 #define AN_ARENAS_LIST_CAP    100000u /* events kept per list; more are counted */
@@ -115,7 +116,7 @@ struct an_arenas {
 	uint32_t nwaits;
 	uint64_t last_ts;
 	/* working state */
-	struct util_hmap mm;	    /* live mmapped chunk -> chunk size */
+	struct lv_set mm;	    /* live mmapped chunks (size: the chunk's) */
 	struct util_hmap heap_idx;  /* heap start -> index */
 	struct util_hmap arena_idx; /* ar_ptr -> index */
 };

@@ -4,17 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "liveset/lv_ahead.h"
+#include "liveset/lv_set.h"
 #include "util_hmap.h"
 #include "util_progress.h"
 
-struct blk {
-	uint64_t size, ts; /* size: estimated bytes in a sampled trace */
-	uint64_t wcalls;   /* the calls (blocks) it stands for: 1 unless sampled */
-	uint32_t st;	   /* index in r->st */
-	uint32_t next_free;
-};
-
-/* blk.st of an allocation a filter left out */
+/* The live blocks (lv_set): size = the bytes it stands for (estimated in a
+ * sampled trace), when = allocation time, owner = the calls it stands for
+ * (1 unless sampled; W_BIG: in big_w), tag = index in r->st, or for an
+ * allocation a filter left out: */
 #define ST_EXCLUDED (UINT32_MAX - 1)
 
 struct rstate {
@@ -23,10 +21,9 @@ struct rstate {
 	uint64_t from_ts, to_ts; /* window in ticks (to_ts UINT64_MAX: none) */
 	int in_window;
 	struct an_report *r;
-	struct util_hmap live;	   /* ptr -> index in blks */
+	struct lv_set live;	   /* its own totals: excluded blocks count there */
+	struct util_hmap big_w;	   /* ptr -> calls, for weights >= W_BIG */
 	struct util_hmap by_stack; /* canonical id -> index in r->st */
-	struct blk *blks;
-	uint32_t nblks, capblks, free_head; /* free list, UINT32_MAX = empty */
 	size_t capst;
 	uint64_t epoch;
 	int nomem, fork_child, attached;
@@ -96,51 +93,40 @@ static inline void touch(struct rstate *s, struct an_stack_stat *st)
 	}
 }
 
+#define W_BIG UINT32_MAX
+
+/* The calls block b (of ptr) stands for. */
+static uint64_t blk_w(const struct rstate *s, const struct lv_block *b)
+{
+	uint64_t w = b->owner;
+	if (w == W_BIG)
+		util_hmap_lookup(&s->big_w, b->ptr, &w);
+	return w;
+}
+
 static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t wcalls, uint64_t ts,
 		      uint32_t sti)
 {
 	struct an_report *r = s->r;
-	uint64_t old;
-	if (util_hmap_lookup(&s->live, ptr, &old)) {
+	struct lv_block *b, old;
+	int rc = lv_born(&s->live, ptr, size, ts, &b, &old);
+	if (rc < 0) {
+		s->nomem = 1;
+		return;
+	}
+	uint64_t oldw = rc == 0 ? blk_w(s, &old) : 0;
+	b->tag = sti;
+	b->owner = wcalls < W_BIG ? (uint32_t)wcalls : W_BIG;
+	if (wcalls >= W_BIG && util_hmap_insert(&s->big_w, ptr, wcalls, NULL) < 0)
+		s->nomem = 1;
+	if (rc == 0 && old.tag != ST_EXCLUDED) {
 		/* the trace missed its release: replace it */
-		struct blk *b = &s->blks[old];
-		if (b->st != ST_EXCLUDED) {
-			struct an_stack_stat *os = &r->st[b->st];
-			touch(s, os);
-			os->live_bytes -= b->size;
-			os->live_blocks -= b->wcalls;
-			r->live_bytes -= b->size;
-			r->live_blocks -= b->wcalls;
-		}
-		b->size = size;
-		b->wcalls = wcalls;
-		b->ts = ts;
-		b->st = sti;
-	} else {
-		uint32_t bi;
-		if (s->free_head != UINT32_MAX) {
-			bi = s->free_head;
-			s->free_head = s->blks[bi].next_free;
-		} else {
-			if (s->nblks == s->capblks) {
-				uint32_t nc = s->capblks ? s->capblks * 2 : 4096;
-				struct blk *nb = nc > s->capblks
-						     ? realloc(s->blks, (size_t)nc * sizeof(*nb))
-						     : NULL;
-				if (!nb) {
-					s->nomem = 1;
-					return;
-				}
-				s->blks = nb;
-				s->capblks = nc;
-			}
-			bi = s->nblks++;
-		}
-		s->blks[bi] = (struct blk){.size = size, .ts = ts, .wcalls = wcalls, .st = sti};
-		if (util_hmap_insert(&s->live, ptr, bi, NULL) < 0) {
-			s->nomem = 1;
-			return;
-		}
+		struct an_stack_stat *os = &r->st[old.tag];
+		touch(s, os);
+		os->live_bytes -= old.size;
+		os->live_blocks -= oldw;
+		r->live_bytes -= old.size;
+		r->live_blocks -= oldw;
 	}
 	if (sti == ST_EXCLUDED)
 		return;
@@ -173,26 +159,26 @@ static void count_unknown(struct rstate *s)
 static uint32_t kill_ptr(struct rstate *s, uint64_t ptr, uint64_t ts)
 {
 	struct an_report *r = s->r;
-	uint64_t bi;
-	if (!util_hmap_remove(&s->live, ptr, &bi)) {
+	struct lv_block b;
+	if (!lv_died(&s->live, ptr, &b)) {
 		count_unknown(s);
 		return UINT32_MAX;
 	}
-	struct blk *b = &s->blks[bi];
-	uint32_t sti = b->st;
-	b->next_free = s->free_head;
-	s->free_head = (uint32_t)bi;
+	uint64_t w = blk_w(s, &b);
+	if (b.owner == W_BIG)
+		util_hmap_remove(&s->big_w, ptr, NULL);
+	uint32_t sti = b.tag;
 	if (sti == ST_EXCLUDED)
 		return sti;
 	struct an_stack_stat *st = &r->st[sti];
 	touch(s, st);
-	st->live_bytes -= b->size;
-	st->live_blocks -= b->wcalls;
-	r->live_bytes -= b->size;
-	r->live_blocks -= b->wcalls;
-	r->freed_blocks += b->wcalls;
-	uint64_t life = ts >= b->ts ? atr_ticks_to_ns_u64(s->f, ts - b->ts) : 0;
-	r->life_hist[bucket(life)] += b->wcalls;
+	st->live_bytes -= b.size;
+	st->live_blocks -= w;
+	r->live_bytes -= b.size;
+	r->live_blocks -= w;
+	r->freed_blocks += w;
+	uint64_t life = ts >= b.when ? atr_ticks_to_ns_u64(s->f, ts - b.when) : 0;
+	r->life_hist[bucket(life)] += w;
 	return sti;
 }
 
@@ -235,21 +221,21 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 		/* a filtered pass counts only the frees of blocks it keeps (and
 		 * free(NULL) in its window and threads, unless it selects
 		 * stacks: free(NULL) has none) */
-		uint64_t bi;
+		const struct lv_block *b;
 		if (!ev->ptr) {
 			if (!s->in_window || !thread_kept(s->flt, ev) || s->flt->stack_ok)
 				return;
-		} else if (!util_hmap_lookup(&s->live, ev->ptr, &bi) ||
-			   s->blks[bi].st == ST_EXCLUDED) {
+		} else if (!(b = lv_find(&s->live, ev->ptr)) || b->tag == ST_EXCLUDED) {
 			kill_ptr(s, ev->ptr, ev->ts);
 			return;
 		}
 	}
 	/* a sampled free stands for the calls its block stood for */
-	uint64_t w = ev->w_calls, bi;
-	if (ev->type == ATR_T_FREE)
-		w = r->sample_rate && util_hmap_lookup(&s->live, ev->ptr, &bi) ? s->blks[bi].wcalls
-									       : 1;
+	uint64_t w = ev->w_calls;
+	if (ev->type == ATR_T_FREE) {
+		const struct lv_block *b = r->sample_rate ? lv_find(&s->live, ev->ptr) : NULL;
+		w = b ? blk_w(s, b) : 1;
+	}
 	r->calls[ev->type] += w;
 	r->total_calls += w;
 	if (th) {
@@ -292,7 +278,7 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 		if (!ev->ret) {
 			if (ev->size != 0 || !ev->ptr)
 				r->failed++;
-			if (ev->ptr && ev->size != 0 && !util_hmap_lookup(&s->live, ev->ptr, NULL))
+			if (ev->ptr && ev->size != 0 && !lv_find(&s->live, ev->ptr))
 				count_unknown(s);
 			return;
 		}
@@ -356,7 +342,7 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 	memset(&s, 0, sizeof(s));
 	s.f = f;
 	s.r = r;
-	s.free_head = UINT32_MAX;
+	lv_init(&s.live, in->status);
 	s.epoch = 1;
 	s.fork_child = (in->status & ATR_STATUS_FORK_CHILD) != 0;
 	s.attached = (in->status & ATR_STATUS_ATTACHED) != 0;
@@ -372,43 +358,46 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 	rc = atr_iter_new(f, &it);
 	if (rc < 0)
 		goto out;
-	struct atr_event ev;
+	struct lv_ahead ah;
+	lv_ahead_init(&ah, lv_source_iter, it, &s.live);
+	const struct atr_event *ev;
 	struct util_progress prog;
 	util_progress_start(&prog, "report", in->records_hint);
-	while ((rc = atr_iter_next(it, &ev)) > 0) {
-		util_progress_update(&prog, ev.seq);
+	while ((rc = lv_ahead_next(&ah, &ev)) > 0) {
+		util_progress_update(&prog, ev->seq);
 		if (flt) {
 			if (flt->have_to &&
-			    (flt->to_label ? is_marker(&ev, flt->to_label) : ev.ts > s.to_ts)) {
+			    (flt->to_label ? is_marker(ev, flt->to_label) : ev->ts > s.to_ts)) {
 				r->window_closed = 1;
 				break;
 			}
-			if (!s.in_window && (flt->from_label ? is_marker(&ev, flt->from_label)
-							     : ev.ts >= s.from_ts))
+			if (!s.in_window && (flt->from_label ? is_marker(ev, flt->from_label)
+							     : ev->ts >= s.from_ts))
 				s.in_window = r->window_open = 1;
 		}
-		if (ev.type == ATR_EV_REALLOC_RELEASE) {
-			kill_ptr(&s, ev.ptr, ev.ts);
+		if (ev->type == ATR_EV_REALLOC_RELEASE) {
+			kill_ptr(&s, ev->ptr, ev->ts);
 		} else {
 			if (!r->records++)
-				r->first_ts = ev.ts;
-			r->last_ts = ev.ts;
-			struct an_report_thread *th = thread_of(r, ev.thread);
+				r->first_ts = ev->ts;
+			r->last_ts = ev->ts;
+			struct an_report_thread *th = thread_of(r, ev->thread);
 			if (th) {
 				if (!th->seen)
-					th->first_ts = ev.ts;
+					th->first_ts = ev->ts;
 				th->seen = 1;
-				th->last_ts = ev.ts;
+				th->last_ts = ev->ts;
 			}
-			if (ev.type >= 1 && ev.type <= ATR_T_CALL_LAST)
-				on_call(&s, &ev);
+			if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST)
+				on_call(&s, ev);
 		}
 		if (tl)
-			an_timeline_event(tl, &ev, r->live_bytes);
+			an_timeline_event(tl, ev, r->live_bytes);
 		if (s.nomem || (tl && tl->nomem))
 			break;
 	}
 	util_progress_done(&prog);
+	lv_ahead_free(&ah);
 	atr_iter_free(it);
 	if (rc > 0)
 		rc = 0; /* ended at --to */
@@ -422,9 +411,9 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 			st->peak_bytes = st->mod_epoch == s.epoch ? st->at_peak : st->live_bytes;
 		}
 out:
-	util_hmap_destroy(&s.live);
+	lv_destroy(&s.live);
+	util_hmap_destroy(&s.big_w);
 	util_hmap_destroy(&s.by_stack);
-	free(s.blks);
 	return rc < 0 ? rc : 0;
 }
 

@@ -4,62 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util_hmap.h"
+#include "liveset/lv_ahead.h"
+#include "liveset/lv_set.h"
 #include "util_progress.h"
-
-struct an_state {
-	struct an_summary *s;
-	struct util_hmap live;
-	int nomem;
-	int fork_child;
-	int attached; /* ATR_STATUS_ATTACHED */
-};
-
-static void make_live(struct an_state *st, uint64_t ptr, uint64_t size, uint64_t ts)
-{
-	struct an_summary *s = st->s;
-	uint64_t old;
-	int r = util_hmap_insert(&st->live, ptr, size, &old);
-	if (r < 0) {
-		st->nomem = 1;
-		return;
-	}
-	if (r == 0) {
-		s->dup_allocs++;
-		s->live_bytes -= old;
-	} else {
-		s->live_blocks++;
-	}
-	s->live_bytes += size;
-	if (s->live_bytes > s->peak_live_bytes) {
-		s->peak_live_bytes = s->live_bytes;
-		s->peak_ts = ts;
-	}
-}
-
-/* A release of a block that is not live. */
-static void count_unknown(struct an_state *st)
-{
-	if (st->attached)
-		st->s->pre_attach_frees++;
-	else if (st->fork_child)
-		st->s->inherited_frees++;
-	else
-		st->s->unknown_frees++;
-}
-
-/* p (non-NULL) is released. */
-static void kill_ptr(struct an_state *st, uint64_t ptr)
-{
-	struct an_summary *s = st->s;
-	uint64_t size;
-	if (util_hmap_remove(&st->live, ptr, &size)) {
-		s->live_bytes -= size;
-		s->live_blocks--;
-	} else {
-		count_unknown(st);
-	}
-}
 
 static int cmp_serial(const void *a, const void *b)
 {
@@ -73,9 +20,9 @@ static struct an_thread_stat *thread_of(struct an_summary *s, uint32_t serial)
 	return bsearch(&key, s->threads, s->nthreads, sizeof(key), cmp_serial);
 }
 
-static void on_call(struct an_state *st, const struct atr_event *ev)
+/* The counters of a call (the live set follows it in lv_event). */
+static void on_call(struct an_summary *s, const struct atr_event *ev)
 {
-	struct an_summary *s = st->s;
 	s->calls[ev->type]++;
 	s->total_calls++;
 	struct an_thread_stat *th = thread_of(s, ev->thread);
@@ -85,42 +32,15 @@ static void on_call(struct an_state *st, const struct atr_event *ev)
 			th->tid = ev->tid;
 	}
 	if (ev->type == ATR_T_FREE) {
-		if (ev->ptr)
-			kill_ptr(st, ev->ptr);
-		else
-			s->free_null++;
+		s->free_null += !ev->ptr;
 		return;
 	}
 	s->bytes_requested += ev->size;
 	if (th)
 		th->bytes += ev->size;
-	if (ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY) {
-		/* the iterator released a dying old block already, at the
-		 * call's start stamp (ATR_EV_REALLOC_RELEASE) */
-		if (!ev->ret) {
-			if (ev->size != 0 || !ev->ptr)
-				s->failed++;
-			if (ev->ptr && ev->size != 0 &&
-			    !util_hmap_lookup(&st->live, ev->ptr, NULL)) {
-				count_unknown(st);
-			}
-			return;
-		}
-		if (ev->ptr && ev->ret == ev->ptr) {
-			/* in place: the same block, a new size */
-			uint64_t old;
-			if (util_hmap_lookup(&st->live, ev->ptr, &old)) {
-				kill_ptr(st, ev->ptr);
-			} else {
-				count_unknown(st);
-			}
-		}
-		make_live(st, ev->ret, ev->size, ev->ts);
-		return;
-	}
-	if (ev->ret)
-		make_live(st, ev->ret, ev->size, ev->ts);
-	else
+	/* a failed realloc(p, 0) freed p: not a failure */
+	if (!ev->ret && (ev->size != 0 || !ev->ptr ||
+			 (ev->type != ATR_T_REALLOC && ev->type != ATR_T_REALLOCARRAY)))
 		s->failed++;
 }
 
@@ -139,41 +59,43 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 	s->nthreads = nt;
 	qsort(s->threads, nt, sizeof(*s->threads), cmp_serial);
 
-	struct an_state st;
-	memset(&st, 0, sizeof(st));
-	st.s = s;
-	st.fork_child = (atr_get_info(f)->status & ATR_STATUS_FORK_CHILD) != 0;
-	st.attached = (atr_get_info(f)->status & ATR_STATUS_ATTACHED) != 0;
+	struct lv_set live;
+	lv_init(&live, atr_get_info(f)->status);
 	atr_iter *it;
 	int r = atr_iter_new(f, &it);
 	if (r < 0)
 		return r;
-	struct atr_event ev;
+	struct lv_ahead ah;
+	lv_ahead_init(&ah, lv_source_iter, it, &live);
+	const struct atr_event *ev;
 	struct util_progress prog;
 	util_progress_start(&prog, "info", atr_get_info(f)->records_hint);
-	while ((r = atr_iter_next(it, &ev)) > 0) {
-		util_progress_update(&prog, ev.seq);
-		if (ev.type == ATR_EV_REALLOC_RELEASE) {
-			kill_ptr(&st, ev.ptr);
-			continue;
+	while ((r = lv_ahead_next(&ah, &ev)) > 0) {
+		util_progress_update(&prog, ev->seq);
+		if (ev->type != ATR_EV_REALLOC_RELEASE) {
+			if (!s->records++)
+				s->first_ts = ev->ts;
+			s->last_ts = ev->ts;
+			if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST)
+				on_call(s, ev);
+			else if (ev->type == ATR_T_MARKER)
+				s->markers++;
 		}
-		if (!s->records++)
-			s->first_ts = ev.ts;
-		s->last_ts = ev.ts;
-		if (ev.type >= 1 && ev.type <= ATR_T_CALL_LAST)
-			on_call(&st, &ev);
-		else if (ev.type == ATR_T_MARKER)
-			s->markers++;
-		if (st.nomem) {
-			r = ATR_E_NOMEM;
+		if ((r = lv_event(&live, ev, NULL, NULL)) < 0)
 			break;
-		}
 	}
-	if (r == 0 && st.nomem)
-		r = ATR_E_NOMEM;
 	util_progress_done(&prog);
+	lv_ahead_free(&ah);
 	atr_iter_free(it);
-	util_hmap_destroy(&st.live);
+	s->unknown_frees = live.unknown_frees;
+	s->inherited_frees = live.inherited_frees;
+	s->pre_attach_frees = live.pre_attach_frees;
+	s->dup_allocs = live.dup_allocs;
+	s->live_bytes = live.bytes;
+	s->live_blocks = live.blocks;
+	s->peak_live_bytes = live.peak_bytes;
+	s->peak_ts = live.peak_ts;
+	lv_destroy(&live);
 	return r < 0 ? r : 0;
 }
 

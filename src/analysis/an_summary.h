@@ -1,6 +1,8 @@
 /* an_summary.h - one pass over a trace: the numbers `alloctrace info` shows.
  *
- * The live set (pointer -> requested size) is replayed in global order:
+ * The live set (pointer -> requested size; src/liveset/lv_set.h, whose
+ * lv_event() applies these rules for every pass) is replayed in global
+ * order:
  *   - malloc-like calls make ret live (a ret that is already live replaces
  *     it and is counted in dup_allocs: the trace missed its release);
  *   - free(p): p dies; p != NULL that is not live is an unknown free;

@@ -18,6 +18,7 @@
 #include "atr_rss.h"
 #include "ch_rowbin.h"
 #include "ch_schema.h"
+#include "liveset/lv_set.h"
 #include "util_hmap.h"
 #include "util_progress.h"
 #include "plat_clock.h"
@@ -70,12 +71,6 @@ int ch_trace_id(const char *path, uint64_t *id, char *err, size_t errlen)
 
 /* ---- one load ------------------------------------------------------------ */
 
-struct blk {
-	uint64_t size;
-	uint32_t stack;
-	uint32_t next_free;
-};
-
 struct thr {
 	uint64_t last_alloc;
 	int has_last;
@@ -94,12 +89,10 @@ struct loader {
 	/* the process being loaded */
 	atr_file *f;
 	uint32_t proc;
-	struct util_hmap live;	 /* ptr -> index in blks */
+	struct lv_set live;	 /* the live blocks; tag = canonical stack */
 	struct util_hmap stacks; /* canonical ids used */
 	struct util_hmap thr_ix; /* thread serial -> index in thr */
 	struct thr *thr;
-	struct blk *blks;
-	uint32_t nblks, capblks, free_head;
 	uint64_t live_bytes, live_blocks, peak, peak_seq, peak_ts;
 	int nomem;
 };
@@ -147,16 +140,13 @@ static int row_done(struct loader *L, enum ch_table t)
 /* Releases ptr if live: 1 and *stack, *size of the block, else 0. */
 static int kill_ptr(struct loader *L, uint64_t ptr, uint32_t *stack, uint64_t *size)
 {
-	uint64_t bi;
-	if (!util_hmap_remove(&L->live, ptr, &bi))
+	struct lv_block b;
+	if (!lv_died(&L->live, ptr, &b))
 		return 0;
-	struct blk *b = &L->blks[bi];
-	*stack = b->stack;
-	*size = b->size;
-	L->live_bytes -= b->size;
+	*stack = b.tag;
+	*size = b.size;
+	L->live_bytes -= b.size;
 	L->live_blocks--;
-	b->next_free = L->free_head;
-	L->free_head = (uint32_t)bi;
 	return 1;
 }
 
@@ -166,27 +156,12 @@ static int make_live(struct loader *L, uint64_t ret, uint64_t size, uint32_t sta
 		     uint32_t *rstack, uint64_t *rsize)
 {
 	int replaced = kill_ptr(L, ret, rstack, rsize);
-	uint32_t bi;
-	if (L->free_head != UINT32_MAX) {
-		bi = L->free_head;
-		L->free_head = L->blks[bi].next_free;
-	} else {
-		if (L->nblks == L->capblks) {
-			uint32_t nc = L->capblks ? L->capblks * 2 : 4096;
-			struct blk *nb =
-			    nc > L->capblks ? realloc(L->blks, (size_t)nc * sizeof(*nb)) : NULL;
-			if (!nb) {
-				L->nomem = 1;
-				return replaced;
-			}
-			L->blks = nb;
-			L->capblks = nc;
-		}
-		bi = L->nblks++;
-	}
-	L->blks[bi] = (struct blk){.size = size, .stack = stack};
-	if (util_hmap_insert(&L->live, ret, bi, NULL) < 0)
+	struct lv_block *b;
+	if (lv_born(&L->live, ret, size, 0, &b, NULL) < 0) {
 		L->nomem = 1;
+		return replaced;
+	}
+	b->tag = stack;
 	L->live_bytes += size;
 	L->live_blocks++;
 	return replaced;
@@ -582,15 +557,11 @@ static int load_process_row(struct loader *L, const struct proc_totals *pt)
 
 static void reset_process(struct loader *L)
 {
-	util_hmap_destroy(&L->live);
+	lv_destroy(&L->live);
 	util_hmap_destroy(&L->stacks);
 	util_hmap_destroy(&L->thr_ix);
 	free(L->thr);
-	free(L->blks);
 	L->thr = NULL;
-	L->blks = NULL;
-	L->nblks = L->capblks = 0;
-	L->free_head = UINT32_MAX;
 	L->live_bytes = L->live_blocks = L->peak = L->peak_seq = L->peak_ts = 0;
 	L->nomem = 0;
 }
@@ -746,7 +717,6 @@ int ch_load_trace(struct ch_client *c, const char *db, const char *path,
 	L.o = o;
 	L.err = err;
 	L.errlen = errlen;
-	L.free_head = UINT32_MAX;
 	err[0] = 0;
 	if (ch_trace_id(path, &L.trace_id, err, errlen) < 0)
 		return -1;

@@ -88,7 +88,7 @@ static int export_dj_wl(FILE *out, const char *in, long pid)
 		close(fd);
 		struct rp_convert_opts o = {.pid = pid > 0 ? (uint32_t)pid : 0, .quiet = 1};
 		struct rp_convert_stats cs;
-		if (rp_convert(in, tmp, &o, &cs, eb, sizeof(eb))) {
+		if (rp_convert(in, tmp, &o, &cs, eb, sizeof(eb)) < 0) {
 			util_err("export: %s", eb);
 			unlink(tmp);
 			return 1;

@@ -262,7 +262,8 @@ static inline unsigned get_byte(struct rbuf *b)
 	return 0;
 }
 
-static inline uint64_t get_var(struct rbuf *b)
+/* Most varints are 1-3 bytes: one and two without a loop. */
+static inline uint64_t get_var_slow(struct rbuf *b)
 {
 	uint64_t v = 0;
 	for (unsigned sh = 0; sh < 64; sh += 7) {
@@ -281,6 +282,23 @@ static inline uint64_t get_var(struct rbuf *b)
 	}
 	b->bad = 1;
 	return 0;
+}
+
+static inline uint64_t get_var(struct rbuf *b)
+{
+	if (__builtin_expect(b->end - b->p >= 2, 1)) {
+		unsigned c0 = b->p[0];
+		if (!(c0 & 0x80)) {
+			b->p++;
+			return c0;
+		}
+		unsigned c1 = b->p[1];
+		if (!(c1 & 0x80)) {
+			b->p += 2;
+			return (c0 & 0x7f) | (uint64_t)c1 << 7;
+		}
+	}
+	return get_var_slow(b);
 }
 
 static inline void put64(uint8_t *p, uint64_t v)
@@ -354,7 +372,11 @@ long atr_v2_decode(const uint8_t *in, size_t len, uint64_t features, uint8_t *ou
 		if (need > cap - pos)
 			return fail(why, "frame decodes to more than its block size");
 		uint8_t *r = out + pos;
-		memset(r, 0, need);
+		/* a fixed size is a few stores; a variable one a `rep stos` */
+		if (need <= 64 && cap - pos >= 64)
+			memset(r, 0, 64);
+		else
+			memset(r, 0, need);
 		int ci = (int)hi - 1;
 		uint64_t p;
 		if (ci >= 0) {

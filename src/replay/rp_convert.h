@@ -70,7 +70,7 @@ struct rp_convert_stats {
 	double seconds;
 };
 
-/* 0, or 1 with errbuf filled. */
+/* 0, or a negative atr_err with errbuf filled ("PATH: what was wrong"). */
 int rp_convert(const char *trace, const char *out, const struct rp_convert_opts *o,
 	       struct rp_convert_stats *st, char *errbuf, size_t errlen);
 

@@ -4,8 +4,9 @@
  * stay fast after millions of removals.  Any key is allowed, including 0.
  * Grows by doubling at 25% load while the table is small (<= 16384
  * entries, 256 KiB: short probes, few mispredicted branches), at 75% above;
- * never shrinks.  Fibonacci hashing (one multiply).  Used for live-set tracking
- * (pointer -> size) over traces with tens of millions of blocks.
+ * never shrinks.  Fibonacci hashing (one multiply).  Indexes (stack id ->
+ * row, thread -> waits...); live blocks have their own map, with room for a
+ * pass's data and prefetching: src/liveset/lv_set.h.
  */
 #ifndef UTIL_HMAP_H
 #define UTIL_HMAP_H

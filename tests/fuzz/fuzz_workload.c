@@ -127,7 +127,7 @@ static uint8_t *to_workload(const uint8_t *t, size_t tl, size_t *wl)
 	snprintf(op, sizeof(op), "/proc/self/fd/%d", out);
 	struct rp_convert_opts o = {.quiet = 1};
 	struct rp_convert_stats st;
-	if (rp_convert(ip, op, &o, &st, eb, sizeof(eb))) {
+	if (rp_convert(ip, op, &o, &st, eb, sizeof(eb)) < 0) {
 		fprintf(stderr, "seed: %s\n", eb);
 		abort();
 	}

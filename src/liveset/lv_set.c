@@ -1,0 +1,281 @@
+/* lv_set.c - see lv_set.h. */
+#define _GNU_SOURCE
+#include "liveset/lv_set.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* Tables up to this many entries (512 KiB) stay at most 1/4 full: probes
+ * and backward shifts then mostly stop at the first entry without a
+ * mispredicted branch.  Bigger ones go to 1/2: linear probing at 3/4
+ * would walk ~8 entries (4 cache lines) per insert. */
+#define LV_SMALL_CAP 16384u
+/* Tables from this size on are mapped with MADV_HUGEPAGE. */
+#define LV_HUGE_BYTES (2u << 20)
+
+static inline size_t lv_limit(size_t cap)
+{
+	return cap <= LV_SMALL_CAP ? cap / 4 : cap / 2;
+}
+
+void lv_init(struct lv_set *s, uint32_t status)
+{
+	memset(s, 0, sizeof(*s));
+	s->status = status;
+}
+
+static void tab_free(struct lv_block *t, size_t map_len)
+{
+	if (map_len)
+		munmap(t, map_len);
+	else
+		free(t);
+}
+
+/* A zeroed table of cap entries; *map_len 0 when malloc'ed. */
+static struct lv_block *tab_alloc(size_t cap, size_t *map_len)
+{
+	size_t len = cap * sizeof(struct lv_block);
+	*map_len = 0;
+	if (len < LV_HUGE_BYTES)
+		return calloc(cap, sizeof(struct lv_block));
+	/* 2 MiB aligned, so that every page of it can be a huge page */
+	size_t over = len + LV_HUGE_BYTES;
+	uint8_t *p = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	uintptr_t a = ((uintptr_t)p + LV_HUGE_BYTES - 1) & ~(uintptr_t)(LV_HUGE_BYTES - 1);
+	size_t head = a - (uintptr_t)p, tail = over - head - len;
+	if (head)
+		munmap(p, head);
+	if (tail)
+		munmap((uint8_t *)a + len, tail);
+	madvise((void *)a, len, MADV_HUGEPAGE); /* a hint: fine if refused */
+	*map_len = len;
+	return (struct lv_block *)a;
+}
+
+void lv_destroy(struct lv_set *s)
+{
+	if (s->tab)
+		tab_free(s->tab, s->map_len);
+	uint32_t status = s->status;
+	lv_init(s, status);
+}
+
+static int grow(struct lv_set *s)
+{
+	size_t ncap = s->cap ? s->cap * 2 : 64;
+	if (ncap > SIZE_MAX / 2 / sizeof(struct lv_block))
+		return ATR_E_NOMEM;
+	size_t nlen;
+	struct lv_block *nt = tab_alloc(ncap, &nlen);
+	if (!nt)
+		return ATR_E_NOMEM;
+	unsigned nsh = 64u - (unsigned)__builtin_ctzll((unsigned long long)ncap);
+	size_t mask = ncap - 1;
+	for (size_t i = 0; i < s->cap; i++) {
+		const struct lv_block *b = &s->tab[i];
+		if (!b->ptr)
+			continue;
+		size_t j = (size_t)((b->ptr * 0x9e3779b97f4a7c15ULL) >> nsh);
+		while (nt[j].ptr)
+			j = (j + 1) & mask;
+		nt[j] = *b;
+	}
+	if (s->tab)
+		tab_free(s->tab, s->map_len);
+	s->tab = nt;
+	s->cap = ncap;
+	s->shift = nsh;
+	s->map_len = nlen;
+	return 0;
+}
+
+struct lv_block *lv_find(struct lv_set *s, uint64_t ptr)
+{
+	if (!ptr)
+		return s->has_zero ? &s->zero : NULL;
+	if (!s->cap)
+		return NULL;
+	size_t mask = s->cap - 1;
+	for (size_t j = lv_home(s, ptr);; j = (j + 1) & mask) {
+		struct lv_block *b = &s->tab[j];
+		if (b->ptr == ptr)
+			return b;
+		if (!b->ptr)
+			return NULL;
+	}
+}
+
+static inline void account_born(struct lv_set *s, uint64_t size, uint64_t ts)
+{
+	s->blocks++;
+	s->bytes += size;
+	if (s->bytes > s->peak_bytes) {
+		s->peak_bytes = s->bytes;
+		s->peak_ts = ts;
+	}
+}
+
+int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts, struct lv_block **blk,
+	    struct lv_block *old)
+{
+	struct lv_block *b;
+	if (!ptr) {
+		b = &s->zero;
+		if (!s->has_zero) {
+			s->has_zero = 1;
+			s->count++;
+			goto fresh;
+		}
+		goto replace;
+	}
+	if (s->count + 1 > lv_limit(s->cap) && grow(s) < 0)
+		return ATR_E_NOMEM;
+	size_t mask = s->cap - 1;
+	for (size_t j = lv_home(s, ptr);; j = (j + 1) & mask) {
+		b = &s->tab[j];
+		if (b->ptr == ptr)
+			goto replace;
+		if (!b->ptr) {
+			s->count++;
+			goto fresh;
+		}
+	}
+fresh:
+	*b = (struct lv_block){.ptr = ptr, .size = size, .when = ts};
+	account_born(s, size, ts);
+	if (blk)
+		*blk = b;
+	return 1;
+replace:
+	if (old)
+		*old = *b;
+	s->dup_allocs++;
+	s->blocks--;
+	s->bytes -= b->size;
+	*b = (struct lv_block){.ptr = ptr, .size = size, .when = ts};
+	account_born(s, size, ts);
+	if (blk)
+		*blk = b;
+	return 0;
+}
+
+int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out)
+{
+	if (!ptr) {
+		if (!s->has_zero)
+			return 0;
+		if (out)
+			*out = s->zero;
+		s->has_zero = 0;
+		s->count--;
+		s->blocks--;
+		s->bytes -= s->zero.size;
+		memset(&s->zero, 0, sizeof(s->zero));
+		return 1;
+	}
+	if (!s->cap)
+		return 0;
+	size_t mask = s->cap - 1;
+	size_t j = lv_home(s, ptr);
+	for (;; j = (j + 1) & mask) {
+		const struct lv_block *b = &s->tab[j];
+		if (b->ptr == ptr)
+			break;
+		if (!b->ptr)
+			return 0;
+	}
+	if (out)
+		*out = s->tab[j];
+	s->count--;
+	s->blocks--;
+	s->bytes -= s->tab[j].size;
+	/* backward shift: pull later members of the cluster into the hole
+	 * when their home is not cyclically within (hole, k] */
+	size_t hole = j, k = j;
+	for (;;) {
+		k = (k + 1) & mask;
+		uint64_t kp = s->tab[k].ptr;
+		if (!kp)
+			break;
+		size_t home = lv_home(s, kp);
+		if (((k - home) & mask) >= ((k - hole) & mask)) {
+			s->tab[hole] = s->tab[k];
+			hole = k;
+		}
+	}
+	s->tab[hole].ptr = 0;
+	return 1;
+}
+
+void lv_unknown(struct lv_set *s)
+{
+	if (s->status & ATR_STATUS_ATTACHED)
+		s->pre_attach_frees++;
+	else if (s->status & ATR_STATUS_FORK_CHILD)
+		s->inherited_frees++;
+	else
+		s->unknown_frees++;
+}
+
+/* ---- the shared rules ---- */
+
+static int rule_kill(struct lv_set *s, const struct atr_event *ev, uint64_t ptr,
+		     const struct lv_hooks *h, void *ctx, enum lv_why why)
+{
+	struct lv_block b;
+	if (!lv_died(s, ptr, &b)) {
+		lv_unknown(s);
+		return 0;
+	}
+	if (h && h->died)
+		h->died(ctx, ev, &b, why);
+	return 1;
+}
+
+static int rule_born(struct lv_set *s, const struct atr_event *ev, const struct lv_hooks *h,
+		     void *ctx)
+{
+	struct lv_block *b, old;
+	int r = lv_born(s, ev->ret, ev->size, ev->ts, &b, &old);
+	if (r < 0)
+		return r;
+	if (h && h->born)
+		h->born(ctx, ev, b);
+	if (r == 0 && h && h->died)
+		h->died(ctx, ev, &old, LV_REPLACED);
+	return 0;
+}
+
+int lv_event(struct lv_set *s, const struct atr_event *ev, const struct lv_hooks *h, void *ctx)
+{
+	if (ev->type == ATR_EV_REALLOC_RELEASE) {
+		rule_kill(s, ev, ev->ptr, h, ctx, LV_REALLOC_RELEASE);
+		return 0;
+	}
+	if (ev->type < 1 || ev->type > ATR_T_CALL_LAST)
+		return 0;
+	switch (atr_call_args(ev->type)) {
+	case ATR_ARGS_PTR: /* free */
+		if (ev->ptr)
+			rule_kill(s, ev, ev->ptr, h, ctx, LV_FREE);
+		return 0;
+	case ATR_ARGS_OLD:
+	case ATR_ARGS_OLD_NMEMB: /* realloc, reallocarray */
+		if (!ev->ret) {
+			/* failed: the old block stays (realloc(p, 0) released it
+			 * by an ATR_EV_REALLOC_RELEASE) */
+			if (ev->ptr && ev->size != 0 && !lv_find(s, ev->ptr))
+				lv_unknown(s);
+			return 0;
+		}
+		if (ev->ptr && ev->ret == ev->ptr)
+			rule_kill(s, ev, ev->ptr, h, ctx, LV_IN_PLACE);
+		return rule_born(s, ev, h, ctx);
+	default:
+		return ev->ret ? rule_born(s, ev, h, ctx) : 0;
+	}
+}

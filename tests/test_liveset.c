@@ -1,0 +1,297 @@
+/* test_liveset.c - lv_set against a slow reference, its totals and rules,
+ * and lv_ahead (order, payloads, errors). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "liveset/lv_ahead.h"
+#include "liveset/lv_set.h"
+
+static uint64_t rng_state = 88172645463325252ULL;
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void test_basic(void **state)
+{
+	(void)state;
+	struct lv_set s;
+	lv_init(&s, 0);
+	struct lv_block *b, old;
+	assert_null(lv_find(&s, 16));
+	assert_int_equal(lv_died(&s, 16, NULL), 0);
+	assert_int_equal(lv_born(&s, 16, 100, 7, &b, &old), 1);
+	assert_int_equal(b->ptr, 16);
+	assert_int_equal(b->when, 7);
+	b->tag = 3;
+	assert_int_equal(lv_born(&s, 32, 50, 8, NULL, NULL), 1);
+	assert_int_equal(s.blocks, 2);
+	assert_int_equal(s.bytes, 150);
+	assert_int_equal(s.peak_bytes, 150);
+	assert_int_equal(s.peak_ts, 8);
+	/* 16 again: its release was missed; replaced, the peak does not count
+	 * both */
+	assert_int_equal(lv_born(&s, 16, 10, 9, &b, &old), 0);
+	assert_int_equal(old.size, 100);
+	assert_int_equal(old.tag, 3);
+	assert_int_equal(b->tag, 0);
+	assert_int_equal(s.dup_allocs, 1);
+	assert_int_equal(s.blocks, 2);
+	assert_int_equal(s.bytes, 60);
+	assert_int_equal(s.peak_bytes, 150);
+	/* address 0 (a corrupt trace) is an address like any other */
+	assert_int_equal(lv_born(&s, 0, 5, 10, NULL, NULL), 1);
+	assert_non_null(lv_find(&s, 0));
+	assert_int_equal(lv_died(&s, 0, &old), 1);
+	assert_int_equal(old.size, 5);
+	assert_null(lv_find(&s, 0));
+	struct lv_block d;
+	assert_int_equal(lv_died(&s, 32, &d), 1);
+	assert_int_equal(d.size, 50);
+	assert_int_equal(s.blocks, 1);
+	assert_int_equal(s.bytes, 10);
+	lv_destroy(&s);
+	assert_int_equal(s.blocks, 0);
+}
+
+/* Random births and deaths over a small address space (long clusters and
+ * backward shifts), then a million live blocks (huge-page table), against
+ * a direct-indexed reference; totals checked all along. */
+static void run_random(unsigned naddr, unsigned steps)
+{
+	uint64_t *size = calloc(naddr, sizeof(*size));
+	unsigned char *live = calloc(naddr, 1);
+	assert_non_null(size);
+	assert_non_null(live);
+	struct lv_set s;
+	lv_init(&s, 0);
+	uint64_t blocks = 0, bytes = 0, peak = 0;
+	for (unsigned i = 0; i < steps; i++) {
+		uint64_t r = rng();
+		unsigned k = (unsigned)(r % naddr);
+		uint64_t ptr = ((uint64_t)k << 4) + 0x7f0000000000ULL;
+		if ((r >> 32) % 3) {
+			uint64_t sz = (r >> 40) % 1000;
+			struct lv_block *b, old;
+			int rc = lv_born(&s, ptr, sz, i, &b, &old);
+			assert_int_equal(rc, live[k] ? 0 : 1);
+			if (live[k]) {
+				assert_int_equal(old.size, size[k]);
+				assert_int_equal(old.tag, (uint32_t)k);
+				bytes -= size[k];
+				blocks--;
+			}
+			b->tag = k;
+			live[k] = 1;
+			size[k] = sz;
+			bytes += sz;
+			blocks++;
+			if (bytes > peak)
+				peak = bytes;
+		} else {
+			struct lv_block d;
+			int rc = lv_died(&s, ptr, &d);
+			assert_int_equal(rc, live[k]);
+			if (live[k]) {
+				assert_int_equal(d.size, size[k]);
+				assert_int_equal(d.tag, k);
+				assert_int_equal(d.ptr, ptr);
+				bytes -= size[k];
+				blocks--;
+				live[k] = 0;
+			}
+		}
+		assert_int_equal(s.blocks, blocks);
+		assert_int_equal(s.bytes, bytes);
+		assert_int_equal(s.peak_bytes, peak);
+	}
+	for (unsigned k = 0; k < naddr; k++) {
+		const struct lv_block *b = lv_find(&s, ((uint64_t)k << 4) + 0x7f0000000000ULL);
+		if (live[k]) {
+			assert_non_null(b);
+			assert_int_equal(b->size, size[k]);
+		} else {
+			assert_null(b);
+		}
+	}
+	lv_destroy(&s);
+	free(size);
+	free(live);
+}
+
+static void test_random_small(void **state)
+{
+	(void)state;
+	run_random(3000, 400000);
+}
+
+static void test_random_big(void **state)
+{
+	(void)state;
+	run_random(1500000, 3000000);
+}
+
+static struct atr_event call(unsigned type, uint64_t ptr, uint64_t ret, uint64_t size)
+{
+	struct atr_event e;
+	memset(&e, 0, sizeof(e));
+	e.type = (uint8_t)type;
+	e.ptr = ptr;
+	e.ret = ret;
+	e.size = size;
+	e.thread = 1;
+	return e;
+}
+
+struct log {
+	int born, died[4];
+};
+
+static void on_born(void *ctx, const struct atr_event *ev, struct lv_block *b)
+{
+	struct log *l = ctx;
+	l->born++;
+	b->tag = (uint32_t)ev->size;
+}
+
+static void on_died(void *ctx, const struct atr_event *ev, const struct lv_block *b,
+		    enum lv_why why)
+{
+	(void)ev;
+	struct log *l = ctx;
+	assert_int_equal(b->tag, (uint32_t)b->size);
+	l->died[why]++;
+}
+
+/* The rules of an_summary.h, and unknown frees counted by the trace's
+ * status. */
+static void test_rules(void **state)
+{
+	(void)state;
+	static const struct lv_hooks h = {on_born, on_died};
+	struct log l;
+	memset(&l, 0, sizeof(l));
+	struct lv_set s;
+	lv_init(&s, 0);
+	struct atr_event e[] = {
+	    call(ATR_T_MALLOC, 0, 0x100, 10),
+	    call(ATR_T_CALLOC, 0, 0x200, 20),
+	    call(ATR_T_MALLOC, 0, 0, 30),	   /* failed: nothing */
+	    call(ATR_T_REALLOC, 0x100, 0x100, 15), /* in place */
+	    call(ATR_EV_REALLOC_RELEASE, 0x200, 0, 0),
+	    call(ATR_T_REALLOC, 0x200, 0x300, 40), /* moved (released above) */
+	    call(ATR_T_REALLOC, 0x300, 0, 50),	   /* failed: 0x300 stays */
+	    call(ATR_T_REALLOC, 0x999, 0, 50),	   /* failed, not live: unknown */
+	    call(ATR_T_FREE, 0, 0, 0),		   /* free(NULL) */
+	    call(ATR_T_FREE, 0x555, 0, 0),	   /* unknown */
+	    call(ATR_T_MALLOC, 0, 0x100, 5),	   /* 0x100 was live: replaced */
+	    call(ATR_T_FREE, 0x300, 0, 0),
+	    call(ATR_T_MARKER, 0, 0, 0), /* ignored */
+	};
+	for (size_t i = 0; i < sizeof(e) / sizeof(e[0]); i++)
+		assert_int_equal(lv_event(&s, &e[i], &h, &l), 0);
+	assert_int_equal(l.born, 5);
+	assert_int_equal(l.died[LV_IN_PLACE], 1);
+	assert_int_equal(l.died[LV_REALLOC_RELEASE], 1);
+	assert_int_equal(l.died[LV_REPLACED], 1);
+	assert_int_equal(l.died[LV_FREE], 1);
+	assert_int_equal(s.unknown_frees, 2);
+	assert_int_equal(s.dup_allocs, 1);
+	assert_int_equal(s.blocks, 1);
+	assert_int_equal(s.bytes, 5);
+	/* 10 + 20, then 15 + 20, release: 15, + 40 = 55 */
+	assert_int_equal(s.peak_bytes, 55);
+	lv_destroy(&s);
+
+	lv_init(&s, ATR_STATUS_FORK_CHILD);
+	struct atr_event f = call(ATR_T_FREE, 0x10, 0, 0);
+	lv_event(&s, &f, NULL, NULL);
+	assert_int_equal(s.inherited_frees, 1);
+	assert_int_equal(s.unknown_frees, 0);
+	lv_destroy(&s);
+	lv_init(&s, ATR_STATUS_ATTACHED | ATR_STATUS_FORK_CHILD);
+	lv_event(&s, &f, NULL, NULL);
+	assert_int_equal(s.pre_attach_frees, 1);
+	lv_destroy(&s);
+}
+
+/* A source whose payload buffer is overwritten by every call, as the
+ * reader's may be: lv_ahead must hand out its own copies. */
+struct src {
+	unsigned i, n;
+	int err;
+	struct atr_event ev;
+	uint8_t buf[64];
+};
+
+static int src_next(void *p, const struct atr_event **ev)
+{
+	struct src *s = p;
+	if (s->i == s->n)
+		return s->err;
+	memset(&s->ev, 0, sizeof(s->ev));
+	s->ev.seq = s->i;
+	s->ev.type = ATR_T_MARKER;
+	s->ev.ret = s->i * 16 + 16;
+	memset(s->buf, 'a' + (int)(s->i % 26), sizeof(s->buf));
+	s->ev.payload = s->buf;
+	s->ev.payload_len = 1 + s->i % 60;
+	s->i++;
+	*ev = &s->ev;
+	return 1;
+}
+
+static void run_ahead(unsigned n, int err)
+{
+	struct src s = {.n = n, .err = err};
+	struct lv_set set;
+	lv_init(&set, 0);
+	lv_born(&set, 16, 1, 0, NULL, NULL); /* something to prefetch into */
+	struct lv_ahead a;
+	lv_ahead_init(&a, src_next, &s, &set);
+	const struct atr_event *ev;
+	unsigned got = 0;
+	int r;
+	while ((r = lv_ahead_next(&a, &ev)) > 0) {
+		assert_int_equal(ev->seq, got);
+		assert_int_equal(ev->payload_len, 1 + got % 60);
+		for (unsigned k = 0; k < ev->payload_len; k++)
+			assert_int_equal(ev->payload[k], 'a' + (int)(got % 26));
+		got++;
+	}
+	assert_int_equal(r, err);
+	assert_int_equal(got, n);
+	assert_int_equal(lv_ahead_next(&a, &ev), err); /* stays ended */
+	lv_ahead_free(&a);
+	lv_destroy(&set);
+}
+
+static void test_ahead(void **state)
+{
+	(void)state;
+	run_ahead(0, 0);
+	run_ahead(3, 0);
+	run_ahead(LV_AHEAD, 0);
+	run_ahead(1000, 0);
+	run_ahead(5, ATR_E_RECORD);
+	run_ahead(LV_AHEAD * 3 + 1, ATR_E_RECORD);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_basic),      cmocka_unit_test(test_random_small),
+	    cmocka_unit_test(test_random_big), cmocka_unit_test(test_rules),
+	    cmocka_unit_test(test_ahead),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
