@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"flamegraph", cmd_flamegraph, "folded call stacks for flamegraph.pl / speedscope"},
     {"export", cmd_export, "write a trace for pprof, Perfetto, massif (ms_print), flamegraph.pl"},
     {"diff", cmd_diff, "what grew and shrank between two traces, by stack"},
+    {"snapshot", cmd_snapshot, "copy a running process's trace now: its live heap by stack"},
     {"convert", cmd_convert, "turn a trace into a workload for replay"},
     {"replay", cmd_replay, "run a workload against an allocator, timing every call"},
     {"compare", cmd_compare, "replay a workload under several allocators: one table"},

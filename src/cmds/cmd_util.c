@@ -41,6 +41,10 @@ const char *cmdu_status_text(unsigned status, unsigned err, char *buf, size_t le
 		size_t l = strlen(buf);
 		snprintf(buf + l, len - l, ", attached");
 	}
+	if (status & ATR_STATUS_SNAPSHOT) {
+		size_t l = strlen(buf);
+		snprintf(buf + l, len - l, ", snapshot of a running process");
+	}
 	if (status & ATR_STATUS_STOPPED) {
 		size_t l = strlen(buf);
 		snprintf(buf + l, len - l, ", recording stopped");

@@ -25,6 +25,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_arenas(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_collect(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 /* The seed's entry points, chosen by argv[0]: trace2wl OUT [IN],
  * trace_run WORKLOAD. */
 int cmd_trace2wl(int argc, char **argv);

@@ -70,6 +70,9 @@ enum {
 	ATR_STATUS_ATTACHED = 1u << 5,	  /* `record -p`: attached to a running
 					     process, which frees blocks
 					     allocated before the attach */
+	ATR_STATUS_SNAPSHOT = 1u << 6,	  /* a copy by `alloctrace snapshot` of
+					     a running process's trace: its
+					     end is the copy, not an exit */
 };
 
 /* File header field offsets (all little-endian). */

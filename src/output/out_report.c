@@ -531,7 +531,8 @@ void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int fir
 	       util_fmt_u64(a, sizeof(a), r->peak_live_bytes),
 	       util_fmt_bytes(b, sizeof(b), r->peak_live_bytes), pns / 1000000000u,
 	       pns % 1000000000u);
-	printf("  %-18s %s bytes in %s blocks\n", "leaked (at exit)",
+	printf("  %-18s %s bytes in %s blocks\n",
+	       in->status & ATR_STATUS_SNAPSHOT ? "live (at snapshot)" : "leaked (at exit)",
 	       util_fmt_u64(a, sizeof(a), r->live_bytes),
 	       util_fmt_u64(b, sizeof(b), r->live_blocks));
 	if (c->o && c->o->nsupp)

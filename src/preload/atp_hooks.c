@@ -158,7 +158,79 @@ static void *sampled_realloc(struct atp_thread *t, unsigned type, void *ptr, siz
 	return r;
 }
 
+/* malloc, free and calloc: the sampled fast path first, in a function of
+ * its own so that it saves no more registers than it needs; everything
+ * else (full tracing, pass-through, init) in *_any. */
+#define FAST_SAMPLING(t)                                                                           \
+	(ATP_LIKELY(g.sample_rate != 0) && ATP_LIKELY(!((t)->guard | !g.recording)))
+
+static __attribute__((noinline)) void *sampled_hit(struct atp_thread *t, unsigned type, void *r,
+						   size_t size, unsigned nextra, uint64_t e1)
+{
+	if (atp_sample_hit(t, size) && r)
+		sampled_alloc(t, type, r, size, nextra, e1);
+	return r;
+}
+
+static __attribute__((noinline)) void sampled_free(struct atp_thread *t, void *ptr)
+{
+	int e = errno;
+	t->guard = 1;
+	atp_sset_del((uint64_t)(uintptr_t)ptr);
+	sampled_free_rec(t, atp_now(), ptr);
+	g.real.free(ptr);
+	t->guard = 0;
+	errno = e;
+}
+
+static __attribute__((noinline)) void *malloc_any(size_t size);
+static __attribute__((noinline)) void free_any(void *ptr);
+static __attribute__((noinline)) void *calloc_any(size_t nmemb, size_t size);
+
 EXPORT void *malloc(size_t size)
+{
+	struct atp_thread *t = &atp_tls;
+	if (FAST_SAMPLING(t)) {
+		void *r = g.real.malloc(size);
+		if (ATP_LIKELY(size < t->countdown)) {
+			t->countdown -= size;
+			return r;
+		}
+		return sampled_hit(t, ATR_T_MALLOC, r, size, 0, 0);
+	}
+	return malloc_any(size);
+}
+
+EXPORT void free(void *ptr)
+{
+	struct atp_thread *t = &atp_tls;
+	if (FAST_SAMPLING(t) && !atp_is_boot_ptr(ptr)) {
+		if (ATP_LIKELY(!ptr || !atp_sset_has((uint64_t)(uintptr_t)ptr))) {
+			g.real.free(ptr);
+			return;
+		}
+		sampled_free(t, ptr);
+		return;
+	}
+	free_any(ptr);
+}
+
+EXPORT void *calloc(size_t nmemb, size_t size)
+{
+	struct atp_thread *t = &atp_tls;
+	size_t tot;
+	if (FAST_SAMPLING(t) && !__builtin_mul_overflow(nmemb, size, &tot)) {
+		void *r = g.real.calloc(nmemb, size);
+		if (ATP_LIKELY(tot < t->countdown)) {
+			t->countdown -= tot;
+			return r;
+		}
+		return sampled_hit(t, ATR_T_CALLOC, r, tot, 1, nmemb);
+	}
+	return calloc_any(nmemb, size);
+}
+
+static void *malloc_any(size_t size)
 {
 	struct atp_thread *t = &atp_tls;
 	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))
@@ -174,7 +246,7 @@ EXPORT void *malloc(size_t size)
 	return r;
 }
 
-EXPORT void free(void *ptr)
+static void free_any(void *ptr)
 {
 	struct atp_thread *t = &atp_tls;
 	if (ATP_UNLIKELY(atp_is_boot_ptr(ptr)))
@@ -184,17 +256,10 @@ EXPORT void free(void *ptr)
 		return;
 	}
 	if (g.sample_rate) {
-		if (ATP_LIKELY(!ptr || !atp_sset_has((uint64_t)(uintptr_t)ptr))) {
+		if (ATP_LIKELY(!ptr || !atp_sset_has((uint64_t)(uintptr_t)ptr)))
 			g.real.free(ptr);
-			return;
-		}
-		int e = errno;
-		t->guard = 1;
-		atp_sset_del((uint64_t)(uintptr_t)ptr);
-		sampled_free_rec(t, atp_now(), ptr);
-		g.real.free(ptr);
-		t->guard = 0;
-		errno = e;
+		else
+			sampled_free(t, ptr);
 		return;
 	}
 	t->guard = 1;
@@ -219,7 +284,7 @@ EXPORT void free(void *ptr)
 	t->guard = 0;
 }
 
-EXPORT void *calloc(size_t nmemb, size_t size)
+static void *calloc_any(size_t nmemb, size_t size)
 {
 	struct atp_thread *t = &atp_tls;
 	if (ATP_UNLIKELY(t->guard | !g.recording) && atp_passthrough(t))

@@ -7,8 +7,9 @@
  * = 78 MiB + the small phase; leaked = 21 MiB.  Then realloc chains, calloc,
  * aligned calls and two threads add traffic that ends freed.
  *
- * Usage: smp_prog [leak|grow SECONDS]; "grow" leaks 1 MiB every 100 ms for
- * SECONDS (the snapshot test watches it). */
+ * Usage: smp_prog [grow SECONDS]; "grow" prints its pid, then leaks 1 MiB
+ * (four 256 KiB blocks) every 100 ms for SECONDS (the snapshot test watches
+ * it). */
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -81,6 +82,8 @@ int main(int argc, char **argv)
 	if (argc > 2 && !strcmp(argv[1], "grow")) {
 		/* a growing leak: 1 MiB (four blocks) every 100 ms */
 		int secs = atoi(argv[2]);
+		printf("pid %d\n", (int)getpid());
+		fflush(stdout);
 		void **keep = calloc((size_t)secs * 40 + 1, sizeof(void *));
 		for (int i = 0; i < secs * 40; i++) {
 			grow_one(keep, i);

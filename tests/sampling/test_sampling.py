@@ -19,6 +19,12 @@ cases:
             values are estimates with the rate; convert and export dj-trace
             refuse the sampled trace (exit 1, clear message); a bad
             --sample value is refused (exit 2)
+  snapshot  smp_prog grow (a leak growing by 1 MiB per 100 ms) under
+            --sample 65536 --stacks: two `alloctrace snapshot`s 1 s apart
+            while it runs; both are marked snapshots, the second holds more
+            live bytes, `diff --by leaked` names grow_one as the stack that
+            grew (by as much as the reports say), the program is unharmed
+            and its final leak (exactly 40 MiB) is estimated within 5%
   env       ALLOCTRACE_SAMPLE with LD_PRELOAD alone (no `record`) gives a
             sampled trace with that rate
 
@@ -33,6 +39,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 MIB = 1 << 20
 # smp_prog.c: site i allocates (12 - i) MiB in blocks of site_size[i] and
@@ -219,11 +226,55 @@ def case_env(c):
         fail("info does not say sampled:\n" + info)
 
 
+def case_snapshot(c):
+    out = os.path.join(c.tmp, "g")
+    rec = subprocess.Popen([c.exe, "record", "-o", out, "--no-rss", "--stacks", "--sample", "65536",
+                            "--", c.prog, "grow", "4"], stdout=subprocess.PIPE, text=True)
+    line = rec.stdout.readline().split()
+    if len(line) != 2 or line[0] != "pid":
+        fail("smp_prog grow did not start: %r" % line)
+    pid = line[1]
+    time.sleep(0.8)
+    a, b = os.path.join(c.tmp, "a.atr"), os.path.join(c.tmp, "b.atr")
+    c.run(["snapshot", "-o", a, pid])
+    time.sleep(1.0)
+    c.run(["snapshot", "-o", b, pid])
+    if rec.poll() is not None:
+        fail("the program ended before the second snapshot (machine too slow?)")
+    rest = rec.stdout.read()
+    if rec.wait(timeout=60) != 0:
+        fail("record/smp_prog exited %d: %s" % (rec.returncode, rest))
+    ra, rb = c.report(a), c.report(b)
+    for r in (ra, rb):
+        if "snapshot" not in r.get("status", "snapshot"):
+            fail("not marked a snapshot: %r" % r.get("status"))
+    info = c.run(["info", b]).stdout
+    if "snapshot of a running process" not in info:
+        fail("info does not say snapshot:\n" + info)
+    if "live (at snapshot)" not in c.run(["report", b]).stdout:
+        fail("report does not say live at snapshot")
+    la, lb = leak_of(ra, "grow_one"), leak_of(rb, "grow_one")
+    print("grow_one live: %d at the first snapshot, %d at the second" % (la, lb))
+    if not (0 < la < lb):
+        fail("live bytes did not grow between the snapshots: %d -> %d" % (la, lb))
+    d = json.loads(c.run(["diff", "--json", "--by", "leaked", a, b]).stdout)
+    top = d["stacks"][0]
+    if "grow_one" not in top["stack"] or top["delta"] != lb - la:
+        fail("diff: top change %r, want grow_one by %d" % (top, lb - la))
+    final = leak_of(c.report(out), "grow_one")
+    exact = 4 * 40 * (MIB // 4)
+    if rel(final, exact) > 0.05:
+        fail("final leak estimate %d vs exact %d" % (final, exact))
+    if not (lb <= final * 1.05):
+        fail("second snapshot %d above the final %d" % (lb, final))
+
+
 CASES = {
     "exact": case_exact,
     "accuracy": case_accuracy,
     "seeds": case_seeds,
     "outputs": case_outputs,
+    "snapshot": case_snapshot,
     "env": case_env,
 }
 
