@@ -160,9 +160,17 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 		if (!s->records++)
 			s->first_ts = ev.ts;
 		s->last_ts = ev.ts;
-		if (ev.type >= 1 && ev.type <= ATR_T_CALL_LAST)
+		if (ev.type >= 1 && ev.type <= ATR_T_CALL_LAST) {
 			on_call(&st, &ev);
-		else if (ev.type == ATR_T_MARKER)
+		} else if (atr_is_xcall(ev.type)) {
+			if (an_maps_event(&s->maps, &ev) < 0)
+				st.nomem = 1;
+			s->xcalls[ev.type - ATR_T_XCALL_FIRST]++;
+			s->total_calls++;
+			struct an_thread_stat *th = thread_of(s, ev.thread);
+			if (th)
+				th->calls++;
+		} else if (ev.type == ATR_T_MARKER)
 			s->markers++;
 		if (st.nomem) {
 			r = ATR_E_NOMEM;
@@ -180,6 +188,7 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 void an_summary_free(struct an_summary *s)
 {
 	free(s->threads);
+	an_maps_free(&s->maps);
 	s->threads = NULL;
 	s->nthreads = 0;
 }
