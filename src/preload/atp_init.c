@@ -10,9 +10,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#ifdef __GLIBC__
-#include <gnu/lib-names.h> /* LIBC_SO */
-#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <sched.h>
