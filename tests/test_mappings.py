@@ -9,7 +9,8 @@ python3 with its default allocator (pymalloc maps its arenas with mmap).
                   peak; rest is the interpreter's code, stacks and the
                   allocator's overhead, so it must match, within 5 % of
                   that RSS, the rest of `python3 -c pass` (no dict: the
-                  same code, a tiny heap).
+                  same code, a tiny heap).  export --format perfetto has
+                  the mapped counter track reaching the same peak.
 
 usage: test_mappings.py [--build DIR] CASE...   (or --list)
 Exit 77 (skipped) when /usr/bin/python3 is missing.
@@ -57,6 +58,15 @@ def case_python_arenas(build, tmp):
             continue
         if a["heap_live"] + a["mapped"] + a["rest"] != a["rss"]:
             errs.append("%s: the account does not add up: %r" % (what, a))
+    # the perfetto export's counter track of the same mappings
+    out = os.path.join(tmp, "dict.json")
+    subprocess.run([os.path.join(build, "alloctrace"), "export", "--format", "perfetto",
+                    "-o", out, os.path.join(tmp, "dict")], check=True, capture_output=True)
+    with open(out) as f:
+        evs = [e for e in json.load(f)["traceEvents"]
+               if e.get("name") == "mapped (program mmap/brk)"]
+    if not evs or max(e["args"]["bytes"] for e in evs) != m["peak_bytes"]:
+        errs.append("perfetto: no mapped counter reaching the peak %d" % m["peak_bytes"])
     if errs:
         return errs
     a, b = big["rss_account"], small["rss_account"]
