@@ -7,7 +7,7 @@ python3 with its default allocator (pymalloc maps its arenas with mmap).
                   holding most of the mapped bytes, with frames, and the
                   RSS account: heap live + mappings + rest = RSS at the RSS
                   peak; and peak heap + the mappings + the interpreter's
-                  own rest (that of `python3 -c pass`: the same code, a
+                  own rest (python3 sleeping 0.2 s: the same code, a
                   tiny heap) within 5 % of the peak RSS.  export --format perfetto has
                   the mapped counter track reaching the same peak.
 
@@ -77,7 +77,7 @@ def case_python_arenas(build, tmp):
     explained = big["peak_live_bytes"] + a["mapped"] + b["rest"]
     off = abs(explained - a["rss"]) / a["rss"]
     print("RSS %d = heap %d + mapped %d + rest %d at the RSS peak; peak heap %d + mapped %d"
-          " + the rest of `-c pass` %d = %d, %.1f %% off"
+          " + the idle interpreter's rest %d = %d, %.1f %% off"
           % (a["rss"], a["heap_live"], a["mapped"], a["rest"], big["peak_live_bytes"],
              a["mapped"], b["rest"], explained, 100 * off))
     if off > 0.05:
