@@ -41,6 +41,10 @@ import time
 
 CALLS = ["malloc", "free", "calloc", "realloc", "reallocarray", "memalign",
          "posix_memalign", "aligned_alloc", "valloc", "pvalloc"]
+# the other traced calls (info --json "other_calls"); 0 unless a program
+# says otherwise in its own "other_calls"
+XCALLS = ["mmap", "munmap", "mremap", "madvise", "brk", "sbrk", "mallopt", "malloc_trim",
+          "malloc_usable_size"]
 
 TIMEOUT = 40
 
@@ -106,6 +110,35 @@ def check_closefds(ctx):
     return errs
 
 
+def check_xlog(ctx, stacks=False):
+    """xcalls: dump --json shows every other call as the program logged it
+    (its arguments, result and errno), in order; with --stacks each has a
+    stack."""
+    want = ctx["expect"][0]["xlog"]
+    p = run([ctx["cli"], "dump", "--json", ctx["tdir"]], clean_env())
+    if p.returncode != 0:
+        return ["alloctrace dump --json failed:\n%s" % show(p)]
+    got = []
+    for line in p.stdout.splitlines():
+        line = line.strip().rstrip(",")
+        if not line.startswith("{"):
+            continue
+        ev = json.loads(line)
+        if ev.get("type") in XCALLS:
+            got.append(ev)
+    errs = []
+    if len(got) != len(want):
+        errs.append("dump shows %d other calls, the program made %d:\n%s"
+                    % (len(got), len(want), [g["type"] for g in got]))
+    for i, (w, g) in enumerate(zip(want, got)):
+        bad = {k: (v, g.get(k)) for k, v in w.items() if g.get(k) != v}
+        if bad:
+            errs.append("other call %d (%s): (want, got) %r" % (i, w["type"], bad))
+        if stacks and not g.get("stack"):
+            errs.append("other call %d (%s) has no stack" % (i, w["type"]))
+    return errs
+
+
 BUF4 = ["--buffer-kb", "4"]
 
 CASES = {
@@ -146,6 +179,10 @@ CASES = {
                          env={"ALLOCTRACE_DIR": "{reldir}", "ALLOCTRACE_BUFFER_KB": "4"}),
     "chdir_relfile": Case("chdirer", direct=True,
                           env={"ALLOCTRACE_FILE": "{reldir}/x.atr", "ALLOCTRACE_BUFFER_KB": "4"}),
+    "xcalls": Case("xcalls", check=check_xlog),
+    "xcalls_buf4_timing": Case("xcalls", record_args=["--timing"] + BUF4, check=check_xlog),
+    "xcalls_stacks": Case("xcalls", record_args=["--stacks"],
+                          check=lambda ctx: check_xlog(ctx, stacks=True)),
     "killme": [],  # run_kill: SIGKILL while allocating
     "killme_buf4": BUF4,
 }
@@ -257,6 +294,11 @@ def compare(expect, procs, tdir, roots_only=False):
         want = e["calls"]
         if any(got.get(k) != want[k] for k in CALLS) or set(got) - set(CALLS):
             errs.append("%s: call counts differ:\n%s" % (label, diff_dicts(want, got, keys=CALLS + sorted(set(got) - set(CALLS)))))
+        xgot = p.get("other_calls") or {}
+        xwant = dict((k, 0) for k in XCALLS)
+        xwant.update(e.get("other_calls") or {})
+        if xgot != xwant:
+            errs.append("%s: other call counts differ:\n%s" % (label, diff_dicts(xwant, xgot)))
         for k in ("lost_records", "unknown_frees"):
             if p.get(k) != 0:
                 errs.append("%s: %s = %r, expected 0" % (label, k, p.get(k)))
@@ -337,6 +379,8 @@ def run_case(name, case, build, keep):
         ctx["out_text"] = text
         ctx["expect"] = parse_lines(text, "traced run")
         ctx["record"] = p
+        ctx["cli"] = cli
+        ctx["tdir"] = tdir
         if not ctx["expect"]:
             raise Failure("traced run printed no expectation line:\n%s" % show(p))
         if ctx.get("untraced_expect") and len(ctx["expect"]) != len(ctx["untraced_expect"]):

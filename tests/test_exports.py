@@ -20,7 +20,9 @@ def main():
     with open(os.path.join(a.src, "src", "format", "atr_calls.h")) as f:
         calls = re.findall(r"^\s*X\([A-Z_0-9]+,\s*([a-z_0-9]+),", f.read(), re.M)
     with open(os.path.join(a.src, "src", "preload", "exports.map.in")) as f:
-        control = re.findall(r"\b(alloctrace_[a-z_]+_impl)\b", f.read())
+        text = f.read()
+        control = re.findall(r"\b(alloctrace_[a-z_]+_impl)\b", text)
+        control += re.findall(r"^\s*([a-z_0-9]+);\s*/\* alias of", text, re.M)
     if len(calls) < 2 or not control:
         print("FAIL: could not read the lists (%d calls, %d control)" % (len(calls), len(control)))
         return 1

@@ -4,6 +4,7 @@
  * a clear error, never a crash (run under ASan by scripts/test.sh).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include "atr_format.h"
 #include "atr_reader.h"
 #include "atr_v2.h"
+#include "atr_testwriter.h"
 #include "atr_v2conv.h"
 
 static uint8_t *slurp(const char *name, size_t *len)
@@ -107,6 +109,15 @@ static void same_events(const uint8_t *a, size_t alen, const uint8_t *b, size_t 
 		assert_int_equal(x->arg, y->arg);
 		assert_int_equal(x->payload_len, y->payload_len);
 		assert_int_equal(x->chunk_flags, y->chunk_flags);
+		assert_int_equal(x->hint, y->hint);
+		assert_int_equal(x->old_size, y->old_size);
+		assert_int_equal(x->offset, y->offset);
+		assert_int_equal(x->prot, y->prot);
+		assert_int_equal(x->mflags, y->mflags);
+		assert_int_equal(x->fd, y->fd);
+		assert_int_equal(x->param, y->param);
+		assert_int_equal(x->value, y->value);
+		assert_int_equal(x->result, y->result);
 	}
 	if (la)
 		assert_memory_equal(pa, pb, la);
@@ -174,6 +185,139 @@ static void test_round_trip(void **state)
 			free(v2);
 		}
 		free(v1);
+	}
+}
+
+/* EXT records (ATR_XCALLS): each call's words come out in the event's
+ * fields, through v1 and through v2 (compressed and not); a file without
+ * the XCALLS feature bit, an unknown call type or a WIDE flag is
+ * rejected. */
+#define EXT_W0(ts, fl) ((uint64_t)(ts) << ATR_TS_SHIFT | ATR_T_EXT | (fl))
+static uint8_t *xcalls_v1(uint64_t features, uint64_t bad_word1, unsigned bad_flags, size_t *len)
+{
+	struct atw *w = atw_new(4096);
+	atw_hdr_u64(w, ATR_H_FEATURES, features);
+	uint32_t t = atw_thread(w, 77, 10);
+	const uint64_t base = 0x7f0000001000ULL, fail = UINT64_MAX;
+	const uint64_t recs[][10] = {
+	    /* n, w0 flags, xt, words..., then stack id / duration */
+	    {9, ATR_FLAG_STACK, ATR_T_MMAP, base, 65536, 0, 3 | 34ULL << 32, 0xffffffffu, 0, 5},
+	    {9, ATR_FLAG_TIMED, ATR_T_MMAP, fail, 0, 0x1000, 1 | 2ULL << 32,
+	     3 | (uint64_t)EINVAL << 32, 8192, 777},
+	    {5, 0, ATR_T_MUNMAP, base + 4096, 4096, 0},
+	    {8, 0, ATR_T_MREMAP, base + 0x100000, 131072, base, 65536, 1 | 0ULL << 32, 0},
+	    {6, 0, ATR_T_MADVISE, base, 8192, 4, ATR_XRES(-1, EINVAL)},
+	    {6, 0, ATR_T_BRK_CALL, 0x5000, 0x4000, 0x5000, 0},
+	    {6, 0, ATR_T_SBRK, (uint64_t)-4096, 0x5000, 0x4000, 0},
+	    {5, 0, ATR_T_MALLOPT, (uint64_t)-3, 262144, 1},
+	    {4, 0, ATR_T_MALLOC_TRIM, 128, 1},
+	    {4, 0, ATR_T_MALLOC_USABLE_SIZE, 0x5010, 24},
+	};
+	uint64_t ts = 20;
+	for (size_t i = 0; i < sizeof recs / sizeof *recs; i++) {
+		uint64_t words[12];
+		unsigned n = (unsigned)recs[i][0];
+		words[0] = EXT_W0(ts++, recs[i][1]);
+		for (unsigned k = 1; k < n; k++)
+			words[k] = recs[i][k + 1];
+		if (i == 4 && bad_word1) {
+			words[1] = bad_word1;
+		}
+		if (i == 4 && bad_flags)
+			words[0] |= bad_flags;
+		assert_int_equal(atw_raw(w, t, words, n), 0);
+	}
+	assert_int_equal(atw_flush(w, t), 0);
+	uint8_t *buf;
+	assert_int_equal(atw_build(w, &buf, len, 1), 0);
+	atw_destroy(w);
+	return buf;
+}
+
+static void test_xcalls(void **state)
+{
+	(void)state;
+	const uint64_t feat = ATR_FEAT_CLOCK_MONO_NS | ATR_FEAT_XCALLS | ATR_FEAT_STACKS;
+	size_t len;
+	uint8_t *v1 = xcalls_v1(feat, 0, 0, &len);
+	char err[256];
+	atr_file *f;
+	assert_int_equal(atr_open_buffer(v1, len, "x", &f, err, sizeof err), 0);
+	struct atr_event *ev = NULL;
+	uint8_t *pl = NULL;
+	size_t plen = 0;
+	long n = walk_all(f, &ev, &pl, &plen);
+	assert_int_equal(n, 11); /* thread start + 10 calls */
+	const struct atr_event *e = ev + 1;
+	assert_int_equal(e[0].type, ATR_T_MMAP);
+	assert_string_equal(atr_type_name(e[0].type), "mmap");
+	assert_int_equal(e[0].ret, 0x7f0000001000ULL);
+	assert_int_equal(e[0].size, 65536);
+	assert_int_equal(e[0].prot, 3);
+	assert_int_equal(e[0].mflags, 34);
+	assert_int_equal(e[0].fd, -1);
+	assert_int_equal(e[0].stack_id, 5);
+	assert_int_equal(e[1].ret, UINT64_MAX);
+	assert_int_equal(e[1].hint, 0x1000);
+	assert_int_equal(e[1].fd, 3);
+	assert_int_equal(e[1].err, EINVAL);
+	assert_int_equal(e[1].offset, 8192);
+	assert_int_equal(e[1].duration, 777);
+	assert_int_equal(e[2].type, ATR_T_MUNMAP);
+	assert_int_equal(e[2].ptr, 0x7f0000002000ULL);
+	assert_int_equal(e[2].result, 0);
+	assert_int_equal(e[3].type, ATR_T_MREMAP);
+	assert_int_equal(e[3].ptr, 0x7f0000001000ULL);
+	assert_int_equal(e[3].old_size, 65536);
+	assert_int_equal(e[3].size, 131072);
+	assert_int_equal(e[3].mflags, 1);
+	assert_int_equal(e[4].param, 4);
+	assert_int_equal(e[4].result, -1);
+	assert_int_equal(e[4].err, EINVAL);
+	assert_int_equal(e[5].type, ATR_T_BRK_CALL);
+	assert_string_equal(atr_type_name(e[5].type), "brk");
+	assert_int_equal(e[5].hint, 0x5000);
+	assert_int_equal(e[5].ptr, 0x4000);
+	assert_int_equal(e[5].ret, 0x5000);
+	assert_int_equal(e[6].value, -4096);
+	assert_int_equal(e[6].ret, 0x4000);
+	assert_int_equal(e[7].param, -3);
+	assert_int_equal(e[7].value, 262144);
+	assert_int_equal(e[7].result, 1);
+	assert_int_equal(e[8].size, 128);
+	assert_int_equal(e[9].ptr, 0x5010);
+	assert_int_equal(e[9].usable, 24);
+	assert_int_equal(atr_type_from_name("mmap64"), ATR_T_MMAP);
+	assert_int_equal(atr_type_from_name("malloc_trim"), ATR_T_MALLOC_TRIM);
+	uint64_t calls;
+	assert_int_equal(atr_count_calls(f, &calls), 0);
+	assert_int_equal(calls, 10);
+	atr_close(f);
+	free(ev);
+	free(pl);
+	for (int level = 0; level <= 3; level += 3) {
+		uint8_t *v2;
+		size_t l2;
+		if (atr_v1_to_v2(v1, len, level, &v2, &l2, err, sizeof err))
+			fail_msg("xcalls: %s", err);
+		same_events(v1, len, v2, l2, NULL);
+		free(v2);
+	}
+	free(v1);
+	/* rejected: no feature bit, unknown call type, WIDE */
+	const struct {
+		uint64_t feat, word1;
+		unsigned flags;
+	} bad[] = {{feat & ~(uint64_t)ATR_FEAT_XCALLS, 0, 0},
+		   {feat, ATR_T_XCALL_LAST + 1, 0},
+		   {feat, 12, 0},
+		   {feat, 0, ATR_FLAG_WIDE}};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		uint8_t *b = xcalls_v1(bad[i].feat, bad[i].word1, bad[i].flags, &len);
+		assert_int_equal(atr_open_buffer(b, len, "bad", &f, err, sizeof err), 0);
+		assert_true(walk_all(f, NULL, NULL, NULL) < 0);
+		atr_close(f);
+		free(b);
 	}
 }
 
@@ -356,9 +500,8 @@ static void test_codec(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_codec),
-	    cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_truncated_and_flipped),
+	    cmocka_unit_test(test_codec),	  cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_xcalls),	  cmocka_unit_test(test_truncated_and_flipped),
 	    cmocka_unit_test(test_garbage_frame),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

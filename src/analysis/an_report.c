@@ -388,11 +388,18 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 				th->seen = 1;
 				th->last_ts = ev->ts;
 			}
-			if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST)
+			if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) {
 				on_call(&s, ev);
+			} else if (atr_is_xcall(ev->type)) {
+				r->xcalls[ev->type - ATR_T_XCALL_FIRST]++;
+				if (an_maps_event(&r->maps, ev) < 0)
+					s.nomem = 1;
+			}
 		}
-		if (tl)
+		if (tl) {
+			tl->cur_mapped = r->maps.mapped;
 			an_timeline_event(tl, ev, r->live_bytes);
+		}
 		if (s.nomem || (tl && tl->nomem))
 			break;
 	}
@@ -419,6 +426,7 @@ out:
 
 void an_report_free(struct an_report *r)
 {
+	an_maps_free(&r->maps);
 	free(r->st);
 	free(r->threads);
 	r->st = NULL;

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "an_maps.h"
 #include "an_timeline.h"
 #include "atr_reader.h"
 
@@ -77,6 +78,9 @@ struct an_report {
 	 * every count and byte total above is an estimate (the weights of
 	 * struct atr_event); 0 = a full trace, exact */
 	uint64_t sample_rate;
+	/* the other traced calls: counts, and the program's own mappings */
+	uint64_t xcalls[ATR_NXCALLS];
+	struct an_maps maps;
 };
 
 /* What a pass keeps (report, flamegraph, diff, export: --thread, --from,

@@ -453,6 +453,29 @@ int rep_open_opts(const char *path, struct rep_ctx *c, uint32_t tl_buckets,
 	return 0;
 }
 
+int rep_rss_account(const struct rep_ctx *c, struct rep_account *a)
+{
+	memset(a, 0, sizeof *a);
+	if (!c->have_rss || !c->have_tl || !c->tl.n || !c->rss.n)
+		return -1;
+	size_t best = 0;
+	for (size_t i = 1; i < c->rss.n; i++)
+		if (c->rss.s[i].rss > c->rss.s[best].rss)
+			best = i;
+	int64_t ns = rep_rss_ns(c, best);
+	a->t_ns = ns > 0 ? (uint64_t)ns : 0;
+	/* the bucket holding that moment (the last one if the sample came
+	 * after the last record) */
+	double ticks = (double)a->t_ns * atr_get_info(c->f)->ticks_per_sec / 1e9;
+	double k = ticks / (double)c->tl.width;
+	const struct an_tl_bucket *b = &c->tl.b[k >= c->tl.n ? c->tl.n - 1 : (uint32_t)k];
+	a->rss = c->rss.s[best].rss;
+	a->heap = b->last;
+	a->mapped = b->mapped_last;
+	a->rest = (int64_t)a->rss - (int64_t)a->heap - (int64_t)a->mapped;
+	return 0;
+}
+
 void rep_close(struct rep_ctx *c)
 {
 	an_symbols_free(c->sym);

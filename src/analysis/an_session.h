@@ -115,6 +115,21 @@ static inline int64_t rep_rss_ns(const struct rep_ctx *c, size_t i)
 	return (int64_t)(c->rss.s[i].mono_ns - atr_get_info(c->f)->start_mono_ns);
 }
 
+/* Where the RSS went, at the sample of the highest RSS (needs the
+ * timeline and the RSS samples): rss = heap + mapped + rest, heap the
+ * requested bytes live then, mapped the program's own mappings then
+ * (an_maps), rest what neither explains: the allocator's overhead (chunk
+ * headers, free space it keeps, its metadata) plus code, stacks and
+ * whatever else the process maps outside the traced calls.  rest may be
+ * negative: mapped is address space, not resident pages.  0 when
+ * computed, -1 when the trace has no RSS samples or no timeline. */
+struct rep_account {
+	uint64_t t_ns; /* the sample's time since the trace began */
+	uint64_t rss, heap, mapped;
+	int64_t rest;
+};
+int rep_rss_account(const struct rep_ctx *c, struct rep_account *a);
+
 /* The JSON keys report --json and the HTML page share, in this order:
  * path, pid, exe, cmdline, stacks_recorded, timing_recorded ... */
 struct json_writer;

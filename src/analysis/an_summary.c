@@ -76,10 +76,21 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 			if (!s->records++)
 				s->first_ts = ev->ts;
 			s->last_ts = ev->ts;
-			if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST)
+			if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) {
 				on_call(s, ev);
-			else if (ev->type == ATR_T_MARKER)
+			} else if (atr_is_xcall(ev->type)) {
+				if (an_maps_event(&s->maps, ev) < 0) {
+					r = ATR_E_NOMEM;
+					break;
+				}
+				s->xcalls[ev->type - ATR_T_XCALL_FIRST]++;
+				s->total_calls++;
+				struct an_thread_stat *th = thread_of(s, ev->thread);
+				if (th)
+					th->calls++;
+			} else if (ev->type == ATR_T_MARKER) {
 				s->markers++;
+			}
 		}
 		if ((r = lv_event(&live, ev, NULL, NULL)) < 0)
 			break;
@@ -102,6 +113,7 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 void an_summary_free(struct an_summary *s)
 {
 	free(s->threads);
+	an_maps_free(&s->maps);
 	s->threads = NULL;
 	s->nthreads = 0;
 }

@@ -25,6 +25,7 @@
 
 #include <stdint.h>
 
+#include "an_maps.h"
 #include "atr_reader.h"
 
 struct an_thread_stat {
@@ -34,7 +35,9 @@ struct an_thread_stat {
 
 struct an_summary {
 	uint64_t calls[ATR_T_CALL_LAST + 1]; /* by type; [0] unused */
-	uint64_t total_calls;
+	uint64_t total_calls;		     /* both kinds */
+	/* the other traced calls (ATR_XCALLS) by event type - ATR_T_XCALL_FIRST */
+	uint64_t xcalls[ATR_NXCALLS];
 	uint64_t records;
 	uint64_t bytes_requested;
 	uint64_t failed; /* allocation calls that returned NULL */
@@ -50,6 +53,8 @@ struct an_summary {
 	uint64_t first_ts, last_ts; /* ticks; 0 when no records */
 	struct an_thread_stat *threads;
 	uint32_t nthreads;
+	/* the program's own mappings (an_maps.h): at the end, the peak */
+	struct an_maps maps;
 };
 
 /* Fill s (which the caller frees with an_summary_free() in any case).

@@ -52,6 +52,9 @@ static void halve(struct an_timeline *t)
 				a.max = c->max;
 			a.last = c->last;
 			a.calls += c->calls;
+			if (c->mapped_max > a.mapped_max)
+				a.mapped_max = c->mapped_max;
+			a.mapped_last = c->mapped_last;
 		}
 		t->b[j] = a;
 	}
@@ -79,6 +82,7 @@ static uint32_t bucket_for(struct an_timeline *t, uint64_t ts)
 		struct an_tl_bucket *b = &t->b[t->n++];
 		b->min = b->max = b->last = t->cur_live;
 		b->calls = 0;
+		b->mapped_max = b->mapped_last = t->cur_mapped;
 	}
 	return (uint32_t)k;
 }
@@ -124,6 +128,9 @@ void an_timeline_event(struct an_timeline *t, const struct atr_event *ev, uint64
 		b->max = live_bytes;
 	b->last = live_bytes;
 	t->cur_live = live_bytes;
+	if (t->cur_mapped > b->mapped_max)
+		b->mapped_max = t->cur_mapped;
+	b->mapped_last = t->cur_mapped;
 	if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) {
 		b->calls++;
 		uint32_t row =

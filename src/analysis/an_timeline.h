@@ -25,8 +25,10 @@
 #define AN_TL_MAX_THREADS     4096u /* threads beyond: counted as "other" */
 
 struct an_tl_bucket {
-	uint64_t min, max, last; /* live heap bytes */
-	uint64_t calls;		 /* all threads */
+	uint64_t min, max, last;	  /* live heap bytes */
+	uint64_t calls;			  /* all threads */
+	uint64_t mapped_max, mapped_last; /* the program's own mappings
+					     (an_maps: mmap'd + brk bytes) */
 };
 
 struct an_tl_mark {
@@ -48,6 +50,8 @@ struct an_timeline {
 	uint32_t nthreads;
 	uint64_t *tcalls;
 	uint64_t cur_live;
+	uint64_t cur_mapped; /* set by the caller before an_timeline_event():
+				the program's mapped bytes after the event */
 	struct an_tl_mark *marks;
 	size_t nmarks, capmarks, dropped_marks;
 	int nomem;

@@ -301,6 +301,8 @@ static int call_types_view(struct util_buf *b, const char *db)
 		if (strcmp(n, "unknown"))
 			util_buf_printf(b, "(%u, '%s'), ", t, n);
 	}
+	for (unsigned t = ATR_T_XCALL_FIRST; t <= ATR_T_XCALL_LAST; t++)
+		util_buf_printf(b, "(%u, '%s'), ", t, atr_type_name(t));
 	return util_buf_printf(b, "(%u, 'realloc_release')]) AS t)", ATR_EV_REALLOC_RELEASE);
 }
 

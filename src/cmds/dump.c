@@ -4,6 +4,8 @@
 #include <unistd.h> /* optind */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <malloc.h>
 
 #include "analysis/an_session.h"
 #include "atr_reader.h"
@@ -68,12 +70,154 @@ static void put_label(FILE *o, const uint8_t *p, uint32_t n)
 	fputc('"', o);
 }
 
+/* Names of flag bits (a | b | 0x..) or of a value, for the other calls. */
+struct dump_name {
+	uint64_t v;
+	const char *name;
+};
+static const struct dump_name prot_names[] = {
+    {PROT_READ, "READ"}, {PROT_WRITE, "WRITE"}, {PROT_EXEC, "EXEC"}, {0, NULL}};
+static const struct dump_name map_names[] = {
+    {MAP_SHARED, "SHARED"},	  {MAP_PRIVATE, "PRIVATE"},
+    {MAP_FIXED, "FIXED"},	  {MAP_ANONYMOUS, "ANONYMOUS"},
+    {MAP_NORESERVE, "NORESERVE"}, {MAP_POPULATE, "POPULATE"},
+    {MAP_STACK, "STACK"},	  {MAP_HUGETLB, "HUGETLB"},
+    {MAP_GROWSDOWN, "GROWSDOWN"}, {0, NULL}};
+static const struct dump_name mremap_names[] = {
+    {1, "MAYMOVE"}, {2, "FIXED"}, {4, "DONTUNMAP"} /* linux/mman.h */, {0, NULL}};
+static const struct dump_name advice_names[] = {{MADV_NORMAL, "NORMAL"},
+						{MADV_RANDOM, "RANDOM"},
+						{MADV_SEQUENTIAL, "SEQUENTIAL"},
+						{MADV_WILLNEED, "WILLNEED"},
+						{MADV_DONTNEED, "DONTNEED"},
+						{MADV_FREE, "FREE"},
+						{MADV_REMOVE, "REMOVE"},
+						{MADV_DONTFORK, "DONTFORK"},
+						{MADV_DOFORK, "DOFORK"},
+						{MADV_MERGEABLE, "MERGEABLE"},
+						{MADV_HUGEPAGE, "HUGEPAGE"},
+						{MADV_NOHUGEPAGE, "NOHUGEPAGE"},
+						{MADV_DONTDUMP, "DONTDUMP"},
+						{MADV_DODUMP, "DODUMP"},
+						{20, "COLD"},
+						{21, "PAGEOUT"},
+						{MADV_UNMERGEABLE, "UNMERGEABLE"},
+						{0, NULL}};
+/* glibc's mallopt parameters (malloc.h) */
+static const struct dump_name mallopt_names[] = {
+    {(uint64_t)M_MXFAST, "M_MXFAST"},	    {(uint64_t)M_TRIM_THRESHOLD, "M_TRIM_THRESHOLD"},
+    {(uint64_t)M_TOP_PAD, "M_TOP_PAD"},	    {(uint64_t)M_MMAP_THRESHOLD, "M_MMAP_THRESHOLD"},
+    {(uint64_t)M_MMAP_MAX, "M_MMAP_MAX"},   {(uint64_t)M_CHECK_ACTION, "M_CHECK_ACTION"},
+    {(uint64_t)M_PERTURB, "M_PERTURB"},	    {(uint64_t)M_ARENA_TEST, "M_ARENA_TEST"},
+    {(uint64_t)M_ARENA_MAX, "M_ARENA_MAX"}, {0, NULL}};
+
+static void put_bits(FILE *o, uint64_t v, const struct dump_name *t)
+{
+	int any = 0;
+	for (; t->name; t++)
+		if (t->v && (v & t->v) == t->v) {
+			fprintf(o, "%s%s", any++ ? "|" : "", t->name);
+			v &= ~t->v;
+		}
+	if (v || !any)
+		fprintf(o, any ? "|0x%" PRIx64 : "0x%" PRIx64, v);
+}
+
+static void put_value(FILE *o, uint64_t v, const struct dump_name *t)
+{
+	for (; t->name; t++)
+		if (t->v == v) {
+			fputs(t->name, o);
+			return;
+		}
+	fprintf(o, "%" PRId64, (int64_t)v);
+}
+
+/* An ATR_XCALLS event as the C call: name(args) = result. */
+static void text_xcall(FILE *o, const atr_file *f, const struct atr_event *ev, const char *name)
+{
+	fprintf(o, "%s(", name);
+	switch (ev->type) {
+	case ATR_T_MMAP:
+		put_ptr(o, ev->hint);
+		fprintf(o, ", %" PRIu64 ", ", ev->size);
+		put_bits(o, ev->prot, prot_names);
+		fputs(", ", o);
+		put_bits(o, ev->mflags, map_names);
+		fprintf(o, ", %" PRId32 ", %" PRIu64 ") = ", ev->fd, ev->offset);
+		put_ptr(o, ev->ret);
+		break;
+	case ATR_T_MREMAP:
+		put_ptr(o, ev->ptr);
+		fprintf(o, ", %" PRIu64 ", %" PRIu64 ", ", ev->old_size, ev->size);
+		put_bits(o, ev->mflags, mremap_names);
+		if (ev->mflags & 6u) { /* FIXED, DONTUNMAP: new_address given */
+			fputs(", ", o);
+			put_ptr(o, ev->hint);
+		}
+		fputs(") = ", o);
+		put_ptr(o, ev->ret);
+		break;
+	case ATR_T_MUNMAP:
+	case ATR_T_MADVISE:
+		put_ptr(o, ev->ptr);
+		fprintf(o, ", %" PRIu64, ev->size);
+		if (ev->type == ATR_T_MADVISE) {
+			fputs(", ", o);
+			put_value(o, (uint64_t)(int64_t)ev->param, advice_names);
+		}
+		fprintf(o, ") = %" PRId64, ev->result);
+		break;
+	case ATR_T_BRK_CALL:
+	case ATR_T_SBRK:
+		if (ev->type == ATR_T_BRK_CALL)
+			put_ptr(o, ev->hint);
+		else
+			fprintf(o, "%" PRId64, ev->value);
+		fputs(") = ", o);
+		if (ev->type == ATR_T_SBRK && !ev->result)
+			put_ptr(o, ev->ptr);
+		else
+			fprintf(o, "%" PRId64, ev->result);
+		fputs(" break ", o);
+		put_ptr(o, ev->ptr);
+		fputs(" -> ", o);
+		put_ptr(o, ev->ret);
+		break;
+	case ATR_T_MALLOPT:
+		put_value(o, (uint64_t)(int64_t)ev->param, mallopt_names);
+		fprintf(o, ", %" PRId64 ") = %" PRId64, ev->value, ev->result);
+		break;
+	case ATR_T_MALLOC_TRIM:
+		fprintf(o, "%" PRIu64 ") = %" PRId64, ev->size, ev->result);
+		break;
+	case ATR_T_MALLOC_USABLE_SIZE:
+		put_ptr(o, ev->ptr);
+		fprintf(o, ") = %" PRIu64, ev->usable);
+		break;
+	default:
+		fputc(')', o);
+		break;
+	}
+	if (ev->err)
+		fprintf(o, " err=%" PRId32 " (%s)", ev->err, strerror(ev->err));
+	if (ev->stack_id)
+		fprintf(o, " stack=%" PRIu32, ev->stack_id);
+	if (ev->flags & ATR_FLAG_TIMED)
+		fprintf(o, " dur=%" PRIu64 "ns", to_ns(f, ev->duration));
+	fputc('\n', o);
+}
+
 static void text_event(FILE *o, const atr_file *f, const struct atr_event *ev)
 {
 	uint64_t ns = to_ns(f, ev->ts);
 	fprintf(o, "%7" PRIu64 "  %" PRIu64 ".%09" PRIu64 " T%" PRIu32 " ", ev->seq,
 		ns / UINT64_C(1000000000), ns % UINT64_C(1000000000), ev->thread);
 	const char *name = atr_type_name(ev->type);
+	if (atr_is_xcall(ev->type)) {
+		text_xcall(o, f, ev, name);
+		return;
+	}
 	int alloc = 1;
 	unsigned shape = atr_call_args(ev->type);
 	switch (shape) {
@@ -191,7 +335,7 @@ static void text_event(FILE *o, const atr_file *f, const struct atr_event *ev)
 			uint64_t w[3] = {0, 0, 0};
 			memcpy(w, ev->payload, ev->type == ATR_T_BRK ? 16 : 24);
 			if (ev->type == ATR_T_BRK)
-				fprintf(o, "brk 0x%" PRIx64 " (+%" PRId64 " since start)\n", w[1],
+				fprintf(o, "break 0x%" PRIx64 " (+%" PRId64 " since start)\n", w[1],
 					(int64_t)(w[1] - w[0]));
 			else
 				fprintf(o,
@@ -221,6 +365,76 @@ static void json_num(struct json_writer *w, const char *key, uint64_t v)
 	json_u64(w, v);
 }
 
+/* The fields of an ATR_XCALLS event (docs/CLI.md, dump --json). */
+static void json_xcall(struct json_writer *w, const atr_file *f, const struct atr_event *ev)
+{
+	switch (ev->type) {
+	case ATR_T_MMAP:
+		json_ptr(w, "addr", ev->hint);
+		json_num(w, "size", ev->size);
+		json_num(w, "prot", ev->prot);
+		json_num(w, "flags", ev->mflags);
+		json_key(w, "fd");
+		json_i64(w, ev->fd);
+		json_num(w, "offset", ev->offset);
+		json_ptr(w, "ret", ev->ret);
+		break;
+	case ATR_T_MREMAP:
+		json_ptr(w, "ptr", ev->ptr);
+		json_num(w, "old_size", ev->old_size);
+		json_num(w, "size", ev->size);
+		json_num(w, "flags", ev->mflags);
+		json_ptr(w, "new_addr", ev->hint);
+		json_ptr(w, "ret", ev->ret);
+		break;
+	case ATR_T_MUNMAP:
+	case ATR_T_MADVISE:
+		json_ptr(w, "ptr", ev->ptr);
+		json_num(w, "size", ev->size);
+		if (ev->type == ATR_T_MADVISE) {
+			json_key(w, "advice");
+			json_i64(w, ev->param);
+		}
+		break;
+	case ATR_T_BRK_CALL:
+	case ATR_T_SBRK:
+		if (ev->type == ATR_T_BRK_CALL) {
+			json_ptr(w, "addr", ev->hint);
+		} else {
+			json_key(w, "increment");
+			json_i64(w, ev->value);
+		}
+		json_ptr(w, "break_before", ev->ptr);
+		json_ptr(w, "break_after", ev->ret);
+		break;
+	case ATR_T_MALLOPT:
+		json_key(w, "param");
+		json_i64(w, ev->param);
+		json_key(w, "value");
+		json_i64(w, ev->value);
+		break;
+	case ATR_T_MALLOC_TRIM:
+		json_num(w, "pad", ev->size);
+		break;
+	case ATR_T_MALLOC_USABLE_SIZE:
+		json_ptr(w, "ptr", ev->ptr);
+		json_num(w, "usable", ev->usable);
+		break;
+	default:
+		break;
+	}
+	if (ev->type != ATR_T_MMAP && ev->type != ATR_T_MREMAP &&
+	    ev->type != ATR_T_MALLOC_USABLE_SIZE) {
+		json_key(w, "result");
+		json_i64(w, ev->result);
+	}
+	json_key(w, "err");
+	json_i64(w, ev->err);
+	json_num(w, "stack", ev->stack_id);
+	if (ev->flags & ATR_FLAG_TIMED)
+		json_num(w, "duration_ns", to_ns(f, ev->duration));
+}
+
 static void json_event(struct json_writer *w, const atr_file *f, const struct atr_event *ev)
 {
 	const struct atr_info *in = atr_get_info(f);
@@ -232,7 +446,9 @@ static void json_event(struct json_writer *w, const atr_file *f, const struct at
 	json_num(w, "tid", ev->tid);
 	json_key(w, "type");
 	json_string(w, atr_type_name(ev->type));
-	if (ev->type <= ATR_T_CALL_LAST) {
+	if (atr_is_xcall(ev->type)) {
+		json_xcall(w, f, ev);
+	} else if (ev->type <= ATR_T_CALL_LAST) {
 		unsigned shape = atr_call_args(ev->type);
 		if (shape == ATR_ARGS_PTR) {
 			json_ptr(w, "ptr", ev->ptr);

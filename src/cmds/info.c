@@ -35,7 +35,7 @@ static int have_wall(const struct atr_info *in)
 static void print_text(const atr_file *f, const struct an_summary *s, int first)
 {
 	const struct atr_info *in = atr_get_info(f);
-	char a[64], b[64], st[256];
+	char a[64], b[64], c[64], st[256];
 	if (!first)
 		printf("\n");
 	printf("process %" PRIu32 "  (%s)\n", in->pid, in->path);
@@ -66,6 +66,11 @@ static void print_text(const atr_file *f, const struct an_summary *s, int first)
 	for (unsigned ty = 1; ty <= ATR_T_CALL_LAST; ty++)
 		printf("    %-14s %14s\n", atr_type_name(ty),
 		       util_fmt_u64(a, sizeof(a), s->calls[ty]));
+	/* the other traced calls: only those the program made */
+	for (unsigned i = 0; i < ATR_NXCALLS; i++)
+		if (s->xcalls[i])
+			printf("    %-18s %10s\n", atr_type_name(ATR_T_XCALL_FIRST + i),
+			       util_fmt_u64(a, sizeof(a), s->xcalls[i]));
 	printf("  %-16s %s bytes (%s)\n", "requested",
 	       util_fmt_u64(a, sizeof(a), s->bytes_requested),
 	       util_fmt_bytes(b, sizeof(b), s->bytes_requested));
@@ -77,6 +82,17 @@ static void print_text(const atr_file *f, const struct an_summary *s, int first)
 	printf("  %-16s %s bytes in %s blocks\n", "live at end",
 	       util_fmt_u64(a, sizeof(a), s->live_bytes),
 	       util_fmt_u64(b, sizeof(b), s->live_blocks));
+	const struct an_maps *m = &s->maps;
+	if (m->maps || m->brk_net) {
+		/* the program's own mmap/brk: not heap (an_maps.h) */
+		uint64_t mpns = to_ns(f, m->peak_ts);
+		printf("  %-16s %s bytes (%s) in %zu ranges at end, peak %s at %" PRIu64
+		       ".%09" PRIu64 " s\n",
+		       "mapped", util_fmt_u64(a, sizeof(a), m->mapped),
+		       util_fmt_bytes(b, sizeof(b), m->mapped), m->n,
+		       util_fmt_bytes(c, sizeof(c), m->peak), mpns / UINT64_C(1000000000),
+		       mpns % UINT64_C(1000000000));
+	}
 	printf("  %-16s %s\n", "failed allocs", util_fmt_u64(a, sizeof(a), s->failed));
 	printf("  %-16s %s\n", "unknown frees", util_fmt_u64(a, sizeof(a), s->unknown_frees));
 	if (in->status & ATR_STATUS_FORK_CHILD)
@@ -157,6 +173,13 @@ static void print_json(struct json_writer *w, const atr_file *f, const struct an
 		json_u64(w, s->calls[ty]);
 	}
 	json_end_object(w);
+	json_key(w, "other_calls");
+	json_begin_object(w);
+	for (unsigned i = 0; i < ATR_NXCALLS; i++) {
+		json_key(w, atr_type_name(ATR_T_XCALL_FIRST + i));
+		json_u64(w, s->xcalls[i]);
+	}
+	json_end_object(w);
 	json_key(w, "total_calls");
 	json_u64(w, s->total_calls);
 	json_key(w, "records");
@@ -171,6 +194,25 @@ static void print_json(struct json_writer *w, const atr_file *f, const struct an
 	json_u64(w, s->live_bytes);
 	json_key(w, "live_blocks_at_end");
 	json_u64(w, s->live_blocks);
+	json_key(w, "mapped");
+	json_begin_object(w);
+	json_key(w, "bytes_at_end");
+	json_u64(w, s->maps.mapped);
+	json_key(w, "ranges_at_end");
+	json_u64(w, s->maps.n);
+	json_key(w, "brk_bytes_at_end");
+	json_u64(w, s->maps.brk_bytes);
+	json_key(w, "peak_bytes");
+	json_u64(w, s->maps.peak);
+	json_key(w, "peak_ns");
+	json_u64(w, to_ns(f, s->maps.peak_ts));
+	json_key(w, "mmaps");
+	json_u64(w, s->maps.maps);
+	json_key(w, "munmaps");
+	json_u64(w, s->maps.unmaps);
+	json_key(w, "failed");
+	json_u64(w, s->maps.failed);
+	json_end_object(w);
 	json_key(w, "failed_allocations");
 	json_u64(w, s->failed);
 	json_key(w, "unknown_frees");

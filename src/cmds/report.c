@@ -157,7 +157,8 @@ static int report_opts(int argc, char **argv, struct rep_opts *o)
 	int rc = rep_list(argc - optind, argv + optind, o, "report", &paths, &n), shown = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct rep_ctx cx;
-		if (rep_open_opts(paths[i], &cx, 0, o)) {
+		/* a timeline: the RSS account needs the heap at the RSS peak */
+		if (rep_open_opts(paths[i], &cx, AN_TL_DEFAULT_BUCKETS, o)) {
 			rc = 1;
 			continue;
 		}

@@ -1,4 +1,5 @@
-/* atr_calls.h - the one list of the traced malloc family.
+/* atr_calls.h - the one list of the traced functions: the malloc family
+ * (ATR_CALLS) and the other calls (ATR_XCALLS, below).
  *
  * Everything that has one entry per traced function is expanded from
  * ATR_CALLS: the trace record types and layouts (atr_format.h), their names
@@ -44,6 +45,42 @@
 	X(VALLOC,         valloc,          9,  9, SIZE,      void *, (size_t)) \
 	X(PVALLOC,        pvalloc,        10, 10, SIZE,      void *, (size_t))
 /* clang-format on */
+
+/* The other traced functions: the program's own mappings, break moves and
+ * allocator controls.  They are no blocks of the heap, so they stay out of
+ * everything that ATR_CALLS feeds (live sets, workload ops, the attach
+ * table); they are records, names, hooks, boot forwarders and exports.
+ *
+ * Columns of X(NAME, name, type, words, ret, params):
+ *   NAME    suffix of ATR_T_NAME
+ *   type    the event type (atr_event.type): ATR_T_XCALL_FIRST, +1, ... in
+ *           list order.  On disk the record is type ATR_T_EXT with this
+ *           number in word 1 (docs/TRACE_FORMAT.md, "Extended calls").
+ *   words   the record's words after word 1, one letter each, which also
+ *           says how the compact encoding stores it: A an address (zigzag
+ *           delta from the last allocation's), U unsigned, S signed
+ *   ret, params as in ATR_CALLS
+ * mmap64 is an alias of mmap on 64-bit glibc: one hook, two symbols, MMAP
+ * records.  A hook in atp_hooks.c and a boot forwarder in atp_init.c per
+ * line; the words' meaning in atr_reader.c (xcall_decode) and dump.c. */
+/* clang-format off */
+#define ATR_XCALLS(X) \
+	X(MMAP,               mmap,               40, "AUAUUU", void *,  (void *, size_t, int, int, int, off_t)) \
+	X(MUNMAP,             munmap,             41, "AUU",    int,     (void *, size_t)) \
+	X(MREMAP,             mremap,             42, "AUAUUA", void *,  (void *, size_t, size_t, int, ...)) \
+	X(MADVISE,            madvise,            43, "AUUU",   int,     (void *, size_t, int)) \
+	X(BRK_CALL,           brk,                44, "AAAU",   int,     (void *)) \
+	X(SBRK,               sbrk,               45, "SAAU",   void *,  (intptr_t)) \
+	X(MALLOPT,            mallopt,            46, "SSS",    int,     (int, int)) \
+	X(MALLOC_TRIM,        malloc_trim,        47, "US",     int,     (size_t)) \
+	X(MALLOC_USABLE_SIZE, malloc_usable_size, 48, "AU",     size_t,  (void *))
+/* clang-format on */
+
+/* Position in ATR_XCALLS (1-based). */
+#define ATR_XCALL_SEQ_(NAME, name, type, words, ret, params) ATR_XCALL_SEQ_##NAME,
+enum atr_xcall_seq { ATR_XCALL_SEQ_NONE_ = 0, ATR_XCALLS(ATR_XCALL_SEQ_) ATR_NXCALLS_PLUS1_ };
+#undef ATR_XCALL_SEQ_
+#define ATR_NXCALLS ((unsigned)ATR_NXCALLS_PLUS1_ - 1u)
 
 /* Argument shapes.  Trace words after word 0 / workload fields / call:
  *   SIZE       ret, size                 dst, size            f(size)

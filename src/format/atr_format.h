@@ -39,8 +39,10 @@ enum {
 					     (else the compact encoding as is) */
 	ATR_FEAT_SAMPLED = 1u << 7,	  /* record --sample: Poisson byte sampling
 					     at ATR_H_SAMPLE_RATE; see below */
+	ATR_FEAT_XCALLS = 1u << 8,	  /* EXT records (type 11) may appear:
+					     the calls of ATR_XCALLS */
 };
-#define ATR_FEATURES_KNOWN 0xffULL
+#define ATR_FEATURES_KNOWN 0x1ffULL
 
 /* ATR_FEAT_SAMPLED (docs/TRACE_FORMAT.md, "Sampled traces"): every
  * allocation record is a sampled allocation (an allocation of s bytes is
@@ -178,6 +180,10 @@ enum atr_type {
 	 * optional words (slack if WIDE, stack id if STACK, duration if
 	 * TIMED) */
 	ATR_CALLS(ATR_T_CALL_) ATR_T_CALL_LAST = ATR_NCALLS,
+	/* extended call record (ATR_FEAT_XCALLS): word 1 is the call's
+	 * event type (ATR_T_MMAP, ...), its words follow (ATR_XCALLS), then
+	 * the optional words; never WIDE */
+	ATR_T_EXT = 11,
 	/* meta records: word 1 = payload length in bytes (low 32 bits) and an
 	 * argument (high 32 bits); the payload follows, padded to 8 bytes.
 	 * Readers skip meta types they do not know. */
@@ -200,13 +206,33 @@ enum atr_type {
 };
 #undef ATR_T_CALL_
 
+/* Event types of the other traced calls (atr_event.type; on disk EXT
+ * records): ATR_T_XCALL_FIRST, ... in ATR_XCALLS order.  Above the record
+ * types (0..31) and the reader's synthetic events (32..39). */
+#define ATR_T_XCALL_FIRST				   40u
+#define ATR_T_XCALL_(NAME, name, type, words, ret, params) ATR_T_##NAME = type,
+enum atr_xtype { ATR_XCALLS(ATR_T_XCALL_) ATR_T_XCALL_LAST = ATR_T_XCALL_FIRST + ATR_NXCALLS - 1 };
+#undef ATR_T_XCALL_
+#define ATR_T_XCHECK_(NAME, name, type, words, ret, params)                                        \
+	_Static_assert(ATR_T_##NAME == ATR_T_XCALL_FIRST - 1 + (int)ATR_XCALL_SEQ_##NAME,          \
+		       "event type of " #name " out of order");
+ATR_XCALLS(ATR_T_XCHECK_)
+#undef ATR_T_XCHECK_
+_Static_assert(ATR_T_XCALL_LAST < 256, "event types are bytes");
+
+/* mmap and mremap keep the call's errno in the high 32 bits of the word
+ * of their flags/fd; the int-returning calls' result word is the result
+ * (low 32 bits, two's complement) with errno in the high 32 bits. */
+#define ATR_XRES(res, err) ((uint64_t)(uint32_t)(res) | (uint64_t)(uint32_t)(err) << 32)
+
 /* Types are 1..ATR_NCALLS in list order: tables are indexed by them. */
 #define ATR_T_CHECK_(NAME, name, type, op, args, ret, params)                                      \
 	_Static_assert(ATR_T_##NAME == (int)ATR_CALL_SEQ_##NAME,                                   \
 		       "trace type of " #name " out of order");
 ATR_CALLS(ATR_T_CHECK_)
 #undef ATR_T_CHECK_
-_Static_assert(ATR_T_CALL_LAST < ATR_T_THREAD_START, "call types run into the meta types");
+_Static_assert(ATR_T_CALL_LAST < ATR_T_EXT && ATR_T_EXT < ATR_T_THREAD_START,
+	       "call types run into EXT or the meta types");
 
 enum atr_ctl {
 	ATR_CTL_START = 1,
@@ -270,6 +296,39 @@ static inline unsigned atr_call_args(unsigned t)
 	return t <= ATR_T_CALL_LAST ? a[t] : 0;
 }
 #undef ATR_ARGS_
+
+/* Words of an extended call after word 1 (its ATR_XCALLS letters); 0 if
+ * xt is not an extended call type. */
+#define ATR_XWORDS_(NAME, name, type, words, ret, params) [type - ATR_T_XCALL_FIRST] = words,
+static inline const char *atr_xcall_letters(unsigned xt)
+{
+	static const char *const l[ATR_NXCALLS] = {ATR_XCALLS(ATR_XWORDS_)};
+	return xt >= ATR_T_XCALL_FIRST && xt <= ATR_T_XCALL_LAST ? l[xt - ATR_T_XCALL_FIRST] : "";
+}
+#undef ATR_XWORDS_
+static inline unsigned atr_xcall_words(unsigned xt)
+{
+	const char *l = atr_xcall_letters(xt);
+	unsigned n = 0;
+	while (l[n])
+		n++;
+	return n;
+}
+/* Is t an event type of a traced call (malloc family or extended)? */
+static inline int atr_is_xcall(unsigned t)
+{
+	return t >= ATR_T_XCALL_FIRST && t <= ATR_T_XCALL_LAST;
+}
+
+/* Total words of an EXT record whose word 1 is xt; 0 if xt is unknown or
+ * the flags are not allowed (WIDE). */
+static inline unsigned atr_ext_words(uint64_t xt, unsigned flags)
+{
+	if (xt > ATR_T_XCALL_LAST || !atr_is_xcall((unsigned)xt) || (flags & ATR_FLAG_WIDE))
+		return 0;
+	return 2 + atr_xcall_words((unsigned)xt) + !!(flags & ATR_FLAG_STACK) +
+	       !!(flags & ATR_FLAG_TIMED);
+}
 
 /* Total words of a call record: type and flags from word 0. */
 static inline unsigned atr_record_words(unsigned t, unsigned flags)

@@ -70,6 +70,7 @@ struct atr_file {
 	struct atr_sblk *stream;
 	uint64_t records, ncalls;
 	int chunk_flags; /* ATR_FEAT_CHUNK_FLAGS: mask ret's low bits */
+	int xcalls;	 /* ATR_FEAT_XCALLS: EXT records allowed */
 	char err[ATR_ERRLEN];
 	/* stack and module tables (atr_stacks_load) */
 	int stacks_loaded;
@@ -144,14 +145,22 @@ static const char *const atr_names[32] = {
     [ATR_T_LOST] = "lost",
     [ATR_T_STACK] = "stack",
     [ATR_T_MODULE] = "module",
-    [ATR_T_BRK] = "brk",
+    [ATR_T_BRK] = "break", /* not "brk": that is the call */
     [ATR_T_HEAP] = "heap",
+};
+
+static const char *const atr_xnames[ATR_NXCALLS] = {
+#define XNAME_(NAME, name, type, words, ret, params) [type - ATR_T_XCALL_FIRST] = #name,
+    ATR_XCALLS(XNAME_)
+#undef XNAME_
 };
 
 const char *atr_type_name(unsigned type)
 {
 	if (type < 32 && atr_names[type])
 		return atr_names[type];
+	if (atr_is_xcall(type))
+		return atr_xnames[type - ATR_T_XCALL_FIRST];
 	if (type == ATR_EV_REALLOC_RELEASE)
 		return "realloc_release";
 	return "unknown";
@@ -184,6 +193,11 @@ unsigned atr_type_from_name(const char *name)
 	for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++)
 		if (strcmp(atr_names[t], name) == 0)
 			return t;
+	for (unsigned t = ATR_T_XCALL_FIRST; t <= ATR_T_XCALL_LAST; t++)
+		if (strcmp(atr_xnames[t - ATR_T_XCALL_FIRST], name) == 0)
+			return t;
+	if (strcmp(name, "mmap64") == 0)
+		return ATR_T_MMAP;
 	return 0;
 }
 
@@ -300,6 +314,7 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 			in->sample_rate);
 		return ATR_E_HEADER;
 	}
+	f->xcalls = (in->features & ATR_FEAT_XCALLS) != 0;
 	f->bs = rd32(h + ATR_H_BLOCK_SIZE);
 	if (f->bs < ATR_BLOCK_SIZE_MIN || f->bs > ATR_BLOCK_SIZE_MAX || (f->bs & (f->bs - 1))) {
 		fmt_err(eb, el,
@@ -1064,6 +1079,84 @@ static void cur_block_done(struct atr_cur *c)
 
 static const struct atr_event atr_ev_zero;
 
+/* The words of an extended call (after word 1, ATR_XCALLS order) into the
+ * event's fields (atr_reader.h). */
+static void xcall_decode(struct atr_event *ev, unsigned xt, const uint8_t *w)
+{
+	uint64_t a = rd64(w), b = 0, c = 0, d = 0, e = 0, g = 0;
+	unsigned n = atr_xcall_words(xt);
+	if (n > 1)
+		b = rd64(w + 8);
+	if (n > 2)
+		c = rd64(w + 16);
+	if (n > 3)
+		d = rd64(w + 24);
+	if (n > 4)
+		e = rd64(w + 32);
+	if (n > 5)
+		g = rd64(w + 40);
+	switch (xt) {
+	case ATR_T_MMAP: /* ret, len, addr, prot | flags << 32, fd | errno << 32, offset */
+		ev->ret = a;
+		ev->size = b;
+		ev->hint = c;
+		ev->prot = (uint32_t)d;
+		ev->mflags = (uint32_t)(d >> 32);
+		ev->fd = (int32_t)(uint32_t)e;
+		ev->err = (int32_t)(e >> 32);
+		ev->offset = g;
+		break;
+	case ATR_T_MUNMAP: /* addr, len, res */
+		ev->ptr = a;
+		ev->size = b;
+		ev->result = (int32_t)(uint32_t)c;
+		ev->err = (int32_t)(c >> 32);
+		break;
+	case ATR_T_MREMAP: /* ret, new_len, old, old_len, flags | errno << 32, new_address */
+		ev->ret = a;
+		ev->size = b;
+		ev->ptr = c;
+		ev->old_size = d;
+		ev->mflags = (uint32_t)e;
+		ev->err = (int32_t)(e >> 32);
+		ev->hint = g;
+		break;
+	case ATR_T_MADVISE: /* addr, len, advice, res */
+		ev->ptr = a;
+		ev->size = b;
+		ev->param = (int32_t)(uint32_t)c;
+		ev->result = (int32_t)(uint32_t)d;
+		ev->err = (int32_t)(d >> 32);
+		break;
+	case ATR_T_BRK_CALL: /* addr, break before, break after, res */
+	case ATR_T_SBRK:     /* increment, break before, break after, res */
+		if (xt == ATR_T_BRK_CALL)
+			ev->hint = a;
+		else
+			ev->value = (int64_t)a;
+		ev->ptr = b;
+		ev->ret = c;
+		ev->result = (int32_t)(uint32_t)d;
+		ev->err = (int32_t)(d >> 32);
+		break;
+	case ATR_T_MALLOPT: /* param, value, result */
+		ev->param = (int32_t)a;
+		ev->value = (int64_t)b;
+		ev->result = (int64_t)c;
+		break;
+	case ATR_T_MALLOC_TRIM: /* pad, result */
+		ev->size = a;
+		ev->result = (int64_t)b;
+		break;
+	case ATR_T_MALLOC_USABLE_SIZE: /* ptr, result */
+		ev->ptr = a;
+		ev->usable = b;
+		break;
+	default:
+		break;
+	}
+}
+
 /* Decode the next record of the thread: 1 (ev filled), 0 end, < 0 error. */
 static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 {
@@ -1141,6 +1234,18 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 		uint64_t need;
 		if (type >= 1 && type <= ATR_T_CALL_LAST) {
 			need = 8ULL * atr_record_words(type, flags);
+		} else if (type == ATR_T_EXT && f->xcalls) {
+			if (pos + 16 > c->lim)
+				return cur_corrupt(f, c, "EXT record overruns the block; type ",
+						   type);
+			if (pos + 16 > c->end) {
+				cur_block_done(c);
+				continue;
+			}
+			need = 8ULL * atr_ext_words(rd64(r + 8), flags);
+			if (!need)
+				return cur_corrupt(f, c, "bad EXT record: call type or flags ",
+						   (uint64_t)rd64(r + 8) | (uint64_t)flags << 56);
 		} else if (type >= ATR_T_THREAD_START) {
 			if (pos + 16 > c->lim)
 				return cur_corrupt(
@@ -1180,7 +1285,16 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 		if (ts > c->last_ts)
 			c->last_ts = ts;
 		c->records++;
-		if (type <= ATR_T_CALL_LAST) {
+		if (type == ATR_T_EXT) {
+			c->calls++;
+			unsigned xt = (unsigned)rd64(r + 8), k = 2 + atr_xcall_words(xt);
+			ev->type = (uint8_t)xt;
+			if (flags & ATR_FLAG_STACK)
+				ev->stack_id = (uint32_t)rd64(r + 8 * k++);
+			if (flags & ATR_FLAG_TIMED)
+				ev->duration = rd64(r + 8 * k);
+			xcall_decode(ev, xt, r + 16);
+		} else if (type <= ATR_T_CALL_LAST) {
 			c->calls++;
 			/* optional words: slack (WIDE), stack id (STACK), duration */
 			unsigned k = atr_call_words(type);

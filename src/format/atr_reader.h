@@ -126,6 +126,23 @@ struct atr_event {
 	 * carry to the thread's next allocation).  0 for free and meta
 	 * records: a free stands for what its block did. */
 	uint64_t w_calls, w_bytes;
+	/* the other traced calls (ATR_XCALLS, atr_is_xcall(type)); the
+	 * fields above that they use: ret (mmap, mremap: the mapping or
+	 * MAP_FAILED; brk, sbrk: the break after the call), ptr (munmap,
+	 * madvise: the range; mremap: the old mapping; brk, sbrk: the break
+	 * before the call; malloc_usable_size: the block), size (the length:
+	 * mmap, munmap, madvise, mremap's new length; malloc_trim: pad),
+	 * usable (malloc_usable_size's result), err (errno of a failure) */
+	uint64_t hint;	   /* mmap's addr, mremap's new_address, brk's addr */
+	uint64_t old_size; /* mremap's old_size */
+	uint64_t offset;   /* mmap's offset */
+	uint32_t prot;	   /* mmap's prot */
+	uint32_t mflags;   /* mmap's and mremap's flags */
+	int32_t fd;	   /* mmap's fd */
+	int32_t param;	   /* mallopt's param, madvise's advice */
+	int64_t value;	   /* mallopt's value, sbrk's increment */
+	int64_t result;	   /* int result (munmap, madvise, brk, sbrk: 0 or
+			      -1, mallopt, malloc_trim) */
 };
 
 /* Open one trace file. On failure *out is NULL and errbuf explains
@@ -163,7 +180,8 @@ void atr_sample_weight(uint64_t rate, uint64_t size, double *calls, double *byte
  * Counts every record the iterator returns (calls and known meta records;
  * unknown meta types are skipped and not counted). */
 int atr_count_records(atr_file *f, uint64_t *count);
-/* The same walk; counts call records only (types 1..10). */
+/* The same walk; counts call records only (the malloc family and the
+ * extended calls). */
 int atr_count_calls(atr_file *f, uint64_t *count);
 /* The same number without decoding compressed blocks (v2: their headers
  * count the calls), so it reads only the staging blocks: what `record`

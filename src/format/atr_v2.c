@@ -23,8 +23,9 @@ struct v2_state {
 	uint64_t base;	/* last allocation's address: allocations' deltas */
 	uint64_t fbase; /* last free's address: frees' deltas */
 	uint64_t cache[V2_CACHE];
-	uint64_t cmask;			    /* chunk flag bits of ret (glibc) or 0 */
-	unsigned dflt[ATR_T_CALL_LAST + 1]; /* default flags per call type */
+	uint64_t cmask;		      /* chunk flag bits of ret (glibc) or 0 */
+	unsigned dflt[ATR_T_EXT + 1]; /* default flags per call type */
+	int xcalls;		      /* ATR_FEAT_XCALLS: EXT records allowed */
 };
 
 static void state_init(struct v2_state *s, uint64_t features)
@@ -33,8 +34,9 @@ static void state_init(struct v2_state *s, uint64_t features)
 	s->cmask = (features & ATR_FEAT_CHUNK_FLAGS) ? ATR_CHUNK_MASK : 0;
 	unsigned timed = (features & ATR_FEAT_TIMING) ? ATR_FLAG_TIMED : 0;
 	unsigned stack = (features & ATR_FEAT_STACKS) ? ATR_FLAG_STACK : 0;
-	for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++)
+	for (unsigned t = 1; t <= ATR_T_EXT; t++)
 		s->dflt[t] = timed | stack;
+	s->xcalls = (features & ATR_FEAT_XCALLS) != 0;
 	s->dflt[ATR_T_FREE] = timed;
 	s->dflt[ATR_T_REALLOC] |= ATR_FLAG_TIMED;
 	s->dflt[ATR_T_REALLOCARRAY] |= ATR_FLAG_TIMED;
@@ -127,6 +129,18 @@ static void put_secondary(struct wbuf *w, struct v2_state *s, uint64_t p)
 		put_var(w, zz((int64_t)(p - s->base)) + V2_SEC_DELTA);
 }
 
+/* A word of an extended call by its ATR_XCALLS letter: A an address as
+ * a zigzag delta from the last allocation's (the base does not move), S a
+ * signed value zigzagged, U as is. */
+static void put_xword(struct wbuf *w, const struct v2_state *s, char letter, uint64_t v)
+{
+	if (letter == 'A')
+		v = zz((int64_t)(v - s->base));
+	else if (letter == 'S')
+		v = zz((int64_t)v);
+	put_var(w, v);
+}
+
 size_t atr_v2_encode(const uint8_t *v1, size_t n, uint64_t features, uint8_t *out, size_t cap,
 		     struct atr_v2_meta *meta)
 {
@@ -163,6 +177,30 @@ size_t atr_v2_encode(const uint8_t *v1, size_t n, uint64_t features, uint8_t *ou
 			s.prev_ts = ts;
 			pos += need;
 			m.records++;
+			continue;
+		}
+		if (type == ATR_T_EXT && s.xcalls) {
+			if (n - pos < 16)
+				return 0;
+			uint64_t xt = get64(r + 8);
+			size_t need = 8 * (size_t)atr_ext_words(xt, flags);
+			if (!need || need > n - pos)
+				return 0;
+			put_byte(&w, flags == s.dflt[type] ? type : V2_TAG_EXPL);
+			if (flags != s.dflt[type])
+				put_byte(&w, (unsigned)(w0 & 0xff));
+			put_var(&w, zz((int64_t)(ts - s.prev_ts)));
+			s.prev_ts = ts;
+			put_var(&w, xt);
+			const char *l = atr_xcall_letters((unsigned)xt);
+			unsigned i = 2;
+			for (; l[i - 2]; i++)
+				put_xword(&w, &s, l[i - 2], get64(r + 8 * i));
+			for (; 8 * (size_t)i < need; i++)
+				put_var(&w, get64(r + 8 * i)); /* stack id, duration */
+			pos += need;
+			m.records++;
+			m.calls++;
 			continue;
 		}
 		if (type < 1 || type > ATR_T_CALL_LAST)
@@ -313,6 +351,16 @@ static long fail(const char **why, const char *msg)
 	return -1;
 }
 
+static uint64_t get_xword(struct rbuf *b, const struct v2_state *s, char letter)
+{
+	uint64_t v = get_var(b);
+	if (letter == 'A')
+		return s->base + (uint64_t)unzz(v);
+	if (letter == 'S')
+		return (uint64_t)unzz(v);
+	return v;
+}
+
 long atr_v2_decode(const uint8_t *in, size_t len, uint64_t features, uint8_t *out, size_t cap,
 		   struct atr_v2_meta *meta, const char **why)
 {
@@ -327,7 +375,7 @@ long atr_v2_decode(const uint8_t *in, size_t len, uint64_t features, uint8_t *ou
 		unsigned v1b = lo;
 		if (lo == V2_TAG_META || lo == V2_TAG_EXPL)
 			v1b = get_byte(&b);
-		else if (lo > ATR_T_CALL_LAST)
+		else if (lo > ATR_T_CALL_LAST && !(lo == ATR_T_EXT && s.xcalls))
 			return fail(why, "unknown record tag");
 		else
 			v1b |= s.dflt[lo];
@@ -362,6 +410,31 @@ long atr_v2_decode(const uint8_t *in, size_t len, uint64_t features, uint8_t *ou
 			b.p += plen;
 			pos += need;
 			m.records++;
+			continue;
+		}
+		if (type == ATR_T_EXT && s.xcalls) {
+			uint64_t xt = get_var(&b);
+			size_t need = 8 * (size_t)atr_ext_words(xt, flags);
+			if (b.bad)
+				return fail(why, "record cut short");
+			if (!need || hi)
+				return fail(why, "bad EXT record");
+			if (need > cap - pos)
+				return fail(why, "frame decodes to more than its block size");
+			uint8_t *r = out + pos;
+			const char *l = atr_xcall_letters((unsigned)xt);
+			unsigned i = 2;
+			for (; l[i - 2]; i++)
+				put64(r + 8 * i, get_xword(&b, &s, l[i - 2]));
+			for (; 8 * (size_t)i < need; i++)
+				put64(r + 8 * i, get_var(&b));
+			if (b.bad)
+				return fail(why, "record cut short");
+			put64(r, w0);
+			put64(r + 8, xt);
+			pos += need;
+			m.records++;
+			m.calls++;
 			continue;
 		}
 		if (type < 1 || type > ATR_T_CALL_LAST)

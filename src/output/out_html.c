@@ -366,6 +366,14 @@ static void json_timeline(struct json_writer *w, struct rep_ctx *c)
 	u64_array(w, &t->b[0].last, t->n, sizeof(*t->b) / sizeof(uint64_t));
 	json_key(w, "calls");
 	u64_array(w, &t->b[0].calls, t->n, sizeof(*t->b) / sizeof(uint64_t));
+	/* the program's own mappings (an_maps), null when it made none */
+	json_key(w, "mapped_last");
+	if (c->r.maps.peak)
+		u64_array(w, &t->b[0].mapped_last, t->n, sizeof(*t->b) / sizeof(uint64_t));
+	else
+		json_null(w);
+	json_key(w, "mapped_peak");
+	json_u64(w, c->r.maps.peak);
 	json_threads_series(w, c);
 	json_key(w, "marks");
 	json_begin_array(w);

@@ -1,5 +1,6 @@
 /* out_perfetto.c - export --format perfetto: Chrome trace-event JSON
  * (ui.perfetto.dev, chrome://tracing): counter tracks for the live heap,
+ * the program's own mappings (when it made any),
  * calls/s per thread and RSS, instant events for markers and control
  * calls (docs/EXPORT.md). */
 #include <errno.h>
@@ -109,6 +110,18 @@ int rep_write_perfetto(FILE *out, struct rep_ctx *cs, size_t n)
 			json_begin_object(&w);
 			json_key(&w, "bytes");
 			json_u64(&w, c->r.live_bytes);
+			json_end_object(&w);
+			json_end_object(&w);
+		}
+		/* the program's own mappings (an_maps), when it made any:
+		 * each bucket's maximum at its start, like the heap */
+		for (uint32_t k = 0; k < tl->n && c->r.maps.peak; k++) {
+			ev_begin(&w, "C", "mapped (program mmap/brk)", pid, 0,
+				 us_of(c, (uint64_t)k * tl->width, base));
+			json_key(&w, "args");
+			json_begin_object(&w);
+			json_key(&w, "bytes");
+			json_u64(&w, tl->b[k].mapped_max);
 			json_end_object(&w);
 			json_end_object(&w);
 		}

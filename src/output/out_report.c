@@ -294,6 +294,116 @@ static uint64_t ns(const atr_file *f, uint64_t t)
 	return atr_ticks_to_ns_u64(f, t);
 }
 
+/* ---- the program's own mappings (an_maps) ------------------------------ */
+
+/* Mapping stacks merged by canonical id, most bytes mapped first. */
+struct map_row {
+	uint32_t stack;
+	uint64_t calls, bytes, at_peak, live;
+};
+
+static int map_row_cmp(const void *pa, const void *pb)
+{
+	const struct map_row *a = pa, *b = pb;
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+/* Rows with calls, sorted; *out malloc'ed.  Count, or -1. */
+static long map_rows(struct rep_ctx *c, struct map_row **out)
+{
+	const struct an_maps *m = &c->r.maps;
+	struct map_row *v = malloc((m->ns ? m->ns : 1) * sizeof *v);
+	if (!v)
+		return -1;
+	size_t n = 0;
+	for (size_t i = 0; i < m->ns; i++) {
+		const struct an_map_stack *s = &m->s[i];
+		if (!s->calls)
+			continue;
+		uint32_t id = s->stack ? atr_stack_canonical(c->f, s->stack) : 0;
+		size_t j = 0;
+		while (j < n && v[j].stack != id)
+			j++;
+		if (j == n)
+			v[n++] = (struct map_row){id, 0, 0, 0, 0};
+		v[j].calls += s->calls;
+		v[j].bytes += s->bytes;
+		v[j].at_peak += s->at_peak;
+		v[j].live += s->live;
+	}
+	qsort(v, n, sizeof *v, map_row_cmp);
+	*out = v;
+	return (long)n;
+}
+
+static void json_maps(struct json_writer *w, struct rep_ctx *c, size_t top)
+{
+	const struct an_report *r = &c->r;
+	const struct an_maps *m = &r->maps;
+	json_key(w, "other_calls");
+	json_begin_object(w);
+	for (unsigned i = 0; i < ATR_NXCALLS; i++) {
+		json_key(w, atr_type_name(ATR_T_XCALL_FIRST + i));
+		json_u64(w, r->xcalls[i]);
+	}
+	json_end_object(w);
+	json_key(w, "mapped");
+	json_begin_object(w);
+	json_key(w, "bytes_at_end");
+	json_u64(w, m->mapped);
+	json_key(w, "ranges_at_end");
+	json_u64(w, m->n);
+	json_key(w, "brk_bytes_at_end");
+	json_u64(w, m->brk_bytes);
+	json_key(w, "peak_bytes");
+	json_u64(w, m->peak);
+	json_key(w, "peak_ns");
+	json_u64(w, ns(c->f, m->peak_ts));
+	json_key(w, "stacks");
+	json_begin_array(w);
+	struct map_row *v;
+	long n = map_rows(c, &v);
+	for (long i = 0; i < n && (top == 0 || (size_t)i < top); i++) {
+		json_begin_object(w);
+		json_key(w, "stack_id");
+		json_u64(w, v[i].stack);
+		json_key(w, "calls");
+		json_u64(w, v[i].calls);
+		json_key(w, "bytes");
+		json_u64(w, v[i].bytes);
+		json_key(w, "at_peak_bytes");
+		json_u64(w, v[i].at_peak);
+		json_key(w, "live_bytes_at_end");
+		json_u64(w, v[i].live);
+		json_frames(w, c, v[i].stack);
+		json_end_object(w);
+	}
+	if (n >= 0)
+		free(v);
+	json_end_array(w);
+	json_end_object(w);
+	struct rep_account a;
+	json_key(w, "rss_account");
+	if (rep_rss_account(c, &a) < 0) {
+		json_null(w);
+		return;
+	}
+	json_begin_object(w);
+	json_key(w, "at_ns");
+	json_u64(w, a.t_ns);
+	json_key(w, "rss");
+	json_u64(w, a.rss);
+	json_key(w, "heap_live");
+	json_u64(w, a.heap);
+	json_key(w, "mapped");
+	json_u64(w, a.mapped);
+	json_key(w, "rest");
+	json_i64(w, a.rest);
+	json_end_object(w);
+}
+
 void rep_print_report_json(struct json_writer *w, struct rep_ctx *c, enum an_by by, size_t top)
 {
 	const struct an_report *r = &c->r;
@@ -312,6 +422,7 @@ void rep_print_report_json(struct json_writer *w, struct rep_ctx *c, enum an_by 
 	}
 	json_key(w, "peak_live_ns");
 	json_u64(w, ns(c->f, r->peak_ts));
+	json_maps(w, c, top);
 	json_key(w, "top_by");
 	json_string(w, an_by_name(by));
 	json_key(w, "top");
@@ -502,6 +613,31 @@ static int thr_cmp(const void *pa, const void *pb)
 	return a->serial < b->serial ? -1 : a->serial > b->serial;
 }
 
+/* The program's mappings by stack, most bytes mapped first. */
+static void text_maps(struct rep_ctx *c, size_t top)
+{
+	struct map_row *v;
+	long n = map_rows(c, &v);
+	if (n <= 0) {
+		if (n == 0)
+			free(v);
+		return;
+	}
+	char a[UTIL_FMT_BUF], b[UTIL_FMT_BUF], d[UTIL_FMT_BUF], e[UTIL_FMT_BUF];
+	printf("\nprogram mappings by stack (mmap, %ld %s)\n", n, n == 1 ? "stack" : "stacks");
+	for (long i = 0; i < n && (top == 0 || (size_t)i < top); i++) {
+		printf("  #%ld  %s mapped in %s calls, %s at the mapped peak, %s at end\n", i + 1,
+		       util_fmt_bytes(a, sizeof(a), v[i].bytes),
+		       util_fmt_u64(b, sizeof(b), v[i].calls),
+		       util_fmt_bytes(d, sizeof(d), v[i].at_peak),
+		       util_fmt_bytes(e, sizeof(e), v[i].live));
+		text_frames(c, v[i].stack);
+	}
+	if (top && n > (long)top)
+		printf("  ... %ld more (--top 0 shows all)\n", n - (long)top);
+	free(v);
+}
+
 void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int first)
 {
 	const struct atr_info *in = atr_get_info(c->f);
@@ -523,6 +659,16 @@ void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int fir
 			printf("  %s %s", atr_type_name(t),
 			       util_fmt_u64(b, sizeof(b), r->calls[t]));
 	printf("\n");
+	int any_x = 0;
+	for (unsigned i = 0; i < ATR_NXCALLS; i++)
+		if (r->xcalls[i]) {
+			if (!any_x++)
+				printf("  %-18s", "other calls");
+			printf(" %s %s", atr_type_name(ATR_T_XCALL_FIRST + i),
+			       util_fmt_u64(a, sizeof(a), r->xcalls[i]));
+		}
+	if (any_x)
+		printf("\n");
 	printf("  %-18s %s (%s)\n", "bytes requested",
 	       util_fmt_u64(a, sizeof(a), r->bytes_requested),
 	       util_fmt_bytes(b, sizeof(b), r->bytes_requested));
@@ -542,6 +688,25 @@ void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int fir
 	if (c->o && c->o->any_filter)
 		printf("  %-18s %s allocation calls (not counted above)\n", "filtered out",
 		       util_fmt_u64(a, sizeof(a), r->excluded_calls));
+	const struct an_maps *m = &r->maps;
+	if (m->maps || m->brk_net) {
+		uint64_t mns = ns(c->f, m->peak_ts);
+		printf("  %-18s %s at end in %zu ranges, peak %s at %" PRIu64 ".%09" PRIu64
+		       " s (the program's own mmap/brk)\n",
+		       "mapped", util_fmt_bytes(a, sizeof(a), m->mapped), m->n,
+		       util_fmt_bytes(b, sizeof(b), m->peak), mns / 1000000000u, mns % 1000000000u);
+	}
+	struct rep_account acc;
+	if (rep_rss_account(c, &acc) == 0) {
+		char d[UTIL_FMT_BUF], e[UTIL_FMT_BUF];
+		printf("  %-18s at peak RSS %s (%" PRIu64 ".%03" PRIu64 " s) = heap live %s + "
+		       "mappings %s + %s%s rest (allocator overhead, code, stacks)\n",
+		       "RSS account", util_fmt_bytes(a, sizeof(a), acc.rss), acc.t_ns / 1000000000u,
+		       acc.t_ns % 1000000000u / 1000000u, util_fmt_bytes(b, sizeof(b), acc.heap),
+		       util_fmt_bytes(d, sizeof(d), acc.mapped), acc.rest < 0 ? "-" : "",
+		       util_fmt_bytes(e, sizeof(e),
+				      acc.rest < 0 ? (uint64_t)-acc.rest : (uint64_t)acc.rest));
+	}
 	if (r->sample_rate)
 		printf("  %-18s not known in a sampled trace\n", "temporary");
 	else
@@ -587,6 +752,7 @@ void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int fir
 		if (by != AN_BY_TEMPORARY)
 			text_list(c, AN_BY_TEMPORARY, top, "temporary allocations");
 	}
+	text_maps(c, top);
 	printf("\nrequested sizes\n");
 	text_hist(r->size_hist, 0);
 	printf("\nlifetimes of freed blocks\n");

@@ -51,7 +51,8 @@ void atp_encode_after_fork(void)
 
 static int zctx_setup(struct atp_zctx *z)
 {
-	void *m = mmap(NULL, z_total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *m =
+	    g.real.mmap(NULL, z_total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return -errno;
 	size_t pg = 4096, ws = (z_ws + pg - 1) & ~(pg - 1);
@@ -63,7 +64,7 @@ static int zctx_setup(struct atp_zctx *z)
 		    ZSTD_isError(
 			ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, g.zstd_level)) ||
 		    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1))) {
-			munmap(m, z_total);
+			g.real.munmap(m, z_total);
 			return -ENOMEM;
 		}
 	}

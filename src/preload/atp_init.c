@@ -11,12 +11,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -146,11 +148,112 @@ static void *boot_pvalloc(size_t n)
 	return g.real.pvalloc(n);
 }
 
+/* The other traced calls (ATR_XCALLS).  The initialising thread's own
+ * calls reach the kernel (mappings) or libc by name; a function the libc
+ * lacks (resolve() found none) fails with ENOSYS. */
+#define XBOOT_MISSING(name, fail)                                                                  \
+	do {                                                                                       \
+		if (g.real.name == boot_##name) {                                                  \
+			errno = ENOSYS;                                                            \
+			return fail;                                                               \
+		}                                                                                  \
+	} while (0)
+#define XBOOT_NEXT(name) dlsym(g.attach ? RTLD_DEFAULT : RTLD_NEXT, #name)
+
+static void *boot_mmap(void *a, size_t n, int prot, int fl, int fd, off_t off)
+{
+	if (IN_INIT())
+		return (void *)syscall(SYS_mmap, a, n, prot, fl, fd, off);
+	wait_ready();
+	XBOOT_MISSING(mmap, MAP_FAILED);
+	return g.real.mmap(a, n, prot, fl, fd, off);
+}
+static int boot_munmap(void *a, size_t n)
+{
+	if (IN_INIT())
+		return (int)syscall(SYS_munmap, a, n);
+	wait_ready();
+	XBOOT_MISSING(munmap, -1);
+	return g.real.munmap(a, n);
+}
+static void *boot_mremap(void *a, size_t n, size_t nn, int fl, ...)
+{
+	void *na = NULL;
+	if (fl & (MREMAP_FIXED | ATP_MREMAP_DONTUNMAP)) {
+		va_list ap;
+		va_start(ap, fl);
+		na = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (IN_INIT())
+		return (void *)syscall(SYS_mremap, a, n, nn, fl, na);
+	wait_ready();
+	XBOOT_MISSING(mremap, MAP_FAILED);
+	return g.real.mremap(a, n, nn, fl, na);
+}
+static int boot_madvise(void *a, size_t n, int adv)
+{
+	if (IN_INIT())
+		return (int)syscall(SYS_madvise, a, n, adv);
+	wait_ready();
+	XBOOT_MISSING(madvise, -1);
+	return g.real.madvise(a, n, adv);
+}
+static int boot_brk(void *a)
+{
+	if (IN_INIT()) {
+		int (*f)(void *) = (int (*)(void *))XBOOT_NEXT(brk);
+		return f ? f(a) : (errno = ENOSYS, -1);
+	}
+	wait_ready();
+	XBOOT_MISSING(brk, -1);
+	return g.real.brk(a);
+}
+static void *boot_sbrk(intptr_t incr)
+{
+	if (IN_INIT()) {
+		void *(*f)(intptr_t) = (void *(*)(intptr_t))XBOOT_NEXT(sbrk);
+		return f ? f(incr) : (errno = ENOSYS, (void *)-1);
+	}
+	wait_ready();
+	XBOOT_MISSING(sbrk, (void *)-1);
+	return g.real.sbrk(incr);
+}
+static int boot_mallopt(int param, int value)
+{
+	if (IN_INIT()) {
+		int (*f)(int, int) = (int (*)(int, int))XBOOT_NEXT(mallopt);
+		return f ? f(param, value) : 0;
+	}
+	wait_ready();
+	XBOOT_MISSING(mallopt, 0);
+	return g.real.mallopt(param, value);
+}
+static int boot_malloc_trim(size_t pad)
+{
+	if (IN_INIT())
+		return 0; /* nothing of the heap is ours to give back yet */
+	wait_ready();
+	XBOOT_MISSING(malloc_trim, 0);
+	return g.real.malloc_trim(pad);
+}
+static size_t boot_malloc_usable_size(void *p)
+{
+	if (atp_is_boot_ptr(p))
+		return atp_boot_size(p);
+	if (IN_INIT() || !p)
+		return 0;
+	wait_ready();
+	XBOOT_MISSING(malloc_usable_size, 0);
+	return g.real.malloc_usable_size(p);
+}
+
 /* g.real is never NULL, even for a call that comes before our constructor */
 /* every traced function has a boot_<name> forwarder above */
 #define BOOT_(NAME, name, type, op, args, ret, params) .name = boot_##name,
+#define XBOOT_(NAME, name, type, words, ret, params)   .name = boot_##name,
 struct atp_global g = {
-    .real = {ATR_CALLS(BOOT_)},
+    .real = {ATR_CALLS(BOOT_) ATR_XCALLS(XBOOT_)},
 };
 
 /* ---- settings ------------------------------------------------------------ */
@@ -305,8 +408,9 @@ int atp_open_trace(void)
 		if (ftruncate(fd, ATR_HEADER_SIZE) != 0)
 			rc = -errno;
 	}
-	void *m = rc ? MAP_FAILED
-		     : mmap(NULL, ATR_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *m =
+	    rc ? MAP_FAILED
+	       : g.real.mmap(NULL, ATR_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
 		rc = rc ? rc : -errno;
 		close(fd);
@@ -345,6 +449,7 @@ static void fill_header(uint8_t *h)
 		feat |= ATR_FEAT_ZSTD;
 	if (g.sample_rate)
 		feat |= ATR_FEAT_SAMPLED;
+	feat |= ATR_FEAT_XCALLS; /* EXT records (atp_xhooks.c) */
 	g.features = feat;
 	atp_put_u64(h + ATR_H_FEATURES, feat);
 	atp_put_u64(h + ATR_H_SAMPLE_RATE, g.sample_rate);
@@ -417,9 +522,9 @@ static void after_fork_child(void)
 	atp_stacks_after_fork_child();
 	atp_sample_after_fork_child();
 	if (t->block)
-		munmap(t->block, g.block_size);
+		g.real.munmap(t->block, g.block_size);
 	if (g.hdr)
-		munmap(g.hdr, ATR_HEADER_SIZE);
+		g.real.munmap(g.hdr, ATR_HEADER_SIZE);
 	g.hdr = NULL;
 	atp_spares_forget();
 	atp_encode_after_fork();
@@ -484,6 +589,14 @@ static void resolve(void)
 	ATR_CALLS(R)
 #undef R
 	g.real.usable_size = (size_t(*)(void *))dlsym(next, "malloc_usable_size");
+	/* the other calls: what the libc lacks fails (boot_*, ENOSYS) */
+#define XR(NAME, name, type, words, ret, params)                                                   \
+	{                                                                                          \
+		ret(*f_) params = (ret(*) params)dlsym(next, #name);                               \
+		g.real.name = f_ ? f_ : boot_##name;                                               \
+	}
+	ATR_XCALLS(XR)
+#undef XR
 	/* anything missing keeps its boot version, which forwards to malloc */
 	void **dst = (void **)&g.real, **src = (void **)&boot;
 	for (size_t i = 0; i < ATR_NCALLS; i++) {
@@ -505,7 +618,7 @@ static void resolve(void)
 		/* docs/ARENAS.md: the break before glibc's first sbrk, and
 		 * whether heap_info can be read at ret & ~(64 MiB - 1) (not
 		 * with glibc.malloc.hugetlb >= 2: heaps are then smaller) */
-		g.brk0 = (uint64_t)(uintptr_t)sbrk(0);
+		g.brk0 = (uint64_t)(uintptr_t)g.real.sbrk(0);
 		const char *tun = getenv("GLIBC_TUNABLES");
 		const char *hp = tun ? strstr(tun, "glibc.malloc.hugetlb=") : NULL;
 		g.arena_heaps =

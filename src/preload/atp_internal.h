@@ -28,15 +28,20 @@
 #define ATP_GUARD_INTERNAL     0x10000u
 #define ATP_ZSTD_LEVEL_DEFAULT 1  /* bench/RESULTS.md: level 1 vs 3 */
 #define ATP_MAX_SPARE	       64 /* retired staging blocks kept for reuse */
+#define ATP_MREMAP_DONTUNMAP   4  /* Linux 5.7; older headers lack it */
 
 /* The real functions, in ATR_CALLS order (record -p copies the first
  * ATR_NCALLS pointers out of the target, see alloctrace_attach_impl). */
 #define ATP_REAL_(NAME, name, type, op, args, ret, params) ret(*name) params;
+#define ATP_XREAL_(NAME, name, type, words, ret, params)   ret(*name) params;
 struct atp_real {
 	ATR_CALLS(ATP_REAL_)
 	size_t (*usable_size)(void *);
+	/* the other traced calls (not in the attach table) */
+	ATR_XCALLS(ATP_XREAL_)
 };
 #undef ATP_REAL_
+#undef ATP_XREAL_
 _Static_assert(offsetof(struct atp_real, usable_size) == ATR_NCALLS * sizeof(void *),
 	       "struct atp_real: one pointer per traced function, then the rest");
 
@@ -108,6 +113,9 @@ struct atp_global {
 	void *attach_real[ATR_NCALLS];
 	int stacks;	      /* ALLOCTRACE_STACKS: a stack id per allocation */
 	uint32_t stack_depth; /* ALLOCTRACE_STACK_DEPTH */
+	/* libunwind's code (--stacks): its mmap/munmap calls are ours, not
+	 * the program's, even at thread exit where no guard is set */
+	uintptr_t tlib_lo, tlib_len;
 	uint32_t block_size;
 	int zstd_level;	      /* ALLOCTRACE_ZSTD_LEVEL; 0: frames not compressed */
 	int net;	      /* ALLOCTRACE_COLLECTOR: frames go to a collector (atp_net.c) */

@@ -152,6 +152,31 @@ void atp_stacks_init(void)
 #endif
 }
 
+#ifdef ATR_HAVE_LIBUNWIND
+/* The address range of the module holding addr (libunwind): its own
+ * mappings are not the program's (atp_xhooks.c). */
+static int tlib_cb(struct dl_phdr_info *info, size_t size, void *addr)
+{
+	(void)size;
+	uintptr_t a = (uintptr_t)addr, lo = UINTPTR_MAX, hi = 0;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		if (s < lo)
+			lo = s;
+		if (s + ph->p_memsz > hi)
+			hi = s + ph->p_memsz;
+	}
+	if (a < lo || a >= hi)
+		return 0;
+	g.tlib_lo = lo;
+	g.tlib_len = hi - lo;
+	return 1;
+}
+#endif
+
 void atp_stacks_load(void)
 {
 #ifdef ATR_HAVE_LIBUNWIND
@@ -172,6 +197,8 @@ void atp_stacks_load(void)
 		pthread_atfork(fork_prepare, fork_parent, NULL);
 		/* published last: hooks test it without a lock */
 		void *bt = dlsym(h, "unw_backtrace");
+		if (bt)
+			dl_iterate_phdr(tlib_cb, bt);
 		__atomic_store_n(&unw.backtrace, (int (*)(void **, int))bt, __ATOMIC_RELEASE);
 	}
 	t->guard -= ATP_GUARD_INTERNAL;
@@ -185,15 +212,15 @@ void atp_stacks_load(void)
 
 static struct atp_stack_ent *stab_alloc(uint32_t n)
 {
-	void *m = mmap(NULL, (size_t)n * sizeof(struct atp_stack_ent), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *m = g.real.mmap(NULL, (size_t)n * sizeof(struct atp_stack_ent),
+			      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return m == MAP_FAILED ? NULL : m;
 }
 
 static void stab_free(struct atp_stack_ent *e, uint32_t mask)
 {
 	if (e)
-		munmap(e, ((size_t)mask + 1) * sizeof(*e));
+		g.real.munmap(e, ((size_t)mask + 1) * sizeof(*e));
 }
 
 static void stab_put(struct atp_stack_ent *tab, uint32_t mask, uint64_t h1, uint64_t h2,
@@ -317,13 +344,13 @@ static void write_module(struct mod_scan *sc, unsigned kind, const struct atp_mo
 static int mods_grow(void)
 {
 	uint32_t ncap = mods.cap ? mods.cap * 2 : 256;
-	void *m = mmap(NULL, (size_t)ncap * sizeof(struct atp_mod), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *m = g.real.mmap(NULL, (size_t)ncap * sizeof(struct atp_mod), PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return -1;
 	if (mods.v) {
 		memcpy(m, mods.v, (size_t)mods.n * sizeof(struct atp_mod));
-		munmap(mods.v, (size_t)mods.cap * sizeof(struct atp_mod));
+		g.real.munmap(mods.v, (size_t)mods.cap * sizeof(struct atp_mod));
 	}
 	mods.v = m;
 	mods.cap = ncap;

@@ -234,9 +234,11 @@ void atp_staging_extent(const uint8_t *b, uint32_t bs, uint32_t *used, uint32_t 
 	uint32_t n = 0;
 	while (p < end && p[0] != 0) {
 		unsigned type = (unsigned)(p[0] & ATR_TYPE_MASK);
-		uint64_t w = type <= ATR_T_CALL_LAST
-				 ? atr_record_words(type, (unsigned)(p[0] & ATR_FLAG_MASK))
-				 : (p + 1 < end ? 2 + ((p[1] & 0xffffffffu) + 7) / 8 : 1);
+		unsigned fl = (unsigned)(p[0] & ATR_FLAG_MASK);
+		uint64_t w = type <= ATR_T_CALL_LAST ? atr_record_words(type, fl)
+			     : p + 1 >= end	     ? 1
+			     : type == ATR_T_EXT     ? atr_ext_words(p[1], fl)
+						     : 2 + ((p[1] & 0xffffffffu) + 7) / 8;
 		if (w == 0 || w > (uint64_t)(end - p))
 			break;
 		p += w;
@@ -322,7 +324,7 @@ static int spare_put(uint8_t *b, uint32_t tid)
 void atp_spares_forget(void)
 {
 	for (uint32_t i = 0; i < g.nspare; i++)
-		munmap(g.spare[i].block, g.block_size);
+		g.real.munmap(g.spare[i].block, g.block_size);
 	g.nspare = 0;
 	atomic_flag_clear(&g.spare_lock);
 }
@@ -376,7 +378,7 @@ static int start_thread(struct atp_thread *t)
 		close(fd);
 		return rc;
 	}
-	void *m = mmap(NULL, g.block_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+	void *m = g.real.mmap(NULL, g.block_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
 	rc = m == MAP_FAILED ? -errno : 0;
 	close(fd);
 	if (rc)
@@ -419,7 +421,7 @@ void atp_write_brk(struct atp_thread *t, uint64_t ts)
 {
 	if (!g.glibc)
 		return;
-	uint64_t v[2] = {g.brk0, (uint64_t)(uintptr_t)sbrk(0)};
+	uint64_t v[2] = {g.brk0, (uint64_t)(uintptr_t)g.real.sbrk(0)};
 	write_meta_at(t, ts, ATR_T_BRK, 0, v, sizeof v);
 }
 

@@ -20,6 +20,9 @@
 #define SENTINEL  4242
 #define HUGE_SIZE (SIZE_MAX - 65536)
 
+/* malloc_usable_size calls: "other_calls" of the expectation */
+static unsigned long usable_calls;
+
 /* reallocarray calls that reach glibc's nested realloc (no overflow) */
 static unsigned long nested_realloc;
 
@@ -257,6 +260,7 @@ static void edge_cases(size_t page)
 	CHECK(p);
 	check_aligned(p, page, "pvalloc(1)");
 	CHECK(malloc_usable_size(p) >= page);
+	usable_calls++; /* traced too (ATR_XCALLS) */
 	t_free(p);
 
 	/* free(NULL) keeps errno */
@@ -282,8 +286,10 @@ int main(int argc, char **argv)
 
 	char extra[1200];
 	(void)nested_realloc;
-	snprintf(extra, sizeof extra, "\"threads\":1,\"untraced_calls\":0,\"errno\":{%s}",
-		 errno_json);
+	snprintf(extra, sizeof extra,
+		 "\"threads\":1,\"untraced_calls\":0,\"errno\":{%s},"
+		 "\"other_calls\":{\"malloc_usable_size\":%lu}",
+		 errno_json, usable_calls);
 	expect_print(extra);
 	return 0;
 }

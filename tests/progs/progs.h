@@ -234,7 +234,7 @@ __attribute__((unused)) static void write_all(int fd, const char *s, size_t n)
  * several processes sharing a pipe never interleave. */
 __attribute__((unused)) static void expect_print_fd(int fd, const char *extra)
 {
-	char buf[2048];
+	char buf[16384];
 	size_t n = 0;
 	n += (size_t)snprintf(buf + n, sizeof buf - n,
 			      "{\"prog\":\"%s\",\"pid\":%d,\"ppid\":%d,\"calls\":{", prog_name,

@@ -194,7 +194,7 @@
     if (rss) for (var q = rss.rss_max.length - 1; q >= 0; q--) {
       if (rss.rss_max[q] >= 0) { xmax = Math.max(xmax, (q + 1) * bw); break; }
     }
-    var showVm = false, showRss = !!rss;
+    var showVm = false, showRss = !!rss, maps = tl.mapped_last, showMaps = !!maps;
     var H = 300;
     var legend = el('div', { cls: 'legend' });
     function sw(color) { return '<span class="sw" style="background:' + color + '"></span>'; }
@@ -209,6 +209,13 @@
       legend.appendChild(l1);
       legend.appendChild(l2);
     }
+    if (maps) {
+      var l3 = el('label', { html: '<input type="checkbox" checked> ' + sw('var(--mapped)') + 'heap + the program\'s own mappings (mmap, brk; peak mapped ' + esc(bytes(tl.mapped_peak)) + ')' });
+      l3.firstChild.addEventListener('change', function (e) { showMaps = e.target.checked; draw(); });
+      legend.appendChild(l3);
+    }
+    var heapMaps = maps ? tl.last.map(function (v, k) { return v + maps[k]; }) : null;
+    var heapMapsPeak = heapMaps ? Math.max.apply(null, heapMaps.concat([0])) : 0;
     var svgHost = el('div');
     box.appendChild(legend);
     box.appendChild(svgHost);
@@ -216,6 +223,7 @@
       var ymax = p.peak_live_bytes;
       if (rss && showRss) ymax = Math.max(ymax, rss.peak_rss);
       if (rss && showVm) ymax = Math.max(ymax, rss.peak_vmsize);
+      if (heapMaps && showMaps) ymax = Math.max(ymax, heapMapsPeak);
       ymax = ymax > 0 ? ymax * 1.08 : 1;
       var f = timeFrame(W, H, xmax, ymax, bytes, true, tl.marks);
       var s = f.s, drawn = 0;
@@ -235,6 +243,11 @@
         s.push('<path fill="none" stroke="var(--vm)" stroke-width="1.2" stroke-dasharray="4 2" d="' + vp.d + '"/>');
         drawn += vp.drawn;
       }
+      if (heapMaps && showMaps) {
+        var mp = stepPath(heapMaps, bw, f.x, f.y, xmax);
+        s.push('<path fill="none" stroke="var(--mapped)" stroke-width="1.3" stroke-dasharray="2 2" d="' + mp.d + '"/>');
+        drawn += mp.drawn;
+      }
       if (rss && showRss) {
         var rp = stepPath(rss.rss_max, bw, f.x, f.y, xmax);
         s.push('<path fill="none" stroke="var(--rss)" stroke-width="1.4" d="' + rp.d + '"/>');
@@ -252,7 +265,7 @@
         var k = Math.min(Math.floor(ns / bw), Math.max(tl.n - 1, 0));
         var t = dur(ns) + '  (bucket ' + dur(k * bw) + ' – ' + dur((k + 1) * bw) + ')';
         if (k < tl.n) t += '\nheap  min ' + bytes(tl.min[k]) + '  max ' + bytes(tl.max[k]) + '  end ' + bytes(tl.last[k]) +
-          '\ncalls ' + num(tl.calls[k]);
+          '\ncalls ' + num(tl.calls[k]) + (maps ? '\nmapped ' + bytes(maps[k]) + ' (program mmap/brk, at bucket end)' : '');
         if (rss && k < rss.rss_max.length && rss.rss_max[k] >= 0) t += '\nRSS   ' + bytes(rss.rss_max[k]) + '  VmSize ' + bytes(rss.vmsize_max[k]);
         tl.marks.forEach(function (m) { if (Math.abs(m.ns - ns) <= xmax / 200) t += '\n' + m.kind + ': ' + m.label; });
         return t;
