@@ -9,7 +9,7 @@ cases:
   accuracy  --sample 4096 --stacks (fixed seed) against the full trace of
             the same program: the top-10 stacks by bytes are the same, bytes
             requested, leaked and peak within 5%
-  seeds     40 seeds at --sample 65536: every estimate of bytes requested and
+  seeds     40 seeds (20 in the sanitizer build, rms bound 1.5) at --sample 65536: every estimate of bytes requested and
             leaked bytes within the documented bound (4 standard errors,
             sqrt(rate * bytes) each, docs/SAMPLING.md), and over all seeds
             no bias (mean error within 3/sqrt(40) standard errors) and a
@@ -86,6 +86,14 @@ class Ctx:
         return json.loads(r.stdout)["processes"][0]
 
 
+def sanitized(build):
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            return "ALLOCTRACE_SANITIZE:BOOL=ON" in f.read()
+    except OSError:
+        return False
+
+
 def leak_of(p, fn):
     return sum(s["leaked_bytes"] for s in p["leaks"]["stacks"]
                if s.get("frames") and s["frames"][0]["function"] == fn)
@@ -151,7 +159,9 @@ def case_seeds(c):
     full = c.report(c.record(stacks=False))
     truth = {"bytes": full["bytes_requested"], "leaked": full["leaks"]["bytes"]}
     zs = {k: [] for k in truth}
-    nseeds = 40
+    # the sanitizer build's report is several times slower: fewer seeds,
+    # the rms bound widened to the same 0.001 tail (chi-square, 20 dof)
+    nseeds, rms_max = (20, 1.5) if sanitized(c.build) else (40, 1.4)
     for seed in range(1, nseeds + 1):
         p = c.report(c.record(sample=rate, stacks=False, seed=seed))
         est = {"bytes": p["bytes_requested"], "leaked": p["leaks"]["bytes"]}
@@ -167,7 +177,7 @@ def case_seeds(c):
         print("%s: mean error %.3f, rms %.3f standard errors over %d seeds" % (k, mean, rms, len(v)))
         if abs(mean) > 3 / math.sqrt(len(v)):
             fail("%s: biased: mean error %.3f standard errors" % (k, mean))
-        if rms > 1.4:
+        if rms > rms_max:
             fail("%s: spread %.3f standard errors, above the bound" % (k, rms))
 
 
