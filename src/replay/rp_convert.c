@@ -14,6 +14,8 @@
 #include "awl_workload.h"
 #include "plat_clock.h"
 #include "dj_trace.h"
+#include "liveset/lv_ahead.h"
+#include "liveset/lv_set.h"
 #include "util_hmap.h"
 #include "util_msg.h"
 
@@ -27,17 +29,24 @@
 #define RECENT_FREES 4096
 /* The slot of a block a filter left out (a realloc's old block): it and
  * every later op on it are left out (struct rp_convert_opts). */
-#define RP_EXCLUDED UINT64_MAX
+#define RP_EXCLUDED UINT32_MAX /* a tag: slots are below it */
+
+/* A free slot and its last use (the WAIT its next user may need). */
+struct fslot {
+	uint64_t when; /* op index of the last use */
+	uint32_t slot;
+	uint32_t owner; /* workload thread of the last use, RP_NONE */
+};
 
 struct deque {
-	uint64_t *v;
+	struct fslot *v;
 	size_t head, n, cap; /* cap power of two */
 };
 
 static int dq_grow(struct deque *d)
 {
 	size_t nc = d->cap ? d->cap * 2 : 16;
-	uint64_t *nv = malloc(nc * sizeof(*nv));
+	struct fslot *nv = malloc(nc * sizeof(*nv));
 	if (!nv)
 		return -1;
 	for (size_t i = 0; i < d->n; i++)
@@ -48,20 +57,20 @@ static int dq_grow(struct deque *d)
 	d->cap = nc;
 	return 0;
 }
-static inline int dq_push(struct deque *d, uint64_t x)
+static inline int dq_push(struct deque *d, struct fslot x)
 {
 	if (__builtin_expect(d->n == d->cap, 0) && dq_grow(d) < 0)
 		return -1;
 	d->v[(d->head + d->n++) & (d->cap - 1)] = x;
 	return 0;
 }
-static uint64_t dq_pop_back(struct deque *d)
+static struct fslot dq_pop_back(struct deque *d)
 {
 	return d->v[(d->head + --d->n) & (d->cap - 1)];
 }
-static uint64_t dq_pop_front(struct deque *d)
+static struct fslot dq_pop_front(struct deque *d)
 {
-	uint64_t x = d->v[d->head];
+	struct fslot x = d->v[d->head];
 	d->head = (d->head + 1) & (d->cap - 1);
 	d->n--;
 	return x;
@@ -79,11 +88,6 @@ struct cthread {
 	struct deque freeq;
 };
 
-struct pend {
-	uint64_t at, ptr, slot, size;
-	uint32_t th; /* cthread index */
-};
-
 struct conv {
 	const struct rp_convert_opts *o;
 	struct rp_convert_stats *st;
@@ -92,20 +96,15 @@ struct conv {
 	uint32_t nth, thcap;
 	uint32_t *by_serial; /* serial -> cthread index (RP_NONE) */
 	uint32_t nserial;
-	struct util_hmap addr; /* ptr -> slot */
-	/* REALLOC_RELEASEs waiting for their realloc: rel_key() -> slot.  A
-	   thread can have several (a dj trace's realloc waits for the release
-	   of its result's address, dj_trace.h). */
-	struct util_hmap rel;
-	/* per slot */
-	uint32_t *s_thread; /* last user (workload index), RP_NONE */
-	uint64_t *s_idx;    /* op index of that use */
-	uint64_t *s_size;   /* requested size while live */
-	uint64_t nslots, slotcap, total_free;
+	/* the live blocks: ptr -> slot (tag) and the slot's last use (owner,
+	   when); a free slot carries its last use in a freeq instead */
+	struct lv_set live;
+	/* REALLOC_RELEASEs waiting for their realloc: rel_key() -> the old
+	   block.  A thread can have several (a dj trace's realloc waits for
+	   the release of its result's address, dj_trace.h). */
+	struct lv_set rel;
+	uint64_t nslots, total_free;
 	uint32_t steal_cursor;
-	uint64_t live, peak;
-	struct pend *heap;
-	size_t hn, hcap;
 	uint64_t recent[RECENT_FREES];
 	size_t recent_pos;
 	uint64_t reports[8];
@@ -292,26 +291,7 @@ static uint32_t thread_of(struct conv *c, const struct atr_event *ev)
 }
 
 /* -------------------------------------------------------------- slots */
-static int grow_slots(struct conv *c)
-{
-	uint64_t nc = c->slotcap ? c->slotcap * 2 : 1024;
-	uint32_t *a = realloc(c->s_thread, nc * sizeof(*a));
-	if (!a)
-		return -1;
-	c->s_thread = a;
-	uint64_t *b = realloc(c->s_idx, nc * sizeof(*b));
-	if (!b)
-		return -1;
-	c->s_idx = b;
-	uint64_t *d = realloc(c->s_size, nc * sizeof(*d));
-	if (!d)
-		return -1;
-	c->s_size = d;
-	c->slotcap = nc;
-	return 0;
-}
-
-static uint64_t slot_new_slow(struct conv *c, uint32_t ti)
+static struct fslot slot_new_slow(struct conv *c, uint32_t ti)
 {
 	if (c->total_free >= RP_STEAL_MIN) {
 		for (uint32_t k = 0; k < c->nth; k++) {
@@ -323,17 +303,13 @@ static uint64_t slot_new_slow(struct conv *c, uint32_t ti)
 			}
 		}
 	}
-	if (c->nslots == c->slotcap && grow_slots(c) < 0) {
-		c->nomem = 1;
-		return 0;
-	}
-	c->s_thread[c->nslots] = RP_NONE;
-	c->s_idx[c->nslots] = 0;
-	c->s_size[c->nslots] = 0;
-	return c->nslots++;
+	if (c->nslots >= UINT32_MAX)
+		c->nomem = 1; /* 4 G blocks live at once */
+	return (struct fslot){.slot = (uint32_t)c->nslots++, .owner = RP_NONE};
 }
 
-static inline uint64_t slot_new(struct conv *c, uint32_t ti)
+/* A free slot for thread ti: its own latest, else another's, else a new one. */
+static inline struct fslot slot_new(struct conv *c, uint32_t ti)
 {
 	struct cthread *t = &c->th[ti];
 	if (__builtin_expect(t->freeq.n != 0, 1)) {
@@ -343,141 +319,57 @@ static inline uint64_t slot_new(struct conv *c, uint32_t ti)
 	return slot_new_slow(c, ti);
 }
 
-static inline void slot_release(struct conv *c, uint32_t ti, uint64_t slot)
+/* slot is free after thread ti's op idx. */
+static inline void slot_release(struct conv *c, uint32_t ti, uint64_t slot, uint64_t idx)
 {
-	if (dq_push(&c->th[ti].freeq, slot) < 0)
+	struct fslot f = {.when = idx, .slot = (uint32_t)slot, .owner = c->th[ti].widx};
+	if (dq_push(&c->th[ti].freeq, f) < 0)
 		c->nomem = 1;
 	else
 		c->total_free++;
 }
 
 /* ---------------------------------------------------------------- ops */
-static void emit_wait_slow(struct conv *c, uint32_t ti, uint64_t slot, uint32_t owner)
+static void emit_wait_slow(struct conv *c, uint32_t ti, uint32_t owner, uint64_t when)
 {
-	emit_wait_ops(c, ti, owner, c->s_idx[slot] + 1);
+	emit_wait_ops(c, ti, owner, when + 1);
 }
 
-/* A WAIT before thread ti uses slot, if another thread used it last. */
-static inline void emit_wait_for(struct conv *c, uint32_t ti, uint64_t slot)
+/* A WAIT before thread ti uses a slot that another thread (owner) used
+ * last, at op when. */
+static inline void emit_wait_for(struct conv *c, uint32_t ti, uint32_t owner, uint64_t when)
 {
-	uint32_t owner = c->s_thread[slot];
 	if (__builtin_expect(owner != RP_NONE && owner != c->th[ti].widx, 0))
-		emit_wait_slow(c, ti, slot, owner);
+		emit_wait_slow(c, ti, owner, when);
 }
 
-static void mark_use(struct conv *c, uint32_t ti, uint64_t slot, uint64_t idx)
-{
-	c->s_thread[slot] = c->th[ti].widx;
-	c->s_idx[slot] = idx;
-}
-
-static void live_add(struct conv *c, uint64_t size)
-{
-	c->live += size;
-	if (c->live > c->peak)
-		c->peak = c->live;
-}
-
-/* ptr becomes live in slot (an_summary's make_live).  A ptr that is still
- * live means the trace missed its release: its old slot is dropped. */
+/* ptr becomes live in slot, used last by thread ti's op idx (an_summary's
+ * make_live).  A ptr that is still live means the trace missed its
+ * release: its old slot is dropped. */
 static void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev, uint64_t ptr,
-			uint64_t slot, uint64_t size)
+			uint64_t slot, uint64_t size, uint64_t idx)
 {
-	uint64_t old;
-	int r = util_hmap_insert(&c->addr, ptr, slot, &old);
+	struct lv_block *b, old;
+	int r = lv_born(&c->live, ptr, size, idx, &b, &old);
 	if (r < 0) {
 		c->nomem = 1;
 		return;
 	}
+	b->tag = (uint32_t)slot;
+	b->owner = c->th[ti].widx;
 	if (r == 0) {
 		c->st->dup_allocs++;
 		report(c, REP_DUP, ev,
 		       "allocation returned a block that is still live (old one dropped)");
-		c->live -= c->s_size[old];
 		uint32_t wi = c->th[ti].widx;
-		emit_wait_for(c, ti, old);
+		emit_wait_for(c, ti, old.owner, old.when);
 		uint8_t *p = awl_writer_reserve(c->w, wi, 16);
 		*p++ = AWL_OP_DROP;
-		p = awl_put_uv(p, old);
-		uint64_t idx = awl_writer_thread_ops(c->w, wi);
+		p = awl_put_uv(p, old.tag);
+		uint64_t didx = awl_writer_thread_ops(c->w, wi);
 		awl_writer_commit(c->w, wi, p);
-		mark_use(c, ti, old, idx);
-		slot_release(c, ti, old);
+		slot_release(c, ti, old.tag, didx);
 	}
-	c->s_size[slot] = size;
-	live_add(c, size);
-}
-
-static void pend_push(struct conv *c, struct pend pe)
-{
-	if (c->hn == c->hcap) {
-		size_t nc = c->hcap ? c->hcap * 2 : 16;
-		struct pend *nh = realloc(c->heap, nc * sizeof(*nh));
-		if (!nh) {
-			c->nomem = 1;
-			return;
-		}
-		c->heap = nh;
-		c->hcap = nc;
-	}
-	size_t i = c->hn++;
-	c->heap[i] = pe;
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (c->heap[p].at <= c->heap[i].at)
-			break;
-		struct pend t = c->heap[p];
-		c->heap[p] = c->heap[i];
-		c->heap[i] = t;
-		i = p;
-	}
-}
-
-static void heap_remove(struct conv *c, size_t i)
-{
-	c->heap[i] = c->heap[--c->hn];
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < c->hn && c->heap[l].at < c->heap[m].at)
-			m = l;
-		if (l + 1 < c->hn && c->heap[l + 1].at < c->heap[m].at)
-			m = l + 1;
-		if (m == i)
-			break;
-		struct pend t = c->heap[m];
-		c->heap[m] = c->heap[i];
-		c->heap[i] = t;
-		i = m;
-	}
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (c->heap[p].at <= c->heap[i].at)
-			break;
-		struct pend t = c->heap[p];
-		c->heap[p] = c->heap[i];
-		c->heap[i] = t;
-		i = p;
-	}
-}
-
-static void pend_apply(struct conv *c, size_t i, const struct atr_event *ev)
-{
-	struct pend p = c->heap[i];
-	heap_remove(c, i);
-	addr_insert(c, p.th, ev, p.ptr, p.slot, p.size);
-}
-
-/* Look ptr up; on a miss, a realloc result not yet made live counts. */
-static int addr_take(struct conv *c, uint64_t ptr, uint64_t *slot, const struct atr_event *ev)
-{
-	if (util_hmap_remove(&c->addr, ptr, slot))
-		return 1;
-	for (size_t i = 0; i < c->hn; i++)
-		if (c->heap[i].ptr == ptr) {
-			pend_apply(c, i, ev);
-			return util_hmap_remove(&c->addr, ptr, slot);
-		}
-	return 0;
 }
 
 static void unknown_free(struct conv *c, const struct atr_event *ev, uint64_t ptr)
@@ -492,12 +384,14 @@ static void unknown_free(struct conv *c, const struct atr_event *ev, uint64_t pt
 	report(c, REP_UNKNOWN, ev, "free of a block never allocated in the trace (skipped)");
 }
 
-/* ptr (non-NULL, found in slot) dies by an op of thread ti. */
-static void kill_slot(struct conv *c, uint64_t ptr, uint64_t slot)
+/* ptr (non-NULL) dies: 1 and its block (slot, last use) in *b, or 0 if it
+ * was not live. */
+static int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
 {
-	c->live -= c->s_size[slot];
-	c->s_size[slot] = 0;
+	if (!lv_died(&c->live, ptr, b))
+		return 0;
 	c->recent[c->recent_pos++ % RECENT_FREES] = ptr;
+	return 1;
 }
 
 static uint8_t *op_begin(struct conv *c, uint32_t ti, unsigned code)
@@ -523,33 +417,31 @@ static const uint8_t op_of_type[ATR_T_CALL_LAST + 1] = {ATR_CALLS(OP_OF_)};
 /* A call's argument shape (atr_calls.h) decides both the record's words
  * and the op's fields. */
 
-/* A FREE op of slot (its block already taken out of the live set). */
-static void free_slot(struct conv *c, uint32_t ti, uint64_t slot)
+/* A FREE op of block b (already taken out of the live set). */
+static void free_block(struct conv *c, uint32_t ti, const struct lv_block *b)
 {
-	emit_wait_for(c, ti, slot);
+	emit_wait_for(c, ti, b->owner, b->when);
 	uint64_t idx = awl_writer_thread_ops(c->w, c->th[ti].widx);
 	uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
-	p = awl_put_uv(p, slot + 1);
+	p = awl_put_uv(p, (uint64_t)b->tag + 1);
 	op_end(c, ti, p, AWL_OP_FREE);
-	mark_use(c, ti, slot, idx);
-	slot_release(c, ti, slot);
+	slot_release(c, ti, b->tag, idx);
 }
 
 static void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
-	uint64_t slot = 0;
 	if (!ev->ptr) {
 		uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
 		p = awl_put_uv(p, 0);
 		op_end(c, ti, p, AWL_OP_FREE);
 		return;
 	}
-	if (!addr_take(c, ev->ptr, &slot, ev)) {
+	struct lv_block b;
+	if (!addr_take(c, ev->ptr, &b)) {
 		unknown_free(c, ev, ev->ptr);
 		return;
 	}
-	kill_slot(c, ev->ptr, slot);
-	free_slot(c, ti, slot);
+	free_block(c, ti, &b);
 }
 
 static void split_array(uint64_t total, uint64_t nmemb, uint64_t *n, uint64_t *el)
@@ -563,18 +455,18 @@ static void split_array(uint64_t total, uint64_t nmemb, uint64_t *n, uint64_t *e
 static void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
 	uint32_t wi = c->th[ti].widx;
-	uint64_t slot = 0;
+	struct fslot f = {0};
 	int ok = ev->ret != 0;
 	if (ok) {
-		slot = slot_new(c, ti);
+		f = slot_new(c, ti);
 		if (c->nomem)
 			return;
-		emit_wait_for(c, ti, slot);
+		emit_wait_for(c, ti, f.owner, f.when);
 	} else {
 		c->st->failed_allocs++;
 	}
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
-	uint64_t dst = ok ? slot + 1 : 0;
+	uint64_t dst = ok ? (uint64_t)f.slot + 1 : 0;
 	unsigned op = op_of_type[ev->type];
 	uint8_t *p;
 	switch (atr_call_args(ev->type)) {
@@ -600,37 +492,38 @@ static void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		break;
 	}
 	op_end(c, ti, p, op);
-	if (ok) {
-		mark_use(c, ti, slot, idx);
-		addr_insert(c, ti, ev, ev->ret, slot, ev->size);
-	}
+	if (ok)
+		addr_insert(c, ti, ev, ev->ret, f.slot, ev->size, idx);
 }
 
+/* rel: the old block if a REALLOC_RELEASE took it already (released). */
 static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, int released,
-		       uint64_t rslot, uint64_t rsize)
+		       const struct lv_block *rel)
 {
 	struct cthread *t = &c->th[ti];
 	uint32_t wi = t->widx;
 	uint64_t src = 0, dst = 0; /* slot + 1 */
+	struct lv_block sb = {0};
+	struct lv_block *kept = NULL; /* a failed realloc's old block, still live */
 	int ok = ev->ret != 0;
 	if (released) {
-		src = rslot + 1;
-		(void)rsize;
+		sb = *rel;
+		src = (uint64_t)sb.tag + 1;
 	} else if (ev->ptr) {
-		uint64_t s;
 		if (!ok && ev->size) {
 			/* failed realloc: the old block stays live */
-			if (util_hmap_lookup(&c->addr, ev->ptr, &s))
-				src = s + 1;
-			else {
+			kept = lv_find(&c->live, ev->ptr);
+			if (kept) {
+				sb = *kept;
+				src = (uint64_t)sb.tag + 1;
+			} else {
 				c->st->unknown_reallocs++;
 				report(c, REP_UREALLOC, ev,
 				       "realloc of a block never allocated (replayed as "
 				       "realloc(NULL))");
 			}
-		} else if (addr_take(c, ev->ptr, &s, ev)) {
-			src = s + 1;
-			kill_slot(c, ev->ptr, s);
+		} else if (addr_take(c, ev->ptr, &sb)) {
+			src = (uint64_t)sb.tag + 1;
 		} else {
 			c->st->unknown_reallocs++;
 			report(c, REP_UREALLOC, ev,
@@ -640,17 +533,18 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 	if (!ok)
 		c->st->failed_allocs += ev->ptr == 0 || ev->size != 0;
 	if (src)
-		emit_wait_for(c, ti, src - 1);
+		emit_wait_for(c, ti, sb.owner, sb.when);
 	int frees_src = src && (ok || ev->size == 0);
-	if (frees_src)
-		slot_release(c, ti, src - 1);
 	if (ok) {
-		uint64_t s = slot_new(c, ti);
-		if (c->nomem)
-			return;
-		if (s + 1 != src)
-			emit_wait_for(c, ti, s);
-		dst = s + 1;
+		if (frees_src) {
+			dst = src; /* the slot freed is this thread's latest: reused */
+		} else {
+			struct fslot f = slot_new(c, ti);
+			if (c->nomem)
+				return;
+			emit_wait_for(c, ti, f.owner, f.when);
+			dst = (uint64_t)f.slot + 1;
+		}
 	}
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
 	unsigned op = op_of_type[ev->type];
@@ -666,25 +560,14 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 		p = awl_put_uv(p, el);
 	}
 	op_end(c, ti, p, op);
-	if (src)
-		mark_use(c, ti, src - 1, idx);
-	if (!ok)
-		return;
-	mark_use(c, ti, dst - 1, idx);
-#ifdef ATR_EV_REALLOC_RELEASE
-	int delayed = 0; /* this reader presents the realloc at its end stamp */
-#else
-	int delayed = !released;
-#endif
-	if (!delayed) {
-		addr_insert(c, ti, ev, ev->ret, dst - 1, ev->size);
-	} else {
-		uint64_t at = ev->ts + ev->duration;
-		if (at < ev->ts)
-			at = ev->ts;
-		c->s_size[dst - 1] = 0;
-		pend_push(c, (struct pend){at, ev->ret, dst - 1, ev->size, ti});
+	if (kept) { /* still live, used last by this op */
+		kept->owner = wi;
+		kept->when = idx;
+	} else if (frees_src && !ok) {
+		slot_release(c, ti, src - 1, idx);
 	}
+	if (ok)
+		addr_insert(c, ti, ev, ev->ret, dst - 1, ev->size, idx);
 }
 
 static uint64_t rel_key(uint32_t ti, uint64_t ptr)
@@ -694,17 +577,23 @@ static uint64_t rel_key(uint32_t ti, uint64_t ptr)
 
 static void on_release(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
-	uint64_t s;
+	struct lv_block b, *rb;
 	if (ev->ptr && util_hmap_remove(&c->excl, ev->ptr, NULL)) {
 		/* a left-out block: its realloc is left out or allocates anew */
-		if (util_hmap_insert(&c->rel, rel_key(ti, ev->ptr), RP_EXCLUDED, NULL) < 0)
+		if (lv_born(&c->rel, rel_key(ti, ev->ptr), 0, 0, &rb, NULL) < 0) {
 			c->nomem = 1;
+			return;
+		}
+		rb->tag = RP_EXCLUDED;
 		return;
 	}
-	if (ev->ptr && addr_take(c, ev->ptr, &s, ev)) {
-		if (util_hmap_insert(&c->rel, rel_key(ti, ev->ptr), s, NULL) < 0)
+	if (ev->ptr && addr_take(c, ev->ptr, &b)) {
+		if (lv_born(&c->rel, rel_key(ti, ev->ptr), b.size, b.when, &rb, NULL) < 0) {
 			c->nomem = 1;
-		kill_slot(c, ev->ptr, s);
+			return;
+		}
+		rb->tag = b.tag;
+		rb->owner = b.owner;
 	}
 }
 
@@ -826,8 +715,15 @@ struct source {
 	struct util_hmap serials; /* fi << 32 | serial -> new serial */
 	uint32_t nserials;
 	struct atr_event cur;
-	uint32_t orig_thread; /* the current event's serial in its process */
+	uint32_t orig_thread; /* the latest event's serial in its process */
 	int bad;	      /* a pointer outside the merge's range */
+	/* the events lv_ahead holds (read, not yet handed out): each one's
+	 * serial in its process and its file, in order */
+	struct src_orig {
+		uint32_t thread;
+		atr_file *f;
+	} q[LV_AHEAD];
+	unsigned qhead, qn;
 };
 
 /* Pointers of process fi live at fi << RP_MERGE_SHIFT: user-space
@@ -839,15 +735,19 @@ static int pick_trace(const char *trace, const struct rp_convert_opts *o,
 {
 	char **paths;
 	size_t n;
-	if (atr_list(trace, &paths, &n, eb, el) < 0)
-		return 1;
-	int rc = 1;
+	int rc = atr_list(trace, &paths, &n, eb, el);
+	if (rc < 0)
+		return rc;
+	rc = ATR_E_USAGE;
+	int err = 0; /* the first process that could not be opened */
 	uint64_t best = 0;
 	st->nprocs = (uint32_t)n;
 	*out = NULL;
 	for (size_t i = 0; i < n; i++) {
 		atr_file *f;
-		if (atr_open(paths[i], &f, eb, el) < 0) {
+		int r = atr_open(paths[i], &f, eb, el);
+		if (r < 0) {
+			rc = r;
 			if (!o->pid)
 				break; /* every process must be readable to pick one */
 			continue;
@@ -864,7 +764,7 @@ static int pick_trace(const char *trace, const struct rp_convert_opts *o,
 				atr_close(*out);
 			*out = NULL;
 			atr_list_free(paths, n);
-			return 1;
+			return ATR_E_USAGE;
 		}
 		uint64_t recs = o->pid ? 0 : busy_records(f);
 		if (o->pid ? atr_get_info(f)->pid == o->pid : !*out || recs > best) {
@@ -881,14 +781,18 @@ static int pick_trace(const char *trace, const struct rp_convert_opts *o,
 		}
 		atr_close(f);
 	}
-	if (rc == 0 && *out && !o->pid && st->nprocs > 1 && eb[0]) {
+	if (rc == 0 && *out && !o->pid && st->nprocs > 1 && err) {
 		/* an unreadable process: do not pick among the others */
 		atr_close(*out);
 		*out = NULL;
-		rc = 1;
+		rc = err;
 	}
-	if (rc && o->pid)
+	if (rc < 0 && !o->pid && err)
+		rc = err;
+	if (rc < 0 && o->pid) {
+		rc = ATR_E_USAGE;
 		snprintf(eb, el, "%s: no process %" PRIu32 " in this trace", trace, o->pid);
+	}
 	atr_list_free(paths, n);
 	return rc;
 }
@@ -947,30 +851,31 @@ static int merge_open(struct source *sc, const char *trace, int stacks, struct r
 {
 	char **paths;
 	size_t n;
-	if (atr_list(trace, &paths, &n, eb, el) < 0)
-		return 1;
-	int rc = 0;
+	int rc = atr_list(trace, &paths, &n, eb, el);
+	if (rc < 0)
+		return rc;
+	rc = 0;
 	sc->m = calloc(n ? n : 1, sizeof(*sc->m));
 	sc->heap = calloc(n ? n : 1, sizeof(*sc->heap));
 	if (!sc->m || !sc->heap) {
 		snprintf(eb, el, "%s: out of memory", trace);
-		rc = 1;
+		rc = ATR_E_NOMEM;
 	}
 	if (!rc && n > ((size_t)1 << (63 - RP_MERGE_SHIFT))) {
 		snprintf(eb, el, "%s: --merge takes at most %zu processes", trace,
 			 (size_t)1 << (63 - RP_MERGE_SHIFT));
-		rc = 1;
+		rc = ATR_E_USAGE;
 	}
 	uint64_t t0 = UINT64_MAX;
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct msrc *m = &sc->m[sc->nm];
-		if (atr_open(paths[i], &m->f, eb, el) < 0 || atr_iter_new(m->f, &m->it) < 0) {
+		if ((rc = atr_open(paths[i], &m->f, eb, el)) < 0 ||
+		    (rc = atr_iter_new(m->f, &m->it)) < 0) {
 			if (m->f && !eb[0])
 				snprintf(eb, el, "%s", atr_last_error(m->f));
 			if (m->f)
 				atr_close(m->f);
 			m->f = NULL;
-			rc = 1;
 			break;
 		}
 		m->fi = (uint32_t)sc->nm++;
@@ -980,14 +885,13 @@ static int merge_open(struct source *sc, const char *trace, int stacks, struct r
 				 ") holds only sampled calls and cannot be replayed; record "
 				 "without --sample to convert",
 				 paths[i], atr_sample_rate(m->f));
-			rc = 1;
+			rc = ATR_E_USAGE;
 			break;
 		}
 		if (stacks && !(atr_get_info(m->f)->features & ATR_FEAT_STACKS))
 			st->no_stacks++;
-		if (stacks && atr_stacks_load(m->f) < 0) {
+		if (stacks && (rc = atr_stacks_load(m->f)) < 0) {
 			snprintf(eb, el, "%s", atr_last_error(m->f));
-			rc = 1;
 			break;
 		}
 		if (atr_get_info(m->f)->start_mono_ns < t0)
@@ -995,7 +899,7 @@ static int merge_open(struct source *sc, const char *trace, int stacks, struct r
 	}
 	if (!rc && !sc->nm) {
 		snprintf(eb, el, "%s: no trace file", trace);
-		rc = 1;
+		rc = ATR_E_NOTRACE;
 	}
 	if (!rc) {
 		sc->f = sc->m[0].f;
@@ -1012,7 +916,7 @@ static int merge_open(struct source *sc, const char *trace, int stacks, struct r
 			int r = msrc_advance(m);
 			if (r < 0) {
 				snprintf(eb, el, "%s", atr_last_error(m->f));
-				rc = 1;
+				rc = r;
 			} else if (r > 0) {
 				sc->heap[sc->hn] = i;
 				msrc_heap_up(sc, sc->hn++);
@@ -1076,10 +980,10 @@ static int merge_next(struct source *sc, const struct atr_event **ev)
 		v = ++sc->nserials;
 		void *nt = realloc(m->thr, (m->nthr + 1) * sizeof(*m->thr));
 		if (!nt)
-			return -2;
+			return ATR_E_NOMEM;
 		m->thr = nt;
 		if (util_hmap_insert(&sc->serials, key, v, NULL) < 0)
-			return -2;
+			return ATR_E_NOMEM;
 		m->thr[m->nthr].serial = (uint32_t)v;
 		m->thr[m->nthr++].tid = e->tid;
 	}
@@ -1102,41 +1006,61 @@ static int src_open(struct source *sc, const char *trace, const struct rp_conver
 				 "stacks or times to select by: --merge and the filters do "
 				 "not apply",
 				 trace);
-			return 1;
+			return ATR_E_USAGE;
 		}
-		if (dj_trace_open(trace, &sc->dj, eb, el) < 0)
-			return 1;
+		int r = dj_trace_open(trace, &sc->dj, eb, el);
+		if (r < 0)
+			return r; /* dj's -1: ATR_E_IO */
 		st->dj = 1;
 		st->nprocs = 1;
 		snprintf(st->trace_path, sizeof(st->trace_path), "%s", trace);
 		return 0;
 	}
 	if (o->merge) {
-		if (merge_open(sc, trace, o->keep_stacks, st, eb, el) == 0)
-			return 0;
-		src_close(sc);
-		return 1;
+		int r = merge_open(sc, trace, o->keep_stacks, st, eb, el);
+		if (r < 0)
+			src_close(sc);
+		return r;
 	}
-	if (pick_trace(trace, o, st, &sc->f, eb, el))
-		return 1;
+	int r = pick_trace(trace, o, st, &sc->f, eb, el);
+	if (r < 0)
+		return r;
 	/* --module/--function: stack filters need the frames */
 	if (o->keep_stacks && !(atr_get_info(sc->f)->features & ATR_FEAT_STACKS))
 		st->no_stacks = 1;
-	if ((o->keep_stacks && atr_stacks_load(sc->f) < 0) || atr_iter_new(sc->f, &sc->it) < 0) {
+	if ((o->keep_stacks && (r = atr_stacks_load(sc->f)) < 0) ||
+	    (r = atr_iter_new(sc->f, &sc->it)) < 0) {
 		snprintf(eb, el, "%s", atr_last_error(sc->f));
 		atr_close(sc->f);
-		return 1;
+		return r;
 	}
 	return 0;
 }
 
-static int src_next(struct source *sc, const struct atr_event **ev)
+static int src_next(void *src, const struct atr_event **ev)
 {
-	if (sc->m)
-		return merge_next(sc, ev);
-	int r = sc->dj ? dj_trace_next(sc->dj, ev) : atr_iter_next_ref(sc->it, ev);
-	if (r > 0)
-		sc->orig_thread = (*ev)->thread;
+	struct source *sc = src;
+	int r;
+	uint32_t th;
+	atr_file *f;
+	if (sc->m) {
+		r = merge_next(sc, ev);
+		if (r <= 0)
+			return r;
+		th = sc->orig_thread;
+		f = sc->last->f;
+	} else {
+		r = sc->dj ? dj_trace_next(sc->dj, ev) : atr_iter_next_ref(sc->it, ev);
+		if (r <= 0)
+			return r;
+		th = (*ev)->thread;
+		f = sc->f;
+	}
+	/* lv_ahead reads ahead: the event's own serial and file wait in
+	 * order with it */
+	struct src_orig *q = &sc->q[(sc->qhead + sc->qn++) % LV_AHEAD];
+	q->thread = th;
+	q->f = f;
 	return r;
 }
 
@@ -1147,10 +1071,17 @@ static const char *src_error(const struct source *sc)
 	return sc->dj ? dj_trace_error(sc->dj) : atr_last_error(sc->f);
 }
 
-/* The file of the current event. */
-static atr_file *src_file(const struct source *sc)
+/* The event lv_ahead hands out: its serial and file (src_orig_of). */
+static void src_pop(struct source *sc)
 {
-	return sc->m ? sc->last->f : sc->f;
+	sc->qhead = (sc->qhead + 1) % LV_AHEAD;
+	sc->qn--;
+}
+
+/* The serial in its process and the file of the event handed out last. */
+static const struct src_orig *src_orig_of(const struct source *sc)
+{
+	return &sc->q[(sc->qhead + LV_AHEAD - 1) % LV_AHEAD];
 }
 
 static void src_close(struct source *sc)
@@ -1208,9 +1139,10 @@ static int alloc_kept(struct conv *c, const struct source *sc, const struct atr_
 		return 0;
 	if (!c->o->keep)
 		return 1;
+	const struct src_orig *so = src_orig_of(sc);
 	struct atr_event e = *ev;
-	e.thread = sc->orig_thread;
-	return c->o->keep(c->o->keep_arg, src_file(sc), &e);
+	e.thread = so->thread;
+	return c->o->keep(c->o->keep_arg, so->f, &e);
 }
 
 static void exclude(struct conv *c, uint64_t ptr)
@@ -1223,7 +1155,7 @@ static void exclude(struct conv *c, uint64_t ptr)
  * it is; 0 if it was handled here (left out, or a realloc turned into the
  * free of its kept old block). */
 static int filter_call(struct conv *c, const struct source *sc, uint32_t ti,
-		       const struct atr_event *ev, int *rel, uint64_t *rslot)
+		       const struct atr_event *ev, int *rel, struct lv_block *rb)
 {
 	unsigned shape = atr_call_args(ev->type);
 	int keep;
@@ -1245,7 +1177,7 @@ static int filter_call(struct conv *c, const struct source *sc, uint32_t ti,
 	}
 	/* realloc: the old block is kept, left out, NULL or unknown */
 	int old_out =
-	    *rel ? *rslot == RP_EXCLUDED : ev->ptr && util_hmap_lookup(&c->excl, ev->ptr, NULL);
+	    *rel ? rb->tag == RP_EXCLUDED : ev->ptr && util_hmap_lookup(&c->excl, ev->ptr, NULL);
 	int moved = ev->ret || (ev->ptr && ev->size == 0);
 	if (kept) {
 		if (old_out) {
@@ -1260,7 +1192,7 @@ static int filter_call(struct conv *c, const struct source *sc, uint32_t ti,
 			*rel = 0;
 			struct atr_event e = *ev;
 			e.ptr = 0;
-			on_realloc(c, ti, &e, 0, 0, 0);
+			on_realloc(c, ti, &e, 0, NULL);
 			return 0;
 		}
 		return 1;
@@ -1271,11 +1203,8 @@ static int filter_call(struct conv *c, const struct source *sc, uint32_t ti,
 			util_hmap_remove(&c->excl, ev->ptr, NULL);
 	} else if (moved && ev->ptr) {
 		/* a kept block ends here: its free */
-		uint64_t slot = *rslot;
-		if (*rel || addr_take(c, ev->ptr, &slot, ev)) {
-			if (!*rel)
-				kill_slot(c, ev->ptr, slot);
-			free_slot(c, ti, slot);
+		if (*rel || addr_take(c, ev->ptr, rb)) {
+			free_block(c, ti, rb);
 			freed = 1;
 		}
 	}
@@ -1291,8 +1220,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	memset(st, 0, sizeof(*st));
 	double t0 = plat_mono_s();
 	struct source sc;
-	if (src_open(&sc, trace, o, st, eb, el))
-		return 1;
+	int rc = src_open(&sc, trace, o, st, eb, el);
+	if (rc < 0)
+		return rc;
 	const struct atr_info *in = sc.f ? atr_get_info(sc.f) : NULL;
 	struct conv c;
 	memset(&c, 0, sizeof(c));
@@ -1301,6 +1231,10 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.f = sc.f;
 	c.sp_thread = RP_NONE;
 	c.spawner = RP_NONE;
+	lv_init(&c.live, 0); /* convert counts unknown frees itself */
+	lv_init(&c.rel, 0);
+	struct lv_ahead ah;
+	lv_ahead_init(&ah, src_next, &sc, &c.live);
 	c.filtered = o->keep || o->have_from || o->have_to;
 	c.in_window = !o->have_from;
 	c.to_ts = UINT64_MAX;
@@ -1321,22 +1255,21 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		c.floor_ticks = UINT64_MAX / 2;
 		c.min_ticks = UINT64_MAX;
 	}
-	if (awl_writer_open(out, &c.w, eb, el) < 0) {
+	if ((rc = awl_writer_open(out, &c.w, eb, el)) < 0) {
 		src_close(&sc);
-		return 1;
+		return rc;
 	}
 	int r;
 	const struct atr_event *ev = NULL;
 	uint64_t first_ts = 0, last_ts = 0, total_hint = in ? in->records_hint : 0;
 	double last_prog = t0;
-	while ((r = src_next(&sc, &ev)) > 0) {
+	while ((r = lv_ahead_next(&ah, &ev)) > 0) {
 		if (ev->type != RP_EV_REALLOC_RELEASE) {
 			if (!st->records++)
 				first_ts = ev->ts;
 			last_ts = ev->ts;
 		}
-		while (c.hn && c.heap[0].at < ev->ts)
-			pend_apply(&c, 0, ev);
+		src_pop(&sc);
 		if ((o->have_from || o->have_to) && ev->type != RP_EV_REALLOC_RELEASE &&
 		    window_edge(&c, ev))
 			break; /* --to */
@@ -1350,17 +1283,16 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 			if (c.in_window) /* no think time before --from */
 				think_before(&c, ti, ev);
 			unsigned shape = atr_call_args(ev->type);
-			uint64_t rs = 0;
+			struct lv_block rb = {0};
 			int rel = 0;
 			if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
-				rel =
-				    ev->ptr && util_hmap_remove(&c.rel, rel_key(ti, ev->ptr), &rs);
-			if (c.filtered && !filter_call(&c, &sc, ti, ev, &rel, &rs))
+				rel = ev->ptr && lv_died(&c.rel, rel_key(ti, ev->ptr), &rb);
+			if (c.filtered && !filter_call(&c, &sc, ti, ev, &rel, &rb))
 				; /* left out, or written as what is left of it */
 			else if (shape == ATR_ARGS_PTR)
 				on_free(&c, ti, ev);
 			else if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
-				on_realloc(&c, ti, ev, rel, rs, 0);
+				on_realloc(&c, ti, ev, rel, &rb);
 			else
 				on_alloc(&c, ti, ev);
 		} else if (ev->type == RP_EV_REALLOC_RELEASE) {
@@ -1389,26 +1321,22 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	}
 	if (o->progress)
 		fprintf(stderr, "\r%60s\r", "");
-	int rc = 0;
-	if (r < 0) {
-		snprintf(eb, el, "%s", r == -2 ? "out of memory" : src_error(&sc));
-		rc = 1;
+	rc = 0;
+	if (r < 0 && r != ATR_E_NOMEM) {
+		snprintf(eb, el, "%s", src_error(&sc));
+		rc = r;
+	} else if (r < 0) {
+		snprintf(eb, el, "%s: out of memory", trace);
+		rc = ATR_E_NOMEM;
 	} else if (sc.bad) {
 		snprintf(eb, el, "%s: --merge: a pointer above 2^%d, cannot keep processes apart",
 			 trace, RP_MERGE_SHIFT);
-		rc = 1;
+		rc = ATR_E_USAGE;
 	} else if (c.nomem) {
 		snprintf(eb, el, "%s: out of memory", trace);
-		rc = 1;
-	} else {
-		while (c.hn) /* ev: the last event, still valid at the end */
-			pend_apply(&c, 0, ev);
+		rc = ATR_E_NOMEM;
 	}
-	if (rc == 0 && c.nomem) {
-		snprintf(eb, el, "%s: out of memory", trace);
-		rc = 1;
-	}
-	st->ideal_peak = c.peak;
+	st->ideal_peak = c.live.peak_bytes;
 	st->slots = c.nslots;
 	st->threads = c.nth;
 	st->think_ns = c.think_total;
@@ -1432,7 +1360,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	if (rc == 0) {
 		struct awl_summary_in s = {
 		    .slots = c.nslots,
-		    .ideal_peak = c.peak,
+		    .ideal_peak = c.live.peak_bytes,
 		    .waits = st->waits,
 		    .anomalies = st->anomalies,
 		    .duration_ns =
@@ -1442,8 +1370,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		    .think_ns = c.think_total,
 		    .max_live = c.max_live,
 		};
-		if (awl_writer_finish(c.w, &s, eb, el) < 0)
-			rc = 1;
+		int fr = awl_writer_finish(c.w, &s, eb, el);
+		if (fr < 0)
+			rc = fr;
 	}
 	st->bytes_out = awl_writer_bytes(c.w);
 	st->ops = awl_writer_ops(c.w);
@@ -1456,12 +1385,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	free(c.alive);
 	free(c.exits);
 	free(c.by_serial);
-	free(c.s_thread);
-	free(c.s_idx);
-	free(c.s_size);
-	free(c.heap);
-	util_hmap_destroy(&c.addr);
-	util_hmap_destroy(&c.rel);
+	lv_ahead_free(&ah);
+	lv_destroy(&c.live);
+	lv_destroy(&c.rel);
 	util_hmap_destroy(&c.excl);
 	src_close(&sc);
 	st->seconds = plat_mono_s() - t0;
