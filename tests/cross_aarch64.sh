@@ -26,7 +26,7 @@ for d in util format liveset analysis replay output attach clickhouse cmds; do #
   tools+=("$src"/src/$d/*.c)
 done
 for a in report.js report.css; do # the HTML report's assets (src/CMakeLists.txt)
-  id=rep_asset_${a//./_}
+  id=out_asset_${a//./_}
   cmake -DIN="$src/src/output/assets/$a" -DOUT="$out/$id.c" -DNAME="$id" \
     -P "$src/cmake/embed_asset.cmake"
   tools+=("$out/$id.c")

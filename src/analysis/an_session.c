@@ -10,7 +10,7 @@
 
 #include "util_msg.h"
 
-const char rep_opts_usage[] =
+const char an_session_opts_usage[] =
     "  --names demangled|raw|short  C++ names as addr2line -C prints them (default),\n"
     "             mangled, or with template arguments elided (std::vector<>::push_back)\n"
     "  --pid PID  only that process (default: every process, the busiest first)\n"
@@ -23,14 +23,14 @@ const char rep_opts_usage[] =
     "             (POSIX extended regex, searched in the demangled name)\n"
     "  --suppress FILE  leak suppressions (docs/REPORT.md, \"Suppressions\")\n";
 
-void rep_opts_init(struct rep_opts *o)
+void an_session_opts_init(struct an_session_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->pid = -1;
 	o->flt.threads = o->threads;
 }
 
-void rep_opts_free(struct rep_opts *o)
+void an_session_opts_free(struct an_session_opts *o)
 {
 	if (o->have_fre)
 		regfree(&o->fre);
@@ -42,7 +42,7 @@ void rep_opts_free(struct rep_opts *o)
 
 /* One suppression pattern: "leak:" prefix optional; '*' wildcards; a match
  * anywhere unless anchored with '^' / '$' (LeakSanitizer's syntax). */
-static int add_supp(struct rep_opts *o, const char *line)
+static int add_supp(struct an_session_opts *o, const char *line)
 {
 	if (!strncmp(line, "leak:", 5))
 		line += 5;
@@ -68,7 +68,7 @@ static int add_supp(struct rep_opts *o, const char *line)
 	return 0;
 }
 
-static int read_supp(struct rep_opts *o, const char *path, const char *cmd)
+static int read_supp(struct an_session_opts *o, const char *path, const char *cmd)
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
@@ -114,7 +114,7 @@ static int parse_when(const char *arg, double *sec, const char **label)
 	return 0;
 }
 
-int rep_opt(struct rep_opts *o, int c, const char *arg, const char *cmd)
+int an_session_opt(struct an_session_opts *o, int c, const char *arg, const char *cmd)
 {
 	if (c < REP_OPT_BASE || c > REP_OPT_BASE + 8)
 		return 0;
@@ -207,8 +207,8 @@ static int busy_cmp(const void *pa, const void *pb)
 	return strcmp(a->path, b->path);
 }
 
-int rep_list(int argc, char **argv, const struct rep_opts *o, const char *cmd, char ***paths,
-	     size_t *n)
+int an_session_list(int argc, char **argv, const struct an_session_opts *o, const char *cmd,
+		    char ***paths, size_t *n)
 {
 	struct busy *v = NULL;
 	size_t nv = 0;
@@ -275,7 +275,7 @@ int rep_list(int argc, char **argv, const struct rep_opts *o, const char *cmd, c
 
 /* an_filter.stack_ok: --module and --function. */
 struct match_arg {
-	const struct rep_opts *o;
+	const struct an_session_opts *o;
 	int module_hit, function_hit;
 };
 
@@ -293,19 +293,19 @@ static void match_frame(void *arg, const struct an_frame *fr)
 
 static int stack_ok(void *arg, uint32_t stack)
 {
-	struct rep_ctx *c = arg;
+	struct an_session *c = arg;
 	struct match_arg m = {c->o, 0, 0};
-	rep_frames_outer_first(c, stack, match_frame, &m);
+	an_session_frames_outer_first(c, stack, match_frame, &m);
 	return (!c->o->module || m.module_hit) && (!c->o->have_fre || m.function_hit);
 }
 
-int rep_stack_selected(struct rep_stack_cache *k, atr_file *f, uint32_t stack)
+int an_session_stack_selected(struct an_session_stack_cache *k, atr_file *f, uint32_t stack)
 {
 	size_t i;
 	for (i = 0; i < k->n && k->ctx[i].f != f; i++)
 		;
 	if (i == k->n) {
-		struct rep_ctx *n = realloc(k->ctx, (k->n + 1) * sizeof(*n));
+		struct an_session *n = realloc(k->ctx, (k->n + 1) * sizeof(*n));
 		if (n)
 			k->ctx = n;
 		struct util_hmap *m = n ? realloc(k->memo, (k->n + 1) * sizeof(*m)) : NULL;
@@ -330,7 +330,7 @@ int rep_stack_selected(struct rep_stack_cache *k, atr_file *f, uint32_t stack)
 	return ok;
 }
 
-void rep_stack_cache_free(struct rep_stack_cache *k)
+void an_session_stack_cache_free(struct an_session_stack_cache *k)
 {
 	for (size_t i = 0; i < k->n; i++) {
 		an_symbols_free(k->ctx[i].sym);
@@ -344,7 +344,7 @@ void rep_stack_cache_free(struct rep_stack_cache *k)
 }
 
 struct supp_arg {
-	const struct rep_opts *o;
+	const struct an_session_opts *o;
 	int hit;
 };
 
@@ -362,14 +362,14 @@ static void supp_frame(void *arg, const struct an_frame *fr)
 }
 
 /* Mark the leaking stacks a suppression matches. */
-static void apply_supp(struct rep_ctx *c)
+static void apply_supp(struct an_session *c)
 {
 	for (size_t i = 0; i < c->r.nst; i++) {
 		struct an_stack_stat *st = &c->r.st[i];
 		if (!st->live_blocks)
 			continue;
 		struct supp_arg m = {c->o, 0};
-		rep_frames_outer_first(c, st->stack, supp_frame, &m);
+		an_session_frames_outer_first(c, st->stack, supp_frame, &m);
 		if (m.hit) {
 			st->suppressed = 1;
 			c->supp_bytes += st->live_bytes;
@@ -378,13 +378,13 @@ static void apply_supp(struct rep_ctx *c)
 	}
 }
 
-int rep_open(const char *path, struct rep_ctx *c, uint32_t tl_buckets)
+int an_session_open(const char *path, struct an_session *c, uint32_t tl_buckets)
 {
-	return rep_open_opts(path, c, tl_buckets, NULL);
+	return an_session_open_opts(path, c, tl_buckets, NULL);
 }
 
-int rep_open_opts(const char *path, struct rep_ctx *c, uint32_t tl_buckets,
-		  const struct rep_opts *o)
+int an_session_open_opts(const char *path, struct an_session *c, uint32_t tl_buckets,
+			 const struct an_session_opts *o)
 {
 	char eb[512];
 	memset(c, 0, sizeof(*c));
@@ -433,7 +433,7 @@ int rep_open_opts(const char *path, struct rep_ctx *c, uint32_t tl_buckets,
 			util_err("%s: out of memory", path);
 		else
 			util_err("%s", atr_last_error(c->f));
-		rep_close(c);
+		an_session_close(c);
 		return 1;
 	}
 	if (tl_buckets) {
@@ -453,7 +453,7 @@ int rep_open_opts(const char *path, struct rep_ctx *c, uint32_t tl_buckets,
 	return 0;
 }
 
-int rep_rss_account(const struct rep_ctx *c, struct rep_account *a)
+int an_session_rss_account(const struct an_session *c, struct an_session_account *a)
 {
 	memset(a, 0, sizeof *a);
 	if (!c->have_rss || !c->have_tl || !c->tl.n || !c->rss.n)
@@ -462,7 +462,7 @@ int rep_rss_account(const struct rep_ctx *c, struct rep_account *a)
 	for (size_t i = 1; i < c->rss.n; i++)
 		if (c->rss.s[i].rss > c->rss.s[best].rss)
 			best = i;
-	int64_t ns = rep_rss_ns(c, best);
+	int64_t ns = an_session_rss_ns(c, best);
 	a->t_ns = ns > 0 ? (uint64_t)ns : 0;
 	/* the bucket holding that moment (the last one if the sample came
 	 * after the last record) */
@@ -476,7 +476,7 @@ int rep_rss_account(const struct rep_ctx *c, struct rep_account *a)
 	return 0;
 }
 
-void rep_close(struct rep_ctx *c)
+void an_session_close(struct an_session *c)
 {
 	an_symbols_free(c->sym);
 	an_report_free(&c->r);
@@ -488,7 +488,8 @@ void rep_close(struct rep_ctx *c)
 	memset(c, 0, sizeof(*c));
 }
 
-unsigned rep_frames_outer_first(struct rep_ctx *c, uint32_t stack, rep_frame_fn fn, void *arg)
+unsigned an_session_frames_outer_first(struct an_session *c, uint32_t stack, an_session_frame_fn fn,
+				       void *arg)
 {
 	const uint64_t *ips;
 	uint32_t nf;
@@ -506,7 +507,7 @@ unsigned rep_frames_outer_first(struct rep_ctx *c, uint32_t stack, rep_frame_fn 
 	return total;
 }
 
-void rep_json_ident(struct json_writer *w, struct rep_ctx *c)
+void an_session_json_ident(struct json_writer *w, struct an_session *c)
 {
 	const struct atr_info *in = atr_get_info(c->f);
 	const struct an_report *r = &c->r;
@@ -529,7 +530,7 @@ void rep_json_ident(struct json_writer *w, struct rep_ctx *c)
 	json_bool(w, r->sample_rate != 0);
 }
 
-void rep_json_counts(struct json_writer *w, struct rep_ctx *c)
+void an_session_json_counts(struct json_writer *w, struct an_session *c)
 {
 	const struct atr_info *in = atr_get_info(c->f);
 	const struct an_report *r = &c->r;

@@ -21,7 +21,7 @@
 #include "util_strtab.h"
 
 /* The options every analysis command shares (docs/CLI.md, "Filters"). */
-struct rep_opts {
+struct an_session_opts {
 	enum an_names names;	  /* --names demangled|raw|short */
 	enum an_group_kind group; /* --group (report) */
 	long pid;		  /* --pid, -1 = every process */
@@ -36,8 +36,8 @@ struct rep_opts {
 };
 
 #define REP_OPT_BASE 1000
-/* Entries for a getopt_long table; handled by rep_opt(). */
-/* Entries for a getopt_long table; handled by rep_opt().  REP_FILTER_OPTIONS
+/* Entries for a getopt_long table; handled by an_session_opt(). */
+/* Entries for a getopt_long table; handled by an_session_opt().  REP_FILTER_OPTIONS
  * for every analysis command, REP_OPTIONS (adds --group) for report. */
 #define REP_FILTER_OPTIONS                                                                         \
 	{"names", required_argument, NULL, REP_OPT_BASE + 0},                                      \
@@ -56,23 +56,23 @@ struct rep_opts {
 		"group", required_argument, NULL, REP_OPT_BASE + 8                                 \
 	}
 /* The usage lines of REP_OPTIONS. */
-extern const char rep_opts_usage[];
+extern const char an_session_opts_usage[];
 
-void rep_opts_init(struct rep_opts *o);
-void rep_opts_free(struct rep_opts *o);
+void an_session_opts_init(struct an_session_opts *o);
+void an_session_opts_free(struct an_session_opts *o);
 /* Option c of getopt_long: 1 taken, 0 not one of REP_OPTIONS, -1 bad value
  * (message shown, prefixed with cmd). */
-int rep_opt(struct rep_opts *o, int c, const char *arg, const char *cmd);
+int an_session_opt(struct an_session_opts *o, int c, const char *arg, const char *cmd);
 
 /* Every trace file of the arguments, --pid applied, the busiest (most
  * records) first.  0, or 1 with a message shown (a path that failed is
  * reported, the others are still listed).  Free with atr_list_free. */
-int rep_list(int argc, char **argv, const struct rep_opts *o, const char *cmd, char ***paths,
-	     size_t *n);
+int an_session_list(int argc, char **argv, const struct an_session_opts *o, const char *cmd,
+		    char ***paths, size_t *n);
 
-struct rep_ctx {
+struct an_session {
 	atr_file *f;
-	const struct rep_opts *o;	  /* NULL: defaults */
+	const struct an_session_opts *o;  /* NULL: defaults */
 	uint64_t supp_bytes, supp_blocks; /* leaks --suppress hid */
 	struct an_symbols *sym;
 	struct an_report r;
@@ -85,32 +85,33 @@ struct rep_ctx {
 /* Open path and run the pass (with a timeline of at most tl_buckets
  * buckets when tl_buckets > 0, and the RSS samples next to the trace).
  * 0, or 1 with the error shown (c is then closed). */
-int rep_open(const char *path, struct rep_ctx *c, uint32_t tl_buckets);
+int an_session_open(const char *path, struct an_session *c, uint32_t tl_buckets);
 /* The same with options (names, filters, suppressions; o stays alive). */
-int rep_open_opts(const char *path, struct rep_ctx *c, uint32_t tl_buckets,
-		  const struct rep_opts *o);
-void rep_close(struct rep_ctx *c);
+int an_session_open_opts(const char *path, struct an_session *c, uint32_t tl_buckets,
+			 const struct an_session_opts *o);
+void an_session_close(struct an_session *c);
 
 /* --module/--function outside a report pass (convert): 1 if stack
  * (canonical) of f has the frames o selects.  The symbols of every file
- * asked about are kept in k until rep_stack_cache_free(). */
-struct rep_stack_cache {
-	const struct rep_opts *o;
-	struct rep_ctx *ctx;	/* one per file: f, sym */
+ * asked about are kept in k until an_session_stack_cache_free(). */
+struct an_session_stack_cache {
+	const struct an_session_opts *o;
+	struct an_session *ctx; /* one per file: f, sym */
 	struct util_hmap *memo; /* per file: stack -> selected + 1 */
 	size_t n;
 };
-int rep_stack_selected(struct rep_stack_cache *k, atr_file *f, uint32_t stack);
-void rep_stack_cache_free(struct rep_stack_cache *k);
+int an_session_stack_selected(struct an_session_stack_cache *k, atr_file *f, uint32_t stack);
+void an_session_stack_cache_free(struct an_session_stack_cache *k);
 
 /* Call fn for every frame of stack, outermost first (inlined frames as
  * frames of their own, outside before inside); returns the frame count. */
-typedef void (*rep_frame_fn)(void *arg, const struct an_frame *fr);
-unsigned rep_frames_outer_first(struct rep_ctx *c, uint32_t stack, rep_frame_fn fn, void *arg);
+typedef void (*an_session_frame_fn)(void *arg, const struct an_frame *fr);
+unsigned an_session_frames_outer_first(struct an_session *c, uint32_t stack, an_session_frame_fn fn,
+				       void *arg);
 
 /* Trace-relative nanoseconds of an RSS sample (may be negative: before the
  * trace began). */
-static inline int64_t rep_rss_ns(const struct rep_ctx *c, size_t i)
+static inline int64_t an_session_rss_ns(const struct an_session *c, size_t i)
 {
 	return (int64_t)(c->rss.s[i].mono_ns - atr_get_info(c->f)->start_mono_ns);
 }
@@ -123,19 +124,19 @@ static inline int64_t rep_rss_ns(const struct rep_ctx *c, size_t i)
  * whatever else the process maps outside the traced calls.  rest may be
  * negative: mapped is address space, not resident pages.  0 when
  * computed, -1 when the trace has no RSS samples or no timeline. */
-struct rep_account {
+struct an_session_account {
 	uint64_t t_ns; /* the sample's time since the trace began */
 	uint64_t rss, heap, mapped;
 	int64_t rest;
 };
-int rep_rss_account(const struct rep_ctx *c, struct rep_account *a);
+int an_session_rss_account(const struct an_session *c, struct an_session_account *a);
 
 /* The JSON keys report --json and the HTML page share, in this order:
  * path, pid, exe, cmdline, stacks_recorded, timing_recorded ... */
 struct json_writer;
-void rep_json_ident(struct json_writer *w, struct rep_ctx *c);
+void an_session_json_ident(struct json_writer *w, struct an_session *c);
 /* ... and threads, calls{ten}, total_calls, bytes_requested,
  * failed_allocations, unknown_frees, peak_live_bytes. */
-void rep_json_counts(struct json_writer *w, struct rep_ctx *c);
+void an_session_json_counts(struct json_writer *w, struct an_session *c);
 
 #endif

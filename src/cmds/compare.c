@@ -42,7 +42,7 @@ static void compare_usage(FILE *out)
 	    "(table replay_runs, view replay_medians: docs/CLICKHOUSE.md).\n");
 }
 
-static int run_one(const char *wl, struct cmp_col *c, const char *touch, const char *trim,
+static int run_one(const char *wl, struct out_compare_col *c, const char *touch, const char *trim,
 		   const char *timing, const char *timeline, double *out)
 {
 	int pfd[2];
@@ -138,9 +138,9 @@ static int run_one(const char *wl, struct cmp_col *c, const char *touch, const c
 }
 
 /* compare --clickhouse: every run of every column, one INSERT. */
-static int store_clickhouse(const char *url, const char *db, const char *wl, struct cmp_col *cols,
-			    int ncol, int runs, const char *touch, const char *trim,
-			    const char *timing)
+static int store_clickhouse(const char *url, const char *db, const char *wl,
+			    struct out_compare_col *cols, int ncol, int runs, const char *touch,
+			    const char *trim, const char *timing)
 {
 	char err[1024], opt[3][128];
 	const char *opts[3];
@@ -170,7 +170,7 @@ static int store_clickhouse(const char *url, const char *db, const char *wl, str
 				    .options = opts,
 				    .noptions = nopt,
 				    .runs = runs,
-				    .metrics = cmp_metric_key,
+				    .metrics = out_compare_metric_key,
 				    .nmetrics = CMP_NMETRIC,
 				    .cols = cc,
 				    .ncols = ncol};
@@ -269,13 +269,13 @@ int cmd_compare(int argc, char **argv)
 			return 1;
 		}
 	}
-	struct cmp_col cols[32];
+	struct out_compare_col cols[32];
 	int ncol = 0, rc = 0;
 	char *dup = strdup(list), *save = NULL;
 	if (!dup)
 		util_die_nomem();
 	for (char *t = strtok_r(dup, ",", &save); t && ncol < 32; t = strtok_r(NULL, ",", &save)) {
-		struct cmp_col *co = &cols[ncol++];
+		struct out_compare_col *co = &cols[ncol++];
 		memset(co, 0, sizeof(*co));
 		co->spec = t;
 		char *s2 = strdup(t), *sv = NULL;
@@ -345,9 +345,9 @@ int cmd_compare(int argc, char **argv)
 			json_string(&w, cols[k].spec);
 			for (int m = 0; m < CMP_NMETRIC; m++) {
 				double med, mn, mx, b0, b1, b2;
-				cmp_stats(cols[k].v[m], runs, &med, &mn, &mx);
-				cmp_stats(cols[0].v[m], runs, &b0, &b1, &b2);
-				json_key(&w, cmp_metric_key[m]);
+				out_compare_stats(cols[k].v[m], runs, &med, &mn, &mx);
+				out_compare_stats(cols[0].v[m], runs, &b0, &b1, &b2);
+				json_key(&w, out_compare_metric_key[m]);
 				json_begin_object(&w);
 				json_key(&w, "median");
 				json_double(&w, med);
@@ -388,17 +388,17 @@ int cmd_compare(int argc, char **argv)
 		printf("\n");
 		for (int m = 0; m < CMP_NMETRIC; m++) {
 			double b0, b1, b2;
-			cmp_stats(cols[0].v[m], runs, &b0, &b1, &b2);
+			out_compare_stats(cols[0].v[m], runs, &b0, &b1, &b2);
 			int any = 0;
 			for (int k = 0; k < ncol; k++)
 				for (int r = 0; r < runs; r++)
 					any |= cols[k].v[m][r] != 0;
 			if (!any)
 				continue;
-			printf("%-26s", cmp_metric_name[m]);
+			printf("%-26s", out_compare_metric_name[m]);
 			for (int k = 0; k < ncol; k++) {
 				double med, mn, mx;
-				cmp_stats(cols[k].v[m], runs, &med, &mn, &mx);
+				out_compare_stats(cols[k].v[m], runs, &med, &mn, &mx);
 				char cell[64];
 				int prec = med < 100 ? 1 : 0;
 				snprintf(cell, sizeof(cell), "%.*f (%.*f-%.*f) x%.2f", prec, med,
@@ -417,7 +417,7 @@ int cmd_compare(int argc, char **argv)
 	}
 	free(vd);
 	if (!rc && html)
-		rc = cmp_write_html(html, wl, cols, ncol, runs);
+		rc = out_compare_write_html(html, wl, cols, ncol, runs);
 	if (!rc && ch_url)
 		rc = store_clickhouse(ch_url, ch_db, wl, cols, ncol, runs, touch, trim, timing);
 	for (int k = 0; k < ncol; k++) {

@@ -48,27 +48,28 @@ static void convert_usage(FILE *out)
  * --module, --function); free(NULL) has no stack. */
 static int keep_call(void *arg, atr_file *f, const struct atr_event *ev)
 {
-	struct rep_stack_cache *k = arg;
-	const struct rep_opts *ro = k->o;
+	struct an_session_stack_cache *k = arg;
+	const struct an_session_opts *ro = k->o;
 	if (!an_filter_thread_kept(&ro->flt, ev))
 		return 0;
 	if (!ro->module && !ro->have_fre)
 		return 1;
 	if (ev->type == ATR_T_FREE)
 		return 0;
-	return rep_stack_selected(k, f, ev->stack_id ? atr_stack_canonical(f, ev->stack_id) : 0);
+	return an_session_stack_selected(k, f,
+					 ev->stack_id ? atr_stack_canonical(f, ev->stack_id) : 0);
 }
 
 /* ro: the filters (NULL: none) */
 static int do_convert(const char *in, const char *out, uint32_t pid, int merge, int quiet,
-		      int progress, uint64_t floor_ns, const struct rep_opts *ro)
+		      int progress, uint64_t floor_ns, const struct an_session_opts *ro)
 {
 	struct rp_convert_opts o = {.pid = pid,
 				    .merge = merge,
 				    .progress = progress,
 				    .quiet = quiet,
 				    .think_floor_ns = floor_ns};
-	struct rep_stack_cache sc = {.o = ro};
+	struct an_session_stack_cache sc = {.o = ro};
 	if (ro) {
 		o.have_from = ro->flt.have_from;
 		o.from_s = ro->flt.from_s;
@@ -85,7 +86,7 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 	struct rp_convert_stats st;
 	char eb[1024];
 	int rc = rp_convert(in, out, &o, &st, eb, sizeof(eb));
-	rep_stack_cache_free(&sc);
+	an_session_stack_cache_free(&sc);
 	if (rc) {
 		util_err("convert: %s", eb);
 		return 1;
@@ -178,20 +179,20 @@ int cmd_convert(int argc, char **argv)
 	uint32_t pid = 0;
 	int quiet = 0, progress = isatty(2), merge = 0, c, rc;
 	uint64_t floor_ns = RP_THINK_FLOOR_NS;
-	struct rep_opts ro;
-	rep_opts_init(&ro);
+	struct an_session_opts ro;
+	an_session_opts_init(&ro);
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "o:p:qh", opts, NULL)) != -1) {
 		if (c == REP_OPT_BASE + 7) {
 			util_err("convert: --suppress hides leaks in reports; a workload replays "
 				 "every kept block as it lived (select blocks with --module or "
 				 "--function instead)");
-			rep_opts_free(&ro);
+			an_session_opts_free(&ro);
 			return 2;
 		}
-		if ((rc = rep_opt(&ro, c, optarg, "convert")) != 0) {
+		if ((rc = an_session_opt(&ro, c, optarg, "convert")) != 0) {
 			if (rc < 0) {
-				rep_opts_free(&ro);
+				an_session_opts_free(&ro);
 				return 2;
 			}
 			continue;
@@ -229,11 +230,11 @@ int cmd_convert(int argc, char **argv)
 			merge = 1;
 			break;
 		case 'h':
-			rep_opts_free(&ro);
+			an_session_opts_free(&ro);
 			convert_usage(stdout);
 			return 0;
 		default:
-			rep_opts_free(&ro);
+			an_session_opts_free(&ro);
 			convert_usage(stderr);
 			return 2;
 		}
@@ -241,13 +242,13 @@ int cmd_convert(int argc, char **argv)
 	if (optind + 1 != argc || !out || (merge && pid)) {
 		util_err("convert: %s", merge && pid ? "--merge takes every process: no --pid"
 						     : "need one TRACE and -o WORKLOAD");
-		rep_opts_free(&ro);
+		an_session_opts_free(&ro);
 		convert_usage(stderr);
 		return 2;
 	}
 	rc = do_convert(argv[optind], out, pid, merge, quiet, progress && !quiet, floor_ns,
 			ro.any_filter ? &ro : NULL);
-	rep_opts_free(&ro);
+	an_session_opts_free(&ro);
 	return rc;
 }
 

@@ -30,7 +30,7 @@ struct side {
 	const char *name;
 	char **paths;
 	size_t npaths;
-	struct rep_ctx c;
+	struct an_session c;
 	int open;
 };
 
@@ -48,7 +48,7 @@ static void diff_usage(FILE *out)
 		"names).  Default --by bytes, --top 20 (0 = all).  Text shows the\n"
 		"innermost frames with template arguments elided; --json the whole stack.\n"
 		"%s",
-		rep_opts_usage);
+		an_session_opts_usage);
 }
 
 /* The folded key of a stack: outermost frame first, ';'-separated. */
@@ -88,9 +88,9 @@ static char *stack_key(struct side *s, uint32_t stack)
 	return k;
 }
 
-static int open_side(struct side *s, const struct rep_opts *o)
+static int open_side(struct side *s, const struct an_session_opts *o)
 {
-	if (rep_list(1, (char **)&s->name, o, "diff", &s->paths, &s->npaths) || !s->npaths) {
+	if (an_session_list(1, (char **)&s->name, o, "diff", &s->paths, &s->npaths) || !s->npaths) {
 		if (!s->npaths)
 			util_err("diff: no trace in %s", s->name);
 		return 1;
@@ -98,7 +98,7 @@ static int open_side(struct side *s, const struct rep_opts *o)
 	if (s->npaths > 1)
 		util_warn("diff: %s holds %zu processes; using the busiest, %s (--pid to choose)",
 			  s->name, s->npaths, s->paths[0]);
-	if (rep_open_opts(s->paths[0], &s->c, 0, o))
+	if (an_session_open_opts(s->paths[0], &s->c, 0, o))
 		return 1;
 	s->open = 1;
 	if (!s->c.r.stacks)
@@ -111,7 +111,7 @@ static int open_side(struct side *s, const struct rep_opts *o)
 static void close_side(struct side *s)
 {
 	if (s->open)
-		rep_close(&s->c);
+		an_session_close(&s->c);
 	if (s->paths)
 		atr_list_free(s->paths, s->npaths);
 }
@@ -262,13 +262,13 @@ int cmd_diff(int argc, char **argv)
 	int json = 0, c;
 	enum an_by by = AN_BY_BYTES;
 	size_t top = 20;
-	struct rep_opts ro;
-	rep_opts_init(&ro);
+	struct an_session_opts ro;
+	an_session_opts_init(&ro);
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "jt:b:h", opts, NULL)) != -1) {
-		int k = rep_opt(&ro, c, optarg, "diff");
+		int k = an_session_opt(&ro, c, optarg, "diff");
 		if (k < 0) {
-			rep_opts_free(&ro);
+			an_session_opts_free(&ro);
 			return 2;
 		}
 		if (k > 0)
@@ -417,7 +417,7 @@ int cmd_diff(int argc, char **argv)
 	free(e);
 	close_side(&sd[0]);
 	close_side(&sd[1]);
-	rep_opts_free(&ro);
+	an_session_opts_free(&ro);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		util_err("diff: write error on standard output");
 		rc = 1;

@@ -505,11 +505,12 @@ static void json_event(struct json_writer *w, const atr_file *f, const struct at
 
 struct dump_opts {
 	int json, seek_stats;
-	struct rep_opts sel; /* --thread --from --to, parsed as report does */
+	struct an_session_opts sel; /* --thread --from --to, parsed as report does */
 };
 
 /* The selection in this file's terms: serials and ticks. */
-static int dump_sel(atr_file *f, const struct rep_opts *o, struct atr_sel *sel, uint32_t *serials)
+static int dump_sel(atr_file *f, const struct an_session_opts *o, struct atr_sel *sel,
+		    uint32_t *serials)
 {
 	const struct an_filter *flt = &o->flt;
 	memset(sel, 0, sizeof(*sel));
@@ -618,7 +619,7 @@ int cmd_dump(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct dump_opts o = {0};
-	rep_opts_init(&o.sel);
+	an_session_opts_init(&o.sel);
 	int c, rc = 0;
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "jh", opts, NULL)) != -1) {
@@ -628,10 +629,10 @@ int cmd_dump(int argc, char **argv)
 			o.seek_stats = 1;
 		} else if (c == 'h') {
 			dump_usage(stdout);
-			rep_opts_free(&o.sel);
+			an_session_opts_free(&o.sel);
 			return 0;
 		} else if (c >= REP_OPT_BASE) {
-			if (rep_opt(&o.sel, c, optarg, "dump") < 0) {
+			if (an_session_opt(&o.sel, c, optarg, "dump") < 0) {
 				rc = 2;
 				break;
 			}
@@ -654,6 +655,6 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (!rc)
 		rc = cmdu_each_trace(argc - optind, argv + optind, dump_one, &o);
-	rep_opts_free(&o.sel);
+	an_session_opts_free(&o.sel);
 	return rc == 2 ? 2 : rc | cmdu_flush_stdout("dump");
 }

@@ -54,7 +54,7 @@ static void export_usage(FILE *out)
 		"             allocating function, caller;function or module, with\n"
 		"             report --group's self totals (default: per stack)\n"
 		"%s",
-		rep_opts_usage);
+		an_session_opts_usage);
 }
 
 /* ---- dj/malloc ---------------------------------------------------------------- */
@@ -104,7 +104,7 @@ static int export_dj_wl(FILE *out, const char *in, long pid)
 	if (awl_open(wl, &f, eb, sizeof(eb)) < 0) {
 		util_err("export: %s", eb);
 	} else {
-		rc = rep_write_dj_wl(out, f) < 0;
+		rc = out_dj_wl_write(out, f) < 0;
 		awl_close(f);
 	}
 	if (tmp[0])
@@ -151,7 +151,7 @@ static int export_dj_trace(FILE *out, const char *in, long pid)
 		atr_close(f);
 		return 1;
 	}
-	int rc = rep_write_dj_trace(out, f) < 0;
+	int rc = out_dj_trace_write(out, f) < 0;
 	atr_close(f);
 	return rc;
 }
@@ -180,7 +180,8 @@ static int export_dj(const char *format, const char *in, const char *outpath, lo
 
 /* ---- command ------------------------------------------------------------------ */
 
-static int export_opts(int argc, char **argv, const struct option *opts, struct rep_opts *ro);
+static int export_opts(int argc, char **argv, const struct option *opts,
+		       struct an_session_opts *ro);
 
 int cmd_export(int argc, char **argv)
 {
@@ -192,21 +193,21 @@ int cmd_export(int argc, char **argv)
 	    REP_OPTIONS,
 	    {NULL, 0, NULL, 0},
 	};
-	struct rep_opts ro;
-	rep_opts_init(&ro);
+	struct an_session_opts ro;
+	an_session_opts_init(&ro);
 	int rc = export_opts(argc, argv, opts, &ro);
-	rep_opts_free(&ro);
+	an_session_opts_free(&ro);
 	return rc;
 }
 
-static int export_opts(int argc, char **argv, const struct option *opts, struct rep_opts *ro)
+static int export_opts(int argc, char **argv, const struct option *opts, struct an_session_opts *ro)
 {
 	const char *format = NULL, *outpath = NULL;
 	enum an_by by = AN_BY_BYTES;
 	int c;
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "f:o:b:p:h", opts, NULL)) != -1) {
-		int k = rep_opt(ro, c == 'p' ? REP_OPT_BASE + 1 : c, optarg, "export");
+		int k = an_session_opt(ro, c == 'p' ? REP_OPT_BASE + 1 : c, optarg, "export");
 		if (k < 0)
 			return 2;
 		if (k > 0)
@@ -275,7 +276,7 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 	/* the trace files, the busiest first */
 	char **all = NULL;
 	size_t nall = 0;
-	int rc = rep_list(argc - optind, argv + optind, ro, "export", &all, &nall);
+	int rc = an_session_list(argc - optind, argv + optind, ro, "export", &all, &nall);
 	FILE *out = stdout;
 	if (!rc && nall && outpath && !(out = fopen(outpath, "wb"))) {
 		util_err("export: %s: %s", outpath, strerror(errno));
@@ -288,22 +289,22 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 		rc = 1;
 	} else if (fmt == F_FOLDED) {
 		for (size_t i = 0; i < nall; i++) {
-			struct rep_ctx cx;
-			if (!all[i] || rep_open_opts(all[i], &cx, 0, ro)) {
+			struct an_session cx;
+			if (!all[i] || an_session_open_opts(all[i], &cx, 0, ro)) {
 				rc = 1;
 				continue;
 			}
 			if (ro->group == AN_GROUP_STACK)
-				rep_print_folded(out, &cx, by);
-			else if (rep_print_folded_group(out, &cx, by, ro->group) < 0)
+				out_print_folded(out, &cx, by);
+			else if (out_print_folded_group(out, &cx, by, ro->group) < 0)
 				rc = 1;
-			rep_close(&cx);
+			an_session_close(&cx);
 		}
 	} else if (fmt == F_PERFETTO) {
-		struct rep_ctx *cs = calloc(nall, sizeof(*cs));
+		struct an_session *cs = calloc(nall, sizeof(*cs));
 		size_t n = 0;
 		for (size_t i = 0; cs && i < nall; i++) {
-			if (!all[i] || rep_open_opts(all[i], &cs[n], tlb, ro))
+			if (!all[i] || an_session_open_opts(all[i], &cs[n], tlb, ro))
 				rc = 1;
 			else
 				n++;
@@ -311,18 +312,18 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 		if (!cs) {
 			util_err("export: out of memory");
 			rc = 1;
-		} else if (n && rep_write_perfetto(out, cs, n) < 0) {
+		} else if (n && out_perfetto_write(out, cs, n) < 0) {
 			rc = 1;
 		}
 		for (size_t i = 0; i < n; i++)
-			rep_close(&cs[i]);
+			an_session_close(&cs[i]);
 		free(cs);
 	} else {
-		/* one process: --pid's (rep_list kept only it), else the busiest */
-		struct rep_ctx cx;
+		/* one process: --pid's (an_session_list kept only it), else the busiest */
+		struct an_session cx;
 		int found = 0;
 		for (size_t i = 0; i < nall && !found; i++) {
-			if (!all[i] || rep_open_opts(all[i], &cx, tlb, ro)) {
+			if (!all[i] || an_session_open_opts(all[i], &cx, tlb, ro)) {
 				rc = 1;
 				continue;
 			}
@@ -332,10 +333,10 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 				    "export: %zu processes; writing the busiest, pid %u (--pid "
 				    "chooses)",
 				    nall, atr_get_info(cx.f)->pid);
-			if ((fmt == F_PPROF ? rep_write_pprof(out, &cx)
-					    : rep_write_massif(out, &cx)) < 0)
+			if ((fmt == F_PPROF ? out_pprof_write(out, &cx)
+					    : out_massif_write(out, &cx)) < 0)
 				rc = 1;
-			rep_close(&cx);
+			an_session_close(&cx);
 		}
 		if (!found)
 			rc = 1;

@@ -25,7 +25,7 @@ static void flame_usage(FILE *out)
 		"flamegraph.pl or speedscope.  Default --by bytes.\n"
 		"  --svg FILE  write a standalone SVG flame graph to FILE instead\n"
 		"%s",
-		rep_opts_usage);
+		an_session_opts_usage);
 }
 
 static int write_svg(struct out_flame *fl, const char *path, enum an_by by, uint64_t sample_rate)
@@ -53,7 +53,7 @@ static int write_svg(struct out_flame *fl, const char *path, enum an_by by, uint
 
 struct flame_run {
 	enum an_by by;
-	const struct rep_opts *o;
+	const struct an_session_opts *o;
 	struct out_flame *fl; /* --svg: every process merged into one graph */
 	uint64_t sample_rate; /* a sampled trace was seen: its rate */
 };
@@ -65,9 +65,9 @@ static int flame_add(void *arg, const char *key, uint64_t value)
 
 static int flame_one(struct flame_run *r, const char *path)
 {
-	struct rep_ctx cx;
+	struct an_session cx;
 	int rc = 0;
-	if (rep_open_opts(path, &cx, 0, r->o))
+	if (an_session_open_opts(path, &cx, 0, r->o))
 		return 1;
 	if (cx.r.sample_rate) {
 		/* folded stacks have no room for a note: say it on stderr */
@@ -77,16 +77,16 @@ static int flame_one(struct flame_run *r, const char *path)
 		r->sample_rate = cx.r.sample_rate;
 	}
 	if (!r->fl) {
-		rep_print_folded(stdout, &cx, r->by);
-	} else if (rep_fold_stacks(&cx, r->by, flame_add, r->fl) < 0) {
+		out_print_folded(stdout, &cx, r->by);
+	} else if (out_fold_stacks(&cx, r->by, flame_add, r->fl) < 0) {
 		util_err("flamegraph: out of memory");
 		rc = 1;
 	}
-	rep_close(&cx);
+	an_session_close(&cx);
 	return rc;
 }
 
-static int flame_opts(int argc, char **argv, struct rep_opts *o)
+static int flame_opts(int argc, char **argv, struct an_session_opts *o)
 {
 	static const struct option opts[] = {
 	    {"by", required_argument, NULL, 'b'},
@@ -100,7 +100,7 @@ static int flame_opts(int argc, char **argv, struct rep_opts *o)
 	int c;
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "b:h", opts, NULL)) != -1) {
-		int k = rep_opt(o, c, optarg, "flamegraph");
+		int k = an_session_opt(o, c, optarg, "flamegraph");
 		if (k < 0)
 			return 2;
 		if (k > 0)
@@ -140,7 +140,7 @@ static int flame_opts(int argc, char **argv, struct rep_opts *o)
 	}
 	char **paths;
 	size_t n;
-	int rc = rep_list(argc - optind, argv + optind, o, "flamegraph", &paths, &n);
+	int rc = an_session_list(argc - optind, argv + optind, o, "flamegraph", &paths, &n);
 	for (size_t i = 0; i < n; i++)
 		rc |= flame_one(&r, paths[i]);
 	atr_list_free(paths, n);
@@ -153,9 +153,9 @@ static int flame_opts(int argc, char **argv, struct rep_opts *o)
 
 int cmd_flamegraph(int argc, char **argv)
 {
-	struct rep_opts o;
-	rep_opts_init(&o);
+	struct an_session_opts o;
+	an_session_opts_init(&o);
 	int rc = flame_opts(argc, argv, &o);
-	rep_opts_free(&o);
+	an_session_opts_free(&o);
 	return rc;
 }

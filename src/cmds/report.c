@@ -33,24 +33,25 @@ static void report_usage(FILE *out)
 		"             per allocating function (self and total), per function with\n"
 		"             its callers, or per module\n"
 		"%s",
-		rep_opts_usage);
+		an_session_opts_usage);
 }
 
 /* --html: every process of every argument into one page. */
-static int run_html(int argc, char **argv, const char *out, size_t top, const struct rep_opts *o)
+static int run_html(int argc, char **argv, const char *out, size_t top,
+		    const struct an_session_opts *o)
 {
-	struct rep_ctx *cs = NULL;
+	struct an_session *cs = NULL;
 	size_t n = 0;
 	char **paths;
 	size_t np;
-	int rc = rep_list(argc, argv, o, "report", &paths, &np);
+	int rc = an_session_list(argc, argv, o, "report", &paths, &np);
 	if (np && !(cs = calloc(np, sizeof(*cs)))) {
 		util_err("report: out of memory");
 		rc = 1;
 		np = 0;
 	}
 	for (size_t i = 0; i < np; i++) {
-		if (rep_open_opts(paths[i], &cs[n], AN_TL_DEFAULT_BUCKETS, o))
+		if (an_session_open_opts(paths[i], &cs[n], AN_TL_DEFAULT_BUCKETS, o))
 			rc = 1;
 		else
 			n++;
@@ -62,7 +63,7 @@ static int run_html(int argc, char **argv, const char *out, size_t top, const st
 			util_err("report: %s: %s", out, strerror(errno));
 			rc = 1;
 		} else {
-			if (rep_write_html(f, cs, n, top) < 0)
+			if (out_html_write(f, cs, n, top) < 0)
 				rc = 1;
 			if (fclose(f) != 0) {
 				util_err("report: %s: write error: %s", out, strerror(errno));
@@ -74,12 +75,12 @@ static int run_html(int argc, char **argv, const char *out, size_t top, const st
 		rc = 1;
 	}
 	for (size_t i = 0; i < n; i++)
-		rep_close(&cs[i]);
+		an_session_close(&cs[i]);
 	free(cs);
 	return rc;
 }
 
-static int report_opts(int argc, char **argv, struct rep_opts *o)
+static int report_opts(int argc, char **argv, struct an_session_opts *o)
 {
 	static const struct option opts[] = {
 	    {"json", no_argument, NULL, 'j'},
@@ -96,7 +97,7 @@ static int report_opts(int argc, char **argv, struct rep_opts *o)
 	const char *html = NULL;
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "jt:b:h", opts, NULL)) != -1) {
-		int k = rep_opt(o, c, optarg, "report");
+		int k = an_session_opt(o, c, optarg, "report");
 		if (k < 0)
 			return 2;
 		if (k > 0)
@@ -151,23 +152,23 @@ static int report_opts(int argc, char **argv, struct rep_opts *o)
 	struct json_writer w;
 	if (json)
 		cmdu_json_begin(&w, 1);
-	/* the traces, the busiest first (rep_list: --pid picks among them) */
+	/* the traces, the busiest first (an_session_list: --pid picks among them) */
 	char **paths;
 	size_t n;
-	int rc = rep_list(argc - optind, argv + optind, o, "report", &paths, &n), shown = 0;
+	int rc = an_session_list(argc - optind, argv + optind, o, "report", &paths, &n), shown = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct rep_ctx cx;
+		struct an_session cx;
 		/* a timeline: the RSS account needs the heap at the RSS peak */
-		if (rep_open_opts(paths[i], &cx, AN_TL_DEFAULT_BUCKETS, o)) {
+		if (an_session_open_opts(paths[i], &cx, AN_TL_DEFAULT_BUCKETS, o)) {
 			rc = 1;
 			continue;
 		}
 		if (json)
-			rep_print_report_json(&w, &cx, by, top);
+			out_print_report_json(&w, &cx, by, top);
 		else
-			rep_print_report_text(&cx, by, top, !shown);
+			out_print_report_text(&cx, by, top, !shown);
 		shown++;
-		rep_close(&cx);
+		an_session_close(&cx);
 	}
 	atr_list_free(paths, n);
 	if (json)
@@ -177,9 +178,9 @@ static int report_opts(int argc, char **argv, struct rep_opts *o)
 
 int cmd_report(int argc, char **argv)
 {
-	struct rep_opts o;
-	rep_opts_init(&o);
+	struct an_session_opts o;
+	an_session_opts_init(&o);
 	int rc = report_opts(argc, argv, &o);
-	rep_opts_free(&o);
+	an_session_opts_free(&o);
 	return rc;
 }

@@ -5,9 +5,9 @@
 
 #include <stddef.h>
 
-extern const char rep_asset_report_css[];
-extern const size_t rep_asset_report_css_len;
-extern const char rep_asset_report_js[];
-extern const size_t rep_asset_report_js_len;
+extern const char out_asset_report_css[];
+extern const size_t out_asset_report_css_len;
+extern const char out_asset_report_js[];
+extern const size_t out_asset_report_js_len;
 
 #endif

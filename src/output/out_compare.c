@@ -12,12 +12,12 @@
 #include "util_fmt.h"
 #include "util_msg.h"
 
-const char *const cmp_metric_name[CMP_NMETRIC] = {
+const char *const out_compare_metric_name[CMP_NMETRIC] = {
     "wall time (ms)",	    "thread CPU time (ms)",  "total call time (Mcycles)",
     "max RSS (MiB)",	    "RSS at end (MiB)",	     "malloc (cycles/call)",
     "calloc (cycles/call)", "realloc (cycles/call)", "free (cycles/call)",
     "others (cycles/call)"};
-const char *const cmp_metric_key[CMP_NMETRIC] = {
+const char *const out_compare_metric_key[CMP_NMETRIC] = {
     "wall_ms",	     "thread_cpu_ms", "call_mcycles",	"max_rss_mib", "rss_end_mib",
     "malloc_cycles", "calloc_cycles", "realloc_cycles", "free_cycles", "other_cycles"};
 
@@ -27,7 +27,7 @@ static int cmpd(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-void cmp_stats(const double *v, int n, double *med, double *mn, double *mx)
+void out_compare_stats(const double *v, int n, double *med, double *mn, double *mx)
 {
 	double s[256];
 	for (int i = 0; i < n; i++)
@@ -45,11 +45,11 @@ static const char *const palette[] = {"#3366cc", "#dc3912", "#109618", "#ff9900"
 
 /* Horizontal bars: median per allocator, min-max whisker, ratio to the
  * first column. */
-static void html_bars(FILE *o, struct cmp_col *cols, int ncol, int runs, int m)
+static void html_bars(FILE *o, struct out_compare_col *cols, int ncol, int runs, int m)
 {
 	double med[32], mn[32], mx[32], top = 0;
 	for (int k = 0; k < ncol; k++) {
-		cmp_stats(cols[k].v[m], runs, &med[k], &mn[k], &mx[k]);
+		out_compare_stats(cols[k].v[m], runs, &med[k], &mn[k], &mx[k]);
 		if (mx[k] > top)
 			top = mx[k];
 	}
@@ -57,9 +57,9 @@ static void html_bars(FILE *o, struct cmp_col *cols, int ncol, int runs, int m)
 		return;
 	int h = 30 + ncol * 26;
 	fprintf(o, "<h3>");
-	util_fputs_html(o, cmp_metric_name[m], SIZE_MAX);
+	util_fputs_html(o, out_compare_metric_name[m], SIZE_MAX);
 	fprintf(o, "</h3>\n<svg class=\"bars\" data-metric=\"%s\" width=\"800\" height=\"%d\">\n",
-		cmp_metric_key[m], h);
+		out_compare_metric_key[m], h);
 	for (int k = 0; k < ncol; k++) {
 		double sc = 440.0 / top;
 		int y = 10 + k * 26;
@@ -80,7 +80,7 @@ static void html_bars(FILE *o, struct cmp_col *cols, int ncol, int runs, int m)
 
 /* RSS over time of each allocator's first run (replay --timeline lines:
  * "ms vmsize_kb rss_kb ideal_kb"), overlaid, ideal RSS dashed. */
-static void html_timelines(FILE *o, struct cmp_col *cols, int ncol)
+static void html_timelines(FILE *o, struct out_compare_col *cols, int ncol)
 {
 	double *t[32] = {0}, *r[32] = {0}, *id[32] = {0}, tmax = 0, rmax = 0;
 	size_t n[32] = {0};
@@ -162,7 +162,8 @@ static void html_timelines(FILE *o, struct cmp_col *cols, int ncol)
 	}
 }
 
-int cmp_write_html(const char *path, const char *wl, struct cmp_col *cols, int ncol, int runs)
+int out_compare_write_html(const char *path, const char *wl, struct out_compare_col *cols, int ncol,
+			   int runs)
 {
 	FILE *o = fopen(path, "w");
 	if (!o) {
@@ -208,11 +209,11 @@ int cmp_write_html(const char *path, const char *wl, struct cmp_col *cols, int n
 	fputs("</tr>\n", o);
 	for (int m = 0; m < CMP_NMETRIC; m++) {
 		fputs("<tr><td>", o);
-		util_fputs_html(o, cmp_metric_name[m], SIZE_MAX);
+		util_fputs_html(o, out_compare_metric_name[m], SIZE_MAX);
 		fputs("</td>", o);
 		for (int k = 0; k < ncol; k++) {
 			double med, mn, mx;
-			cmp_stats(cols[k].v[m], runs, &med, &mn, &mx);
+			out_compare_stats(cols[k].v[m], runs, &med, &mn, &mx);
 			fprintf(o, "<td>%.1f</td>", med);
 		}
 		fputs("</tr>\n", o);

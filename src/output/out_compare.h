@@ -19,10 +19,10 @@ enum {
 	CMP_M_OTHER,
 	CMP_NMETRIC
 };
-extern const char *const cmp_metric_name[CMP_NMETRIC]; /* for people */
-extern const char *const cmp_metric_key[CMP_NMETRIC];  /* JSON keys */
+extern const char *const out_compare_metric_name[CMP_NMETRIC]; /* for people */
+extern const char *const out_compare_metric_key[CMP_NMETRIC];  /* JSON keys */
 
-struct cmp_col {
+struct out_compare_col {
 	char *spec, *name;
 	char *timeline; /* --html: RSS samples of the first run */
 	char *tun[16];
@@ -34,10 +34,11 @@ struct cmp_col {
 };
 
 /* Median, min and max of n (1..256) values. */
-void cmp_stats(const double *v, int n, double *med, double *mn, double *mx);
+void out_compare_stats(const double *v, int n, double *med, double *mn, double *mx);
 
 /* compare --html: one page, inline SVG, no script.  0, or 1 with the
  * error shown. */
-int cmp_write_html(const char *path, const char *wl, struct cmp_col *cols, int ncol, int runs);
+int out_compare_write_html(const char *path, const char *wl, struct out_compare_col *cols, int ncol,
+			   int runs);
 
 #endif

@@ -10,7 +10,7 @@
 #include "output/output.h"
 #include "util_msg.h"
 
-int rep_write_dj_trace(FILE *out, atr_file *f)
+int out_dj_trace_write(FILE *out, atr_file *f)
 {
 	uint32_t first_tid = atr_thread_count(f) ? atr_thread(f, 0)->tid : atr_get_info(f)->pid;
 	dj_trace_writer *w;
@@ -45,7 +45,7 @@ int rep_write_dj_trace(FILE *out, atr_file *f)
 	return rc;
 }
 
-int rep_write_dj_wl(FILE *out, awl_file *wl)
+int out_dj_wl_write(FILE *out, awl_file *wl)
 {
 	struct dj_wl_stats st;
 	char eb[1024];

@@ -24,7 +24,7 @@ static void fold_frame(void *arg, const struct an_frame *fr)
 	}
 }
 
-int rep_fold_stacks(struct rep_ctx *c, enum an_by by, rep_fold_fn fn, void *arg)
+int out_fold_stacks(struct an_session *c, enum an_by by, out_fold_fn fn, void *arg)
 {
 	size_t *idx;
 	long n = an_report_rank(&c->r, by, &idx);
@@ -44,7 +44,7 @@ int rep_fold_stacks(struct rep_ctx *c, enum an_by by, rep_fold_fn fn, void *arg)
 						    ? ";[no stack]"
 						    : ";[no stack: record with --stacks]") < 0;
 		else
-			rep_frames_outer_first(c, st->stack, fold_frame, &fa);
+			an_session_frames_outer_first(c, st->stack, fold_frame, &fa);
 		if (fa.nomem || fn(arg, key.data, an_stack_value(st, by)) != 0)
 			rc = -1;
 	}
@@ -59,9 +59,9 @@ static int print_line(void *arg, const char *key, uint64_t value)
 	return 0;
 }
 
-void rep_print_folded(FILE *out, struct rep_ctx *c, enum an_by by)
+void out_print_folded(FILE *out, struct an_session *c, enum an_by by)
 {
-	rep_fold_stacks(c, by, print_line, out);
+	out_fold_stacks(c, by, print_line, out);
 }
 
 /* A name as one folded frame: ';', ' ' and newlines would split it. */
@@ -72,7 +72,7 @@ static void put_frame(FILE *out, const char *name)
 		fputc(*p == ';' || *p == ' ' || *p == '\n' ? '_' : *p, out);
 }
 
-int rep_print_folded_group(FILE *out, struct rep_ctx *c, enum an_by by, enum an_group_kind kind)
+int out_print_folded_group(FILE *out, struct an_session *c, enum an_by by, enum an_group_kind kind)
 {
 	struct an_group g;
 	if (an_group_build(&g, kind, c->f, &c->r, c->sym) < 0) {

@@ -24,7 +24,7 @@
 #define HTML_THREADS	8  /* threads drawn one by one; the rest summed */
 #define HTML_TOP_FRAMES 40 /* frames listed per stack in the tables */
 
-static double tns(const struct rep_ctx *c, uint64_t ticks)
+static double tns(const struct an_session *c, uint64_t ticks)
 {
 	return atr_ticks_to_ns(c->f, ticks);
 }
@@ -58,7 +58,7 @@ static void frame_name_idx(void *arg, const struct an_frame *fr)
 }
 
 /* "function  file:line  [module] (inlined)", innermost first */
-static void json_frame_lines(struct json_writer *w, struct rep_ctx *c, uint32_t stack)
+static void json_frame_lines(struct json_writer *w, struct an_session *c, uint32_t stack)
 {
 	const uint64_t *ips;
 	uint32_t n;
@@ -98,7 +98,7 @@ static void json_frame_lines(struct json_writer *w, struct rep_ctx *c, uint32_t 
 	json_end_array(w);
 }
 
-static void json_top(struct json_writer *w, struct rep_ctx *c, enum an_by by, size_t top)
+static void json_top(struct json_writer *w, struct an_session *c, enum an_by by, size_t top)
 {
 	size_t *idx;
 	long n = an_report_rank(&c->r, by, &idx);
@@ -136,7 +136,7 @@ static void json_top(struct json_writer *w, struct rep_ctx *c, enum an_by by, si
  * self calls, self bytes, self peak, self leaked, total calls, total
  * bytes, total leaked], ...]}: report --group function, the sortable
  * table (rows by self calls, --top of them; 0 = all). */
-static void json_functions(struct json_writer *w, struct rep_ctx *c, size_t top)
+static void json_functions(struct json_writer *w, struct an_session *c, size_t top)
 {
 	struct an_group g;
 	json_key(w, "functions");
@@ -209,7 +209,7 @@ static int cmp_calls_desc(const void *a, const void *b, void *arg)
 	return x < y ? -1 : x > y;
 }
 
-static void json_threads_series(struct json_writer *w, struct rep_ctx *c)
+static void json_threads_series(struct json_writer *w, struct an_session *c)
 {
 	const struct an_timeline *t = &c->tl;
 	uint32_t rows = t->nthreads;
@@ -283,7 +283,7 @@ static void json_threads_series(struct json_writer *w, struct rep_ctx *c)
 
 /* RSS samples folded into the heap's buckets: max RSS and VmSize per
  * bucket, -1 where no sample fell. */
-static void json_rss(struct json_writer *w, struct rep_ctx *c, double bucket_ns)
+static void json_rss(struct json_writer *w, struct an_session *c, double bucket_ns)
 {
 	json_key(w, "rss");
 	if (!c->have_rss || bucket_ns <= 0) {
@@ -293,7 +293,7 @@ static void json_rss(struct json_writer *w, struct rep_ctx *c, double bucket_ns)
 	const struct an_timeline *t = &c->tl;
 	uint32_t nb = t->n ? t->n : 1;
 	/* samples after the last record still count (the program's exit) */
-	int64_t last_ns = rep_rss_ns(c, c->rss.n - 1);
+	int64_t last_ns = an_session_rss_ns(c, c->rss.n - 1);
 	if (last_ns > 0 && (double)last_ns / bucket_ns >= nb) {
 		double need = (double)last_ns / bucket_ns + 1;
 		nb = need > t->max_buckets * 1.05 ? (uint32_t)(t->max_buckets * 1.05)
@@ -310,7 +310,7 @@ static void json_rss(struct json_writer *w, struct rep_ctx *c, double bucket_ns)
 		rss[k] = vm[k] = -1;
 	uint64_t peak_rss = 0, peak_vm = 0;
 	for (size_t i = 0; i < c->rss.n; i++) {
-		int64_t ns = rep_rss_ns(c, i);
+		int64_t ns = an_session_rss_ns(c, i);
 		if (ns < 0)
 			ns = 0;
 		double kb = (double)ns / bucket_ns;
@@ -348,7 +348,7 @@ static void json_rss(struct json_writer *w, struct rep_ctx *c, double bucket_ns)
 	free(vm);
 }
 
-static void json_timeline(struct json_writer *w, struct rep_ctx *c)
+static void json_timeline(struct json_writer *w, struct an_session *c)
 {
 	const struct an_timeline *t = &c->tl;
 	double bucket_ns = tns(c, t->width);
@@ -402,19 +402,19 @@ static void json_timeline(struct json_writer *w, struct rep_ctx *c)
 
 /* ---- one process -------------------------------------------------------------- */
 
-static int json_process(struct json_writer *w, struct rep_ctx *c, size_t top)
+static int json_process(struct json_writer *w, struct an_session *c, size_t top)
 {
 	const struct atr_info *in = atr_get_info(c->f);
 	const struct an_report *r = &c->r;
 	json_begin_object(w);
-	rep_json_ident(w, c);
+	an_session_json_ident(w, c);
 	json_key(w, "start_realtime_ns");
 	json_u64(w, in->start_realtime_ns);
 	json_key(w, "end_ns");
 	json_double(w, tns(c, r->last_ts));
 	json_key(w, "first_ns");
 	json_double(w, tns(c, r->first_ts));
-	rep_json_counts(w, c);
+	an_session_json_counts(w, c);
 	json_key(w, "peak_live_ns");
 	json_double(w, tns(c, r->peak_ts));
 	json_key(w, "leaked_bytes");
@@ -471,7 +471,7 @@ static int json_process(struct json_writer *w, struct rep_ctx *c, size_t top)
 		json_u64(w, st->peak_bytes);
 		json_u64(w, st->live_bytes);
 		json_begin_array(w);
-		rep_frames_outer_first(c, st->stack, frame_name_idx, &na);
+		an_session_frames_outer_first(c, st->stack, frame_name_idx, &na);
 		json_end_array(w);
 		json_end_array(w);
 	}
@@ -495,7 +495,7 @@ static int json_process(struct json_writer *w, struct rep_ctx *c, size_t top)
 	json_end_object(w);
 	return na.nomem ? -1 : 0;
 }
-int rep_write_html(FILE *out, struct rep_ctx *cs, size_t n, size_t top)
+int out_html_write(FILE *out, struct an_session *cs, size_t n, size_t top)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -531,7 +531,7 @@ int rep_write_html(FILE *out, struct rep_ctx *cs, size_t n, size_t top)
 	      out);
 	util_fputs_html(out, *exe ? exe : "trace", SIZE_MAX);
 	fprintf(out, " (pid %" PRIu32 "%s)</title>\n<style>\n", in0->pid, n > 1 ? " and more" : "");
-	fwrite(rep_asset_report_css, 1, rep_asset_report_css_len, out);
+	fwrite(out_asset_report_css, 1, out_asset_report_css_len, out);
 	fputs("</style>\n</head>\n<body data-status=\"loading\">\n"
 	      "<div id=\"atr-status\" hidden>loading</div>\n"
 	      "<noscript>This report draws its charts with JavaScript.</noscript>\n"
@@ -548,7 +548,7 @@ int rep_write_html(FILE *out, struct rep_ctx *cs, size_t n, size_t top)
 	}
 	free(buf);
 	fputs("</script>\n<script>\n", out);
-	fwrite(rep_asset_report_js, 1, rep_asset_report_js_len, out);
+	fwrite(out_asset_report_js, 1, out_asset_report_js_len, out);
 	fputs("</script>\n</body>\n</html>\n", out);
 	if (ferror(out)) {
 		util_err("report: write error");

@@ -57,7 +57,7 @@ static uint32_t mt_child(struct mtree *t, uint32_t parent, uint32_t label)
 	return c;
 }
 
-static void mt_build(struct mtree *t, struct rep_ctx *c, int at_peak)
+static void mt_build(struct mtree *t, struct an_session *c, int at_peak)
 {
 	mt_new(t, 0);
 	for (size_t i = 0; i < c->r.nst && !t->nomem; i++) {
@@ -142,7 +142,7 @@ static void mt_print(FILE *out, struct mtree *t, uint32_t node, unsigned depth)
 }
 
 static void massif_snapshot(FILE *out, unsigned num, double ms, uint64_t bytes, const char *tree,
-			    struct rep_ctx *c, int at_peak)
+			    struct an_session *c, int at_peak)
 {
 	fprintf(out,
 		"#-----------\nsnapshot=%u\n#-----------\ntime=%.3f\nmem_heap_B=%" PRIu64
@@ -164,7 +164,7 @@ static void massif_snapshot(FILE *out, unsigned num, double ms, uint64_t bytes, 
 	util_str_free(&t.labels);
 }
 
-int rep_write_massif(FILE *out, struct rep_ctx *c)
+int out_massif_write(FILE *out, struct an_session *c)
 {
 	const struct atr_info *in = atr_get_info(c->f);
 	const struct an_timeline *tl = &c->tl;

@@ -15,7 +15,7 @@
 
 /* ---- perfetto (Chrome JSON trace events) ------------------------------------ */
 
-static double us_of(const struct rep_ctx *c, uint64_t ticks, double base_us)
+static double us_of(const struct an_session *c, uint64_t ticks, double base_us)
 {
 	return base_us + atr_ticks_to_ns(c->f, ticks) / 1e3;
 }
@@ -50,7 +50,7 @@ static void meta_name(struct json_writer *w, const char *what, uint32_t pid, uin
 	json_end_object(w);
 }
 
-static uint32_t tid_of_serial(const struct rep_ctx *c, uint32_t serial)
+static uint32_t tid_of_serial(const struct an_session *c, uint32_t serial)
 {
 	for (uint32_t i = 0; i < c->r.nthreads; i++)
 		if (c->r.threads[i].serial == serial)
@@ -58,7 +58,7 @@ static uint32_t tid_of_serial(const struct rep_ctx *c, uint32_t serial)
 	return 0;
 }
 
-int rep_write_perfetto(FILE *out, struct rep_ctx *cs, size_t n)
+int out_perfetto_write(FILE *out, struct an_session *cs, size_t n)
 {
 	uint64_t t0 = UINT64_MAX;
 	for (size_t i = 0; i < n; i++) {
@@ -79,7 +79,7 @@ int rep_write_perfetto(FILE *out, struct rep_ctx *cs, size_t n)
 	json_key(&w, "traceEvents");
 	json_begin_array(&w);
 	for (size_t i = 0; i < n; i++) {
-		struct rep_ctx *c = &cs[i];
+		struct an_session *c = &cs[i];
 		const struct atr_info *in = atr_get_info(c->f);
 		const struct an_timeline *tl = &c->tl;
 		uint32_t pid = in->pid;
@@ -152,7 +152,7 @@ int rep_write_perfetto(FILE *out, struct rep_ctx *cs, size_t n)
 		if (c->have_rss) {
 			size_t stride = c->rss.n / 20000 + 1;
 			for (size_t k = 0; k < c->rss.n; k += stride) {
-				int64_t ns = rep_rss_ns(c, k);
+				int64_t ns = an_session_rss_ns(c, k);
 				if (ns < 0)
 					continue; /* sampled before the trace began */
 				ev_begin(&w, "C", "memory", pid, 0, base + (double)ns / 1e3);

@@ -21,7 +21,7 @@
 /* ---- pprof (profile.proto) ---------------------------------------------------- */
 
 struct pprof_state {
-	struct rep_ctx *c;
+	struct an_session *c;
 	struct util_strtab strs;
 	struct util_hmap loc_by_ip;  /* ip -> location id */
 	struct util_hmap fn_by_key;  /* (name idx << 32 | file idx) -> function id */
@@ -144,7 +144,7 @@ static int gzip_out(FILE *out, const void *data, size_t len)
 #endif
 }
 
-int rep_write_pprof(FILE *out, struct rep_ctx *c)
+int out_pprof_write(FILE *out, struct an_session *c)
 {
 	struct pprof_state s;
 	memset(&s, 0, sizeof(s));

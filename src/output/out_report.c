@@ -55,7 +55,7 @@ static void json_frame(struct json_writer *w, const struct an_frame *fr)
 	json_end_object(w);
 }
 
-static void json_frames(struct json_writer *w, struct rep_ctx *c, uint32_t stack)
+static void json_frames(struct json_writer *w, struct an_session *c, uint32_t stack)
 {
 	const uint64_t *ips;
 	uint32_t n;
@@ -73,7 +73,7 @@ static void json_frames(struct json_writer *w, struct rep_ctx *c, uint32_t stack
 	json_end_array(w);
 }
 
-static void text_frames(struct rep_ctx *c, uint32_t stack)
+static void text_frames(struct an_session *c, uint32_t stack)
 {
 	const uint64_t *ips;
 	uint32_t n;
@@ -237,7 +237,7 @@ static void text_group(const struct an_group *g, enum an_by by, size_t top)
 
 /* ---- JSON ---------------------------------------------------------------- */
 
-static void json_stack_list(struct json_writer *w, struct rep_ctx *c, enum an_by by, size_t top)
+static void json_stack_list(struct json_writer *w, struct an_session *c, enum an_by by, size_t top)
 {
 	size_t *idx;
 	long n = an_report_rank(&c->r, by, &idx);
@@ -311,7 +311,7 @@ static int map_row_cmp(const void *pa, const void *pb)
 }
 
 /* Rows with calls, sorted; *out malloc'ed.  Count, or -1. */
-static long map_rows(struct rep_ctx *c, struct map_row **out)
+static long map_rows(struct an_session *c, struct map_row **out)
 {
 	const struct an_maps *m = &c->r.maps;
 	struct map_row *v = malloc((m->ns ? m->ns : 1) * sizeof *v);
@@ -338,7 +338,7 @@ static long map_rows(struct rep_ctx *c, struct map_row **out)
 	return (long)n;
 }
 
-static void json_maps(struct json_writer *w, struct rep_ctx *c, size_t top)
+static void json_maps(struct json_writer *w, struct an_session *c, size_t top)
 {
 	const struct an_report *r = &c->r;
 	const struct an_maps *m = &r->maps;
@@ -384,9 +384,9 @@ static void json_maps(struct json_writer *w, struct rep_ctx *c, size_t top)
 		free(v);
 	json_end_array(w);
 	json_end_object(w);
-	struct rep_account a;
+	struct an_session_account a;
 	json_key(w, "rss_account");
-	if (rep_rss_account(c, &a) < 0) {
+	if (an_session_rss_account(c, &a) < 0) {
 		json_null(w);
 		return;
 	}
@@ -404,18 +404,18 @@ static void json_maps(struct json_writer *w, struct rep_ctx *c, size_t top)
 	json_end_object(w);
 }
 
-void rep_print_report_json(struct json_writer *w, struct rep_ctx *c, enum an_by by, size_t top)
+void out_print_report_json(struct json_writer *w, struct an_session *c, enum an_by by, size_t top)
 {
 	const struct an_report *r = &c->r;
 	json_begin_object(w);
-	rep_json_ident(w, c);
+	an_session_json_ident(w, c);
 	json_key(w, "distinct_stacks");
 	json_u64(w, atr_stack_count(c->f));
 	json_key(w, "modules");
 	json_u64(w, atr_module_count(c->f));
 	json_key(w, "duration_ns");
 	json_u64(w, r->records ? ns(c->f, r->last_ts - r->first_ts) : 0);
-	rep_json_counts(w, c);
+	an_session_json_counts(w, c);
 	if (atr_get_info(c->f)->status & ATR_STATUS_ATTACHED) {
 		json_key(w, "pre_attach_frees");
 		json_u64(w, r->pre_attach_frees);
@@ -514,7 +514,7 @@ void rep_print_report_json(struct json_writer *w, struct rep_ctx *c, enum an_by 
 
 /* ---- text ---------------------------------------------------------------- */
 
-static void text_list(struct rep_ctx *c, enum an_by by, size_t top, const char *title)
+static void text_list(struct an_session *c, enum an_by by, size_t top, const char *title)
 {
 	size_t *idx;
 	long n = an_report_rank(&c->r, by, &idx);
@@ -614,7 +614,7 @@ static int thr_cmp(const void *pa, const void *pb)
 }
 
 /* The program's mappings by stack, most bytes mapped first. */
-static void text_maps(struct rep_ctx *c, size_t top)
+static void text_maps(struct an_session *c, size_t top)
 {
 	struct map_row *v;
 	long n = map_rows(c, &v);
@@ -638,7 +638,7 @@ static void text_maps(struct rep_ctx *c, size_t top)
 	free(v);
 }
 
-void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int first)
+void out_print_report_text(struct an_session *c, enum an_by by, size_t top, int first)
 {
 	const struct atr_info *in = atr_get_info(c->f);
 	const struct an_report *r = &c->r;
@@ -696,8 +696,8 @@ void rep_print_report_text(struct rep_ctx *c, enum an_by by, size_t top, int fir
 		       "mapped", util_fmt_bytes(a, sizeof(a), m->mapped), m->n,
 		       util_fmt_bytes(b, sizeof(b), m->peak), mns / 1000000000u, mns % 1000000000u);
 	}
-	struct rep_account acc;
-	if (rep_rss_account(c, &acc) == 0) {
+	struct an_session_account acc;
+	if (an_session_rss_account(c, &acc) == 0) {
 		char d[UTIL_FMT_BUF], e[UTIL_FMT_BUF];
 		printf("  %-18s at peak RSS %s (%" PRIu64 ".%03" PRIu64 " s) = heap live %s + "
 		       "mappings %s + %s%s rest (allocator overhead, code, stacks)\n",
