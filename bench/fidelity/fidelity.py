@@ -11,12 +11,21 @@ reality resolves a difference (the min-max ranges of the configuration and
 of glibc do not overlap).
 
     bench/fidelity/run.sh [--build DIR] [--work DIR] [--runs N] [--programs a,b]
+                          [--thirdparty BINDIR]
+
+--thirdparty adds the allocator benchmarks of issue 19 (larson,
+xmalloc-test, mimalloc's test-stress), built by bench/fidelity/thirdparty.sh
+from their public sources.  larson and xmalloc-test run for a fixed time
+and print their own throughput: their time metric is reality's time per
+operation (from that output) against the replay's wall time for the traced
+operations (the wall and CPU rows would only show the fixed run time).
 
 Needs scripts/setup-deps.sh (allocators) and a build; ~1 GB in --work.
 Writes WORK/fidelity.json and WORK/fidelity.md (also printed).
 """
 import argparse
 import fcntl
+import re
 import json
 import os
 import shutil
@@ -129,6 +138,26 @@ def gen_sql(n):
     return "\n".join(out)
 
 
+# time-bound programs: regex on their output -> ns per operation
+RATE = {
+    "larson": (r"Throughput = *([0-9.]+) operations per second", lambda x: 1e9 / x),
+    "xmalloc-test": (r"free/sec: ([0-9.]+) M", lambda x: 1e3 / x),
+}
+
+
+def thirdparty(bindir):
+    b = os.path.abspath(bindir)
+    return {
+        "larson": ([b + "/larson", "1", "8", "1000", "1000", "100", "4141", "2"], {},
+                   "larson (mimalloc-bench; C++, 2 threads, each respawned after 100k ops, 1 s + 2 s idle): "
+                   "sizes 8-1000"),
+        "xmalloc-test": ([b + "/xmalloc-test", "-w", "2", "-t", "2", "-s", "-1"], {},
+                         "xmalloc-test (mimalloc-bench; C, 2 producers + 2 consumers, 2 s): cross-thread frees"),
+        "test-stress": ([b + "/test-stress", "8", "25", "10"], {},
+                        "mimalloc test-stress (C; 8 threads x 10 waves = 80 threads over the run)"),
+    }
+
+
 def programs(work):
     """name -> (argv, extra env, description); inputs written into work."""
     cc1plus = subprocess.run(["gcc", "-print-prog-name=cc1plus"], capture_output=True, text=True).stdout.strip()
@@ -175,17 +204,23 @@ class Lock:
             self.f.close()
 
 
-def run_real(argv, env, cwd):
+def run_real(argv, env, cwd, rate=None):
     # Through /usr/bin/time: ru_maxrss keeps the high-water mark of the image
     # before exec, so a child forked from this (40 MiB) Python would never
     # report less than 40 MiB; time's own image is ~2 MiB.
     out = os.path.join(cwd, ".time.out")
     p = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", out] + argv, env=env, cwd=cwd,
-                       stdout=subprocess.DEVNULL)
+                       stdout=subprocess.PIPE, text=True)
     if p.returncode != 0:
         sys.exit("fidelity: %s failed (status %d) with %s" % (argv[0], p.returncode, env.get("LD_PRELOAD", "glibc")))
     wall, user, sys_, rss = open(out).read().split()[-4:]
-    return {"wall_s": float(wall), "cpu_s": float(user) + float(sys_), "maxrss_mib": int(rss) / 1024}
+    r = {"wall_s": float(wall), "cpu_s": float(user) + float(sys_), "maxrss_mib": int(rss) / 1024}
+    if rate:
+        m = re.search(rate[0], p.stdout)
+        if not m:
+            sys.exit("fidelity: %s printed no throughput (%r)" % (argv[0], p.stdout[-200:]))
+        r["op_ns"] = rate[1](float(m.group(1)))
+    return r
 
 
 def env_for(extra, preload, tunables):
@@ -225,6 +260,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--programs", default="")
     ap.add_argument("--lock", default="/tmp/alloctrace-bench.lock", help="flock file ('' for none)")
+    ap.add_argument("--thirdparty", help="BINDIR of bench/fidelity/thirdparty.sh: add its programs")
     a = ap.parse_args()
     at = os.path.abspath(os.path.join(a.build, "alloctrace"))
     for f in [at] + [c[1] for c in CONFIGS if c[1]]:
@@ -232,6 +268,8 @@ def main():
             sys.exit("fidelity: missing %s (build it; scripts/setup-deps.sh)" % f)
     os.makedirs(a.work, exist_ok=True)
     progs = programs(a.work)
+    if a.thirdparty:
+        progs.update(thirdparty(a.thirdparty))
     if a.programs:
         progs = {k: progs[k] for k in a.programs.split(",")}
 
@@ -245,7 +283,7 @@ def main():
             with Lock(a.lock):
                 order = CONFIGS[r % len(CONFIGS):] + CONFIGS[:r % len(CONFIGS)]
                 for cname, pre, tun, _ in order:
-                    real[cname].append(run_real(argv, env_for(extra, pre, tun), a.work))
+                    real[cname].append(run_real(argv, env_for(extra, pre, tun), a.work, RATE.get(name)))
         cols = ",".join(c[3] for c in CONFIGS)
         with Lock(a.lock):
             cmp_out = subprocess.run([at, "compare", wl, "--allocators", cols, "--runs", str(a.runs), "--timing",
@@ -253,12 +291,15 @@ def main():
         cmp = {x["allocator"]: x for x in json.loads(cmp_out)["allocators"]}
         p = {"argv": argv, "env": extra, "description": desc, "calls": calls, "threads": threads,
              "real": {}, "replay": {}}
+        metrics = ("wall_s", "cpu_s", "maxrss_mib") + (("op_ns",) if name in RATE else ())
         for cname, _, _, col in CONFIGS:
-            p["real"][cname] = {k: summarize([x[k] for x in real[cname]]) for k in ("wall_s", "cpu_s", "maxrss_mib")}
+            p["real"][cname] = {k: summarize([x[k] for x in real[cname]]) for k in metrics}
             c = cmp[col]
             p["replay"][cname] = {"wall_s": {k: c["wall_ms"][k] / 1e3 for k in ("median", "min", "max")},
                                   "cpu_s": {k: c["thread_cpu_ms"][k] / 1e3 for k in ("median", "min", "max")},
                                   "maxrss_mib": {k: c["max_rss_mib"][k] for k in ("median", "min", "max")}}
+            if name in RATE:  # the replay makes the traced ops: its time per op follows its wall time
+                p["replay"][cname]["op_ns"] = p["replay"][cname]["wall_s"]
         res["programs"][name] = p
         os.unlink(wl)
     res["machine"]["load_after"] = os.getloadavg()
@@ -282,7 +323,10 @@ def table(res):
              "| ratio error |")
     L.append("|---|---|---|---|---|---|---|---|---|")
     for name, p in res["programs"].items():
-        for m, unit in (("wall_s", "s"), ("cpu_s", "s"), ("maxrss_mib", "MiB")):
+        ms = (("wall_s", "s"), ("cpu_s", "s"), ("maxrss_mib", "MiB"))
+        if "op_ns" in p["real"]["glibc"]:  # time-bound: time per op replaces wall and CPU time
+            ms = (("op_ns", "ns"), ("maxrss_mib", "MiB"))
+        for m, unit in ms:
             g, rg = p["real"]["glibc"][m], p["replay"]["glibc"][m]
             for cname, _, _, _ in CONFIGS[1:]:
                 x, rx = p["real"][cname][m], p["replay"][cname][m]
@@ -299,7 +343,7 @@ def table(res):
                     if not ag:
                         misses.append("%s %s %s: real %.2fx, replay %.2fx" % (name, m, cname, rr, pr))
                 L.append("| %s | %s | %.3g %s | %s | %.2f (%.2f-%.2f) | %.2f | %s | %s | %+.0f%% |" % (
-                    name, m.split("_")[0], g["median"], unit, cname, rr, x["min"] / g["median"],
+                    name, m.split("_")[0] if m != "op_ns" else "time/op", g["median"], unit, cname, rr, x["min"] / g["median"],
                     x["max"] / g["median"], pr, "yes" if res_ else "no", ("yes" if ag else "**no**") if res_ else
                     "-", 100 * err))
     L.append("")
