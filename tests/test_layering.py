@@ -21,7 +21,7 @@ ALLOWED = {
     "liveset": {"liveset", "format", "util", "platform"},
     "analysis": {"analysis", "liveset", "format", "util", "platform"},
     "replay": {"replay", "liveset", "format", "util", "platform"},
-    "attach": {"attach", "util", "platform", "format:atr_calls.h"},
+    "attach": {"attach", "util", "platform", "format:atr_calls.h", "format:atr_err.h"},
     "output": {"output", "analysis", "liveset", "format", "util", "platform"},
     "clickhouse": {"clickhouse", "analysis", "liveset", "format", "util", "platform"},
     "cmds": {"cmds", "output", "analysis", "liveset", "replay", "attach", "clickhouse", "format", "util",

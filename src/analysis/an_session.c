@@ -5,10 +5,10 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "util_msg.h"
 
 const char an_session_opts_usage[] =
     "  --names demangled|raw|short  C++ names as addr2line -C prints them (default),\n"
@@ -68,12 +68,12 @@ static int add_supp(struct an_session_opts *o, const char *line)
 	return 0;
 }
 
-static int read_supp(struct an_session_opts *o, const char *path, const char *cmd)
+static int read_supp(struct an_session_opts *o, const char *path, char *eb, size_t el)
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		util_err("%s: --suppress %s: %s", cmd, path, strerror(errno));
-		return -1;
+		snprintf(eb, el, "--suppress %s: %s", path, strerror(errno));
+		return ATR_E_IO;
 	}
 	char line[4096];
 	unsigned no = 0;
@@ -88,19 +88,19 @@ static int read_supp(struct an_session_opts *o, const char *path, const char *cm
 		if (!*p || *p == '#')
 			continue;
 		if (strchr(p, ':') && strncmp(p, "leak:", 5)) {
-			util_err("%s: %s:%u: only \"leak:\" suppressions are known: '%s'", cmd,
-				 path, no, p);
-			rc = -1;
+			snprintf(eb, el, "%s:%u: only \"leak:\" suppressions are known: '%s'", path,
+				 no, p);
+			rc = ATR_E_USAGE;
 		} else if (!strcmp(p, "leak:") || add_supp(o, p) < 0) {
-			util_err("%s: %s:%u: empty pattern or out of memory", cmd, path, no);
-			rc = -1;
+			snprintf(eb, el, "%s:%u: empty pattern or out of memory", path, no);
+			rc = ATR_E_USAGE;
 		}
 	}
 	fclose(f);
 	return rc;
 }
 
-static int parse_when(const char *arg, double *sec, const char **label)
+static void parse_when(const char *arg, double *sec, const char **label)
 {
 	char *end;
 	errno = 0;
@@ -111,10 +111,9 @@ static int parse_when(const char *arg, double *sec, const char **label)
 	} else {
 		*label = arg;
 	}
-	return 0;
 }
 
-int an_session_opt(struct an_session_opts *o, int c, const char *arg, const char *cmd)
+int an_session_opt(struct an_session_opts *o, int c, const char *arg, char *eb, size_t el)
 {
 	if (c < REP_OPT_BASE || c > REP_OPT_BASE + 8)
 		return 0;
@@ -123,8 +122,8 @@ int an_session_opt(struct an_session_opts *o, int c, const char *arg, const char
 	case 0: {
 		int n = an_names_parse(arg);
 		if (n < 0) {
-			util_err("%s: unknown --names '%s' (demangled, raw, short)", cmd, arg);
-			return -1;
+			snprintf(eb, el, "unknown --names '%s' (demangled, raw, short)", arg);
+			return ATR_E_USAGE;
 		}
 		o->names = (enum an_names)n;
 		return 1;
@@ -132,8 +131,8 @@ int an_session_opt(struct an_session_opts *o, int c, const char *arg, const char
 	case 1: {
 		unsigned long v = strtoul(arg, &end, 10);
 		if (*end || end == arg || v > 0x7fffffffUL) {
-			util_err("%s: bad --pid '%s'", cmd, arg);
-			return -1;
+			snprintf(eb, el, "bad --pid '%s'", arg);
+			return ATR_E_USAGE;
 		}
 		o->pid = (long)v;
 		return 1;
@@ -143,8 +142,8 @@ int an_session_opt(struct an_session_opts *o, int c, const char *arg, const char
 		unsigned long v = strtoul(arg + serial, &end, 10);
 		if (*end || end == arg + serial || v == 0 || v >= AN_FILTER_SERIAL ||
 		    o->flt.nthreads == sizeof(o->threads) / sizeof(*o->threads)) {
-			util_err("%s: bad --thread '%s' (a tid, or T<serial>)", cmd, arg);
-			return -1;
+			snprintf(eb, el, "bad --thread '%s' (a tid, or T<serial>)", arg);
+			return ATR_E_USAGE;
 		}
 		o->threads[o->flt.nthreads++] = (uint32_t)v | (serial ? AN_FILTER_SERIAL : 0);
 		o->any_filter = 1;
@@ -153,11 +152,13 @@ int an_session_opt(struct an_session_opts *o, int c, const char *arg, const char
 	case 3:
 		o->flt.have_from = 1;
 		o->any_filter = 1;
-		return parse_when(arg, &o->flt.from_s, &o->flt.from_label) < 0 ? -1 : 1;
+		parse_when(arg, &o->flt.from_s, &o->flt.from_label);
+		return 1;
 	case 4:
 		o->flt.have_to = 1;
 		o->any_filter = 1;
-		return parse_when(arg, &o->flt.to_s, &o->flt.to_label) < 0 ? -1 : 1;
+		parse_when(arg, &o->flt.to_s, &o->flt.to_label);
+		return 1;
 	case 5:
 		o->module = arg;
 		o->any_filter = 1;
@@ -167,24 +168,26 @@ int an_session_opt(struct an_session_opts *o, int c, const char *arg, const char
 			regfree(&o->fre);
 		int e = regcomp(&o->fre, arg, REG_EXTENDED | REG_NOSUB);
 		if (e) {
-			char eb[256];
-			regerror(e, &o->fre, eb, sizeof(eb));
-			util_err("%s: bad --function '%s': %s", cmd, arg, eb);
+			char why[256];
+			regerror(e, &o->fre, why, sizeof(why));
+			snprintf(eb, el, "bad --function '%s': %s", arg, why);
 			o->have_fre = 0;
-			return -1;
+			return ATR_E_USAGE;
 		}
 		o->have_fre = 1;
 		o->any_filter = 1;
 		return 1;
 	}
-	case 7:
-		return read_supp(o, arg, cmd) < 0 ? -1 : 1;
+	case 7: {
+		int r = read_supp(o, arg, eb, el);
+		return r < 0 ? r : 1;
+	}
 	case 8: {
 		int g = an_group_parse(arg);
 		if (g < 0) {
-			util_err("%s: unknown --group '%s' (stack, function, caller, module)", cmd,
+			snprintf(eb, el, "unknown --group '%s' (stack, function, caller, module)",
 				 arg);
-			return -1;
+			return ATR_E_USAGE;
 		}
 		o->group = (enum an_group_kind)g;
 		return 1;
@@ -207,8 +210,8 @@ static int busy_cmp(const void *pa, const void *pb)
 	return strcmp(a->path, b->path);
 }
 
-int an_session_list(int argc, char **argv, const struct an_session_opts *o, const char *cmd,
-		    char ***paths, size_t *n)
+int an_session_list(int argc, char **argv, const struct an_session_opts *o, char ***paths,
+		    size_t *n, an_session_msg_fn bad, void *arg)
 {
 	struct busy *v = NULL;
 	size_t nv = 0;
@@ -219,15 +222,16 @@ int an_session_list(int argc, char **argv, const struct an_session_opts *o, cons
 		char **p;
 		size_t np;
 		char eb[512];
-		if (atr_list(argv[a], &p, &np, eb, sizeof(eb)) < 0) {
-			util_err("%s", eb);
-			rc = 1;
+		int r = atr_list(argv[a], &p, &np, eb, sizeof(eb));
+		if (r < 0) {
+			bad(arg, eb);
+			rc = rc < 0 ? rc : r;
 			continue;
 		}
 		struct busy *nb = realloc(v, (nv + np + 1) * sizeof(*nb));
 		if (!nb) {
 			atr_list_free(p, np);
-			rc = 1;
+			rc = ATR_E_NOMEM;
 			break;
 		}
 		v = nb;
@@ -252,18 +256,15 @@ int an_session_list(int argc, char **argv, const struct an_session_opts *o, cons
 		}
 		free(p);
 	}
-	if (o && o->pid >= 0 && nv == 0 && rc == 0) {
-		util_err("%s: no trace of process %ld", cmd, o->pid);
-		rc = 1;
-	}
+	if (o && o->pid >= 0 && nv == 0 && rc == 0)
+		rc = ATR_E_NOTFOUND;
 	qsort(v, nv, sizeof(*v), busy_cmp);
 	char **out = malloc((nv ? nv : 1) * sizeof(*out));
 	if (!out) {
 		for (size_t i = 0; i < nv; i++)
 			free(v[i].path);
 		free(v);
-		util_err("%s: out of memory", cmd);
-		return 1;
+		return ATR_E_NOMEM;
 	}
 	for (size_t i = 0; i < nv; i++)
 		out[i] = v[i].path;
@@ -378,24 +379,31 @@ static void apply_supp(struct an_session *c)
 	}
 }
 
-int an_session_open(const char *path, struct an_session *c, uint32_t tl_buckets)
+/* A note for the command (an_session_warning()); the first few are kept. */
+static void add_warning(struct an_session *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_warning(struct an_session *c, const char *fmt, ...)
 {
-	return an_session_open_opts(path, c, tl_buckets, NULL);
+	if (c->nwarn == AN_SESSION_MAXWARN)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->warn[c->nwarn++], sizeof(c->warn[0]), fmt, ap);
+	va_end(ap);
 }
 
-int an_session_open_opts(const char *path, struct an_session *c, uint32_t tl_buckets,
-			 const struct an_session_opts *o)
+int an_session_open(const char *path, struct an_session *c, uint32_t tl_buckets,
+		    const struct an_session_opts *o, char *errbuf, size_t errlen)
 {
 	char eb[512];
 	memset(c, 0, sizeof(*c));
 	c->o = o;
-	if (atr_open(path, &c->f, eb, sizeof(eb)) < 0) {
-		util_err("%s", eb);
-		return 1;
-	}
+	int r = atr_open(path, &c->f, errbuf, errlen);
+	if (r < 0)
+		return r;
 	/* stacks and symbols first: the pass's --function/--module filter
 	 * resolves frames */
-	int r = atr_stacks_load(c->f);
+	r = atr_stacks_load(c->f);
 	if (r >= 0 && !(c->sym = an_symbols_new(c->f)))
 		r = ATR_E_NOMEM;
 	else if (r >= 0 && o)
@@ -424,17 +432,18 @@ int an_session_open_opts(const char *path, struct an_session *c, uint32_t tl_buc
 	if (r >= 0 && o && o->nsupp)
 		apply_supp(c);
 	if (r >= 0 && o && o->flt.have_from && o->flt.from_label && !c->r.window_open)
-		util_warn("%s: no marker '%s' (--from): nothing selected", path, o->flt.from_label);
+		add_warning(c, "%s: no marker '%s' (--from): nothing selected", path,
+			    o->flt.from_label);
 	if (r >= 0 && o && o->flt.have_to && o->flt.to_label && !c->r.window_closed)
-		util_warn("%s: no marker '%s' (--to): selected up to the end", path,
-			  o->flt.to_label);
+		add_warning(c, "%s: no marker '%s' (--to): selected up to the end", path,
+			    o->flt.to_label);
 	if (r < 0) {
 		if (r == ATR_E_NOMEM)
-			util_err("%s: out of memory", path);
+			snprintf(errbuf, errlen, "%s: out of memory", path);
 		else
-			util_err("%s", atr_last_error(c->f));
+			snprintf(errbuf, errlen, "%s", atr_last_error(c->f));
 		an_session_close(c);
-		return 1;
+		return r;
 	}
 	if (tl_buckets) {
 		char rp[4096];
@@ -444,7 +453,7 @@ int an_session_open_opts(const char *path, struct an_session *c, uint32_t tl_buc
 			if (t) {
 				fclose(t);
 				if (atr_rss_read(rp, &c->rss, eb, sizeof(eb)) < 0)
-					util_warn("%s (RSS not shown)", eb);
+					add_warning(c, "%s (RSS not shown)", eb);
 				else
 					c->have_rss = c->rss.n > 0;
 			}

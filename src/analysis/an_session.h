@@ -60,15 +60,21 @@ extern const char an_session_opts_usage[];
 
 void an_session_opts_init(struct an_session_opts *o);
 void an_session_opts_free(struct an_session_opts *o);
-/* Option c of getopt_long: 1 taken, 0 not one of REP_OPTIONS, -1 bad value
- * (message shown, prefixed with cmd). */
-int an_session_opt(struct an_session_opts *o, int c, const char *arg, const char *cmd);
+/* Option c of getopt_long: 1 taken, 0 not one of REP_OPTIONS, or a
+ * negative atr_err (ATR_E_USAGE: a bad value; ATR_E_IO: an unreadable
+ * --suppress file) with the message in errbuf. */
+int an_session_opt(struct an_session_opts *o, int c, const char *arg, char *errbuf, size_t errlen);
 
 /* Every trace file of the arguments, --pid applied, the busiest (most
- * records) first.  0, or 1 with a message shown (a path that failed is
- * reported, the others are still listed).  Free with atr_list_free. */
-int an_session_list(int argc, char **argv, const struct an_session_opts *o, const char *cmd,
-		    char ***paths, size_t *n);
+ * records) first.  0, or a negative atr_err: the first argument that
+ * failed (its message went to bad(arg, msg); the others are still listed),
+ * ATR_E_NOMEM, or ATR_E_NOTFOUND (no trace of process o->pid).  Free with
+ * atr_list_free. */
+typedef void (*an_session_msg_fn)(void *arg, const char *msg);
+int an_session_list(int argc, char **argv, const struct an_session_opts *o, char ***paths,
+		    size_t *n, an_session_msg_fn bad, void *arg);
+
+#define AN_SESSION_MAXWARN 4
 
 struct an_session {
 	atr_file *f;
@@ -80,15 +86,19 @@ struct an_session {
 	int have_tl;
 	struct atr_rss rss; /* DIR/<pid>.rss when present (have_rss) */
 	int have_rss;
+	/* what the command should warn about: a --from/--to marker that is
+	 * not in the trace, RSS samples that could not be read */
+	char warn[AN_SESSION_MAXWARN][640];
+	unsigned nwarn;
 };
 
 /* Open path and run the pass (with a timeline of at most tl_buckets
- * buckets when tl_buckets > 0, and the RSS samples next to the trace).
- * 0, or 1 with the error shown (c is then closed). */
-int an_session_open(const char *path, struct an_session *c, uint32_t tl_buckets);
-/* The same with options (names, filters, suppressions; o stays alive). */
-int an_session_open_opts(const char *path, struct an_session *c, uint32_t tl_buckets,
-			 const struct an_session_opts *o);
+ * buckets when tl_buckets > 0, and the RSS samples next to the trace),
+ * with options o (names, filters, suppressions; NULL: defaults; o stays
+ * alive).  0 (warnings in c->warn), or a negative atr_err with the message
+ * (naming path) in errbuf; c is then closed. */
+int an_session_open(const char *path, struct an_session *c, uint32_t tl_buckets,
+		    const struct an_session_opts *o, char *errbuf, size_t errlen);
 void an_session_close(struct an_session *c);
 
 /* --module/--function outside a report pass (convert): 1 if stack

@@ -20,26 +20,19 @@
 #include "atr_calls.h"
 #include "plat_clock.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "util_msg.h"
-
 #if !defined(__x86_64__)
 
-int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
-	       const char *settings, size_t settings_len, double duration)
+int att_attach(const struct att_opts *o, char *errbuf, size_t errlen)
 {
-	(void)settings;
-	(void)settings_len;
-	(void)pid;
-	(void)lib;
-	(void)absdir;
-	(void)ticks_per_sec;
-	(void)duration;
-	util_err("record -p: attaching to a running process is not supported on this "
-		 "architecture (x86-64 only)");
-	return 1;
+	(void)o;
+	snprintf(errbuf, errlen,
+		 "attaching to a running process is not supported on this architecture "
+		 "(x86-64 only)");
+	return ATR_E_UNSUPPORTED;
 }
 
 #else
@@ -100,7 +93,57 @@ struct target {
 		int sig; /* signal to deliver at detach */
 	} * tasks;
 	size_t ntasks;
+	const struct att_opts *o;
+	char *eb; /* the caller's errbuf: the failure so far (see fail()) */
+	size_t el;
+	int err; /* its atr_err code */
 };
+
+/* Record a failure: message into errbuf, code kept.  A message already
+ * there is the cause found by a deeper step ("the call in the target
+ * faulted ..."): it follows this one after ": ", and its code stays. */
+static int fail(struct target *t, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(struct target *t, int code, const char *fmt, ...)
+{
+	char m[1024], cause[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	snprintf(cause, sizeof(cause), "%s", t->eb);
+	if (cause[0])
+		snprintf(t->eb, t->el, "%s: %s", m, cause);
+	else
+		snprintf(t->eb, t->el, "%s", m);
+	if (!t->err)
+		t->err = code;
+	return t->err;
+}
+
+/* Progress and warnings, to the caller's note function. */
+static void note(struct target *t, enum att_note kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void note(struct target *t, enum att_note kind, const char *fmt, ...)
+{
+	char m[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	if (t->o->note)
+		t->o->note(t->o->note_arg, kind, m);
+}
+
+/* A failure the attach goes on past (or that ends it without harm): its
+ * message becomes an ATT_ERROR note and errbuf is clear again. */
+static void note_failure(struct target *t)
+{
+	if (t->eb[0])
+		note(t, ATT_ERROR, "%s", t->eb);
+	t->eb[0] = 0;
+	t->err = 0;
+}
 
 static int mem_read(struct target *t, uint64_t addr, void *buf, size_t n)
 {
@@ -321,7 +364,7 @@ static uint64_t elf_sym(const struct elf *e, const char *name)
 
 /* ---- ptrace ---------------------------------------------------------------- */
 
-static void explain_eperm(pid_t pid)
+static int explain_eperm(struct target *t, pid_t pid)
 {
 	char b[64];
 	int scope = -1;
@@ -342,24 +385,26 @@ static void explain_eperm(pid_t pid)
 		fclose(f);
 	}
 	if (tracer > 0)
-		util_err("record -p: process %d is already being traced by process %ld "
-			 "(a debugger?)",
-			 (int)pid, tracer);
-	else if (scope >= 1)
-		util_err("record -p: ptrace is not permitted: kernel.yama.ptrace_scope = %d "
-			 "(1: only descendants, 2: only with CAP_SYS_PTRACE, 3: never).  Run as "
-			 "root (scope 1 or 2), or `sysctl kernel.yama.ptrace_scope=0`; see "
-			 "docs/ATTACH.md",
-			 scope);
-	else if (geteuid() == 0)
-		util_err("record -p: ptrace is not permitted on process %d even as root: no "
-			 "CAP_SYS_PTRACE (a container?), a security module, or a process outside "
-			 "this PID namespace",
-			 (int)pid);
-	else
-		util_err("record -p: ptrace is not permitted: process %d belongs to another "
-			 "user or is not dumpable; run as its user or as root (CAP_SYS_PTRACE)",
-			 (int)pid);
+		return fail(t, ATR_E_PERM,
+			    "process %d is already being traced by process %ld (a debugger?)",
+			    (int)pid, tracer);
+	if (scope >= 1)
+		return fail(t, ATR_E_PERM,
+			    "ptrace is not permitted: kernel.yama.ptrace_scope = %d (1: only "
+			    "descendants, 2: only with CAP_SYS_PTRACE, 3: never).  Run as root "
+			    "(scope 1 or 2), or `sysctl kernel.yama.ptrace_scope=0`; see "
+			    "docs/ATTACH.md",
+			    scope);
+	if (geteuid() == 0)
+		return fail(t, ATR_E_PERM,
+			    "ptrace is not permitted on process %d even as root: no CAP_SYS_PTRACE "
+			    "(a container?), a security module, or a process outside this PID "
+			    "namespace",
+			    (int)pid);
+	return fail(t, ATR_E_PERM,
+		    "ptrace is not permitted: process %d belongs to another user or is not "
+		    "dumpable; run as its user or as root (CAP_SYS_PTRACE)",
+		    (int)pid);
 }
 
 /* Wait for tid's stop after PTRACE_INTERRUPT.  0 stopped, -1 gone. */
@@ -438,9 +483,9 @@ static int stop_task(struct target *t, pid_t tid)
 		if (errno == ESRCH)
 			return 0;
 		if (errno == EPERM)
-			explain_eperm(t->pid);
+			explain_eperm(t, t->pid);
 		else
-			util_err("record -p: PTRACE_SEIZE %d: %s", (int)tid, strerror(errno));
+			fail(t, ATR_E_PERM, "PTRACE_SEIZE %d: %s", (int)tid, strerror(errno));
 		return -1;
 	}
 	struct task k = {tid, 0};
@@ -468,7 +513,7 @@ static int stop_world(struct target *t)
 		more = 0;
 		DIR *d = opendir(p);
 		if (!d) {
-			util_err("record -p: process %d is gone", (int)t->pid);
+			fail(t, ATR_E_PROCESS, "process %d is gone", (int)t->pid);
 			return -1;
 		}
 		struct dirent *de;
@@ -478,7 +523,7 @@ static int stop_world(struct target *t)
 				continue;
 			if (t->ntasks == MAX_TASKS) {
 				closedir(d);
-				util_err("record -p: more than %d threads", MAX_TASKS);
+				fail(t, ATR_E_UNSUPPORTED, "more than %d threads", MAX_TASKS);
 				return -1;
 			}
 			int r = stop_task(t, tid);
@@ -491,7 +536,7 @@ static int stop_world(struct target *t)
 		closedir(d);
 	}
 	if (!t->ntasks) {
-		util_err("record -p: process %d has no threads left", (int)t->pid);
+		fail(t, ATR_E_PROCESS, "process %d has no threads left", (int)t->pid);
 		return -1;
 	}
 	return 0;
@@ -538,9 +583,10 @@ static int remote_call(struct target *t, struct task *k, uint64_t fn, uint64_t a
 			return -1; /* gone */
 		if (w <= 0) {
 			if (waited++ > CALL_TIMEOUT_MS) {
-				util_err("record -p: the call in the target did not return within "
-					 "%d s (a lock held by a stopped thread?)",
-					 CALL_TIMEOUT_MS / 1000);
+				fail(t, ATR_E_PROCESS,
+				     "the call in the target did not return within %d s (a lock "
+				     "held by a stopped thread?)",
+				     CALL_TIMEOUT_MS / 1000);
 				ptrace(PTRACE_INTERRUPT, k->tid, NULL, NULL);
 				struct task tmp = *k;
 				if (wait_stopped(&tmp) < 0)
@@ -567,9 +613,9 @@ static int remote_call(struct target *t, struct task *k, uint64_t fn, uint64_t a
 				*ret = e.rax;
 				rc = 0;
 			} else {
-				util_err("record -p: the call in the target faulted (signal %d at "
-					 "%#llx)",
-					 s, (unsigned long long)e.rip);
+				fail(t, ATR_E_PROCESS,
+				     "the call in the target faulted (signal %d at %#llx)", s,
+				     (unsigned long long)e.rip);
 			}
 			break;
 		}
@@ -845,16 +891,16 @@ static void report_skips(const struct patcher *pt)
 {
 	for (size_t i = 0; i < pt->nskips; i++) {
 		const struct skip *k = &pt->skips[i];
-		fprintf(stderr,
-			"alloctrace: warning: %s's %s not redirected: it is bound to 0x%llx (%s), "
-			"the tracer calls 0x%llx (%s); calls through it are NOT traced\n",
-			k->module, funcs[k->f], (unsigned long long)k->cur, module_of(pt, k->cur),
-			(unsigned long long)pt->real[k->f], module_of(pt, pt->real[k->f]));
+		note(pt->t, ATT_WARN,
+		     "%s's %s not redirected: it is bound to 0x%llx (%s), the tracer calls 0x%llx "
+		     "(%s); calls through it are NOT traced",
+		     k->module, funcs[k->f], (unsigned long long)k->cur, module_of(pt, k->cur),
+		     (unsigned long long)pt->real[k->f], module_of(pt, pt->real[k->f]));
 	}
 	if (pt->nskips)
-		fprintf(stderr,
-			"alloctrace: warning: the trace misses those calls; record the "
-			"program from its start (LD_PRELOAD) to see them (docs/ATTACH.md)\n");
+		note(pt->t, ATT_WARN,
+		     "the trace misses those calls; record the program from its start "
+		     "(LD_PRELOAD) to see them (docs/ATTACH.md)");
 }
 
 /* Name the functions reached past the program's canonical PLT entries:
@@ -871,10 +917,10 @@ static void report_canonical(const struct patcher *pt)
 			lib = module_of(pt, pt->real[f]);
 		}
 	if (prog)
-		fprintf(stderr,
-			"alloctrace: %s takes the address of %s (canonical PLT entries): the "
-			"tracer calls %s's functions behind them; calls through them are traced\n",
-			prog, names, lib);
+		note(pt->t, ATT_INFO,
+		     "%s takes the address of %s (canonical PLT entries): the tracer calls %s's "
+		     "functions behind them; calls through them are traced",
+		     prog, names, lib);
 }
 
 static int same_module(const struct module *a, const struct module *b)
@@ -963,7 +1009,8 @@ static int at_safe_point(struct task *k, const struct module *libc, const struct
 
 /* Let the stopped thread k run on in short steps until it stops at a safe
  * point; 0, or -1 (gone or never safe: nothing was done). */
-static int reach_safe_point(struct task *k, const struct module *libc, const struct module *ldso)
+static int reach_safe_point(struct target *t, struct task *k, const struct module *libc,
+			    const struct module *ldso)
 {
 	for (int i = 0; i < 3000; i++) {
 		if (at_safe_point(k, libc, ldso))
@@ -979,9 +1026,10 @@ static int reach_safe_point(struct task *k, const struct module *libc, const str
 		if (ptrace(PTRACE_INTERRUPT, k->tid, NULL, NULL) < 0 || wait_stopped(k) < 0)
 			return -1;
 	}
-	util_err("record -p: thread %d never stopped outside the allocator and the loader in "
-		 "3000 tries; nothing was changed",
-		 (int)k->tid);
+	fail(t, ATR_E_PROCESS,
+	     "thread %d never stopped outside the allocator and the loader in 3000 tries; nothing "
+	     "was changed",
+	     (int)k->tid);
 	return -1;
 }
 
@@ -1014,41 +1062,35 @@ static int stop_recording(struct target *t, struct patcher *pt, uint64_t stop_at
 	int rc = -1;
 	const struct module *libc = find_module(pt->mods, pt->nmods, libc_names);
 	const struct module *ldso = find_module(pt->mods, pt->nmods, ld_names);
-	if (reach_safe_point(&t->tasks[0], libc, ldso) == 0 &&
+	if (reach_safe_point(t, &t->tasks[0], libc, ldso) == 0 &&
 	    remote_call(t, &t->tasks[0], stop_at, 0, 0, 0, 0, &ret) == 0)
 		rc = 0;
 	detach_all(t);
 	return rc;
 }
 
-int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_per_sec,
-	       const char *settings, size_t settings_len, double duration)
+int att_attach(const struct att_opts *o, char *errbuf, size_t errlen)
 {
-	struct target t = {.pid = pid, .mem = -1};
+	const pid_t pid = o->pid;
+	const char *lib = o->lib, *absdir = o->absdir;
+	struct target t = {.pid = pid, .mem = -1, .o = o, .eb = errbuf, .el = errlen};
 	struct patcher pt = {.t = &t};
 	struct module *mods = NULL;
 	size_t nmods = 0;
-	int rc = 1;
+	int rc = -1;
 	struct stat lst;
-	if (pid <= 0 || pid == getpid()) {
-		util_err("record -p: %d: not a process I can attach to", (int)pid);
-		return 1;
-	}
-	if (kill(pid, 0) < 0 && errno == ESRCH) {
-		util_err("record -p: no process %d", (int)pid);
-		return 1;
-	}
-	if (stat(lib, &lst) < 0) {
-		util_err("record -p: %s: %s", lib, strerror(errno));
-		return 1;
-	}
+	errbuf[0] = 0;
+	if (pid <= 0 || pid == getpid())
+		return fail(&t, ATR_E_USAGE, "%d: not a process I can attach to", (int)pid);
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return fail(&t, ATR_E_NOTFOUND, "no process %d", (int)pid);
+	if (stat(lib, &lst) < 0)
+		return fail(&t, ATR_E_IO, "%s: %s", lib, strerror(errno));
 	pt.self_dev = ((uint64_t)major(lst.st_dev) << 32) | minor(lst.st_dev);
 	pt.self_ino = (uint64_t)lst.st_ino;
 	t.tasks = calloc(MAX_TASKS, sizeof(*t.tasks));
-	if (!t.tasks) {
-		util_err("record -p: out of memory");
-		return 1;
-	}
+	if (!t.tasks)
+		return fail(&t, ATR_E_NOMEM, "out of memory");
 	/* from here on, Ctrl-C only asks to finish: dying in the middle of a
 	 * remote call would leave a thread that returns to address 0 */
 	static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
@@ -1077,19 +1119,20 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 	}
 	if (parse_maps(pid, &mods, &nmods) < 0) {
 		if (errno == EACCES || errno == EPERM)
-			explain_eperm(pid);
+			explain_eperm(&t, pid);
 		else
-			util_err("record -p: cannot read /proc/%d/maps: %s", (int)pid,
-				 strerror(errno));
+			fail(&t, ATR_E_IO, "cannot read /proc/%d/maps: %s", (int)pid,
+			     strerror(errno));
 		goto out;
 	}
 	for (size_t i = 0; i < nmods; i++)
 		if ((mods[i].dev == pt.self_dev && mods[i].ino == pt.self_ino) ||
 		    !strcmp(base_name(mods[i].path), base_name(lib)) ||
 		    !strcmp(base_name(mods[i].path), "libmtracectl.so")) {
-			util_err("record -p: process %d already has %s loaded (it is or was "
-				 "traced); attaching twice is not supported",
-				 (int)pid, lib);
+			fail(&t, ATR_E_UNSUPPORTED,
+			     "process %d already has %s loaded (it is or was traced); attaching "
+			     "twice is not supported",
+			     (int)pid, lib);
 			goto out;
 		}
 	static const char *const libc_names[] = {"libc.so", "libc-", NULL};
@@ -1103,9 +1146,10 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 		dlerror_at = dl ? target_sym(pid, dl, "dlerror") : 0;
 	}
 	if (!dlopen_at) {
-		util_err("record -p: process %d has no dynamic loader to call (%s); static "
-			 "binaries cannot be attached to (docs/ATTACH.md)",
-			 (int)pid, libc ? "no dlopen in its libc" : "no libc.so mapped");
+		fail(&t, ATR_E_UNSUPPORTED,
+		     "process %d has no dynamic loader to call (%s); static binaries cannot be "
+		     "attached to (docs/ATTACH.md)",
+		     (int)pid, libc ? "no dlopen in its libc" : "no libc.so mapped");
 		goto out;
 	}
 
@@ -1125,29 +1169,29 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 	}
 	if (st <= 0) {
 		if (st == 0)
-			util_err("record -p: cannot stop process %d (gone?)", (int)pid);
+			fail(&t, ATR_E_PROCESS, "cannot stop process %d (gone?)", (int)pid);
 		goto out;
 	}
 	snprintf(p, sizeof(p), "%s/mem", at_proc);
 	t.mem = open(p, O_RDWR | O_CLOEXEC);
 	if (t.mem < 0) {
-		util_err("record -p: %s: %s", p, strerror(errno));
+		fail(&t, ATR_E_IO, "%s: %s", p, strerror(errno));
 		goto out_detach;
 	}
 	struct task *k = &t.tasks[0];
 	static const char *const ld_names[] = {"ld-linux", "ld-", NULL};
-	if (reach_safe_point(k, libc, find_module(mods, nmods, ld_names)) < 0) {
+	if (reach_safe_point(&t, k, libc, find_module(mods, nmods, ld_names)) < 0) {
 		if (!proc_alive(pid))
-			util_err(
-			    "record -p: process %d exited while it was being stepped to a safe "
-			    "point; nothing was traced",
-			    (int)pid);
+			fail(&t, ATR_E_PROCESS,
+			     "process %d exited while it was being stepped to a safe point; "
+			     "nothing was traced",
+			     (int)pid);
 		goto out_detach;
 	}
 	uint64_t path_at, ret = 0;
 	if (push_data(&t, k, 0, lib, strlen(lib) + 1, &path_at) < 0 ||
 	    remote_call(&t, k, dlopen_at, path_at, 2 /* RTLD_NOW */, 0, 0, &ret) < 0) {
-		util_err("record -p: calling dlopen in process %d failed", (int)pid);
+		fail(&t, ATR_E_PROCESS, "calling dlopen in process %d failed", (int)pid);
 		goto out_detach;
 	}
 	if (!ret) {
@@ -1155,13 +1199,15 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 		uint64_t m = 0;
 		if (dlerror_at && remote_call(&t, k, dlerror_at, 0, 0, 0, 0, &m) == 0 && m)
 			read_str(&t, m, msg, sizeof(msg));
-		util_err("record -p: dlopen(%s) in process %d failed: %s", lib, (int)pid, msg);
+		fail(&t, ATR_E_PROCESS, "dlopen(%s) in process %d failed: %s", lib, (int)pid, msg);
 		goto out_detach;
 	}
 	free(mods);
 	mods = NULL;
-	if (parse_maps(pid, &mods, &nmods) < 0)
+	if (parse_maps(pid, &mods, &nmods) < 0) {
+		fail(&t, ATR_E_IO, "cannot read /proc/%d/maps: %s", (int)pid, strerror(errno));
 		goto out_detach;
+	}
 	struct module *self = NULL;
 	for (size_t i = 0; i < nmods; i++)
 		if (mods[i].dev == pt.self_dev && mods[i].ino == pt.self_ino && mods[i].base)
@@ -1174,8 +1220,8 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 		if (!pt.ours[f])
 			attach_at = 0;
 	if (!attach_at || !stop_at) {
-		util_err("record -p: %s is loaded in process %d but its symbols were not found",
-			 lib, (int)pid);
+		fail(&t, ATR_E_PROCESS, "%s is loaded in process %d but its symbols were not found",
+		     lib, (int)pid);
 		goto out_detach;
 	}
 	/* hand the tracer the functions behind canonical PLT stubs */
@@ -1184,16 +1230,16 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 	size_t set_off = strlen(absdir) + 64 + sizeof(pt.real) + 64;
 	if (push_data(&t, k, 0, absdir, strlen(absdir) + 1, &dir_at) < 0 ||
 	    push_data(&t, k, strlen(absdir) + 64, pt.real, sizeof(pt.real), &real_at) < 0 ||
-	    push_data(&t, k, set_off, settings, settings_len, &set_at) < 0 ||
-	    remote_call(&t, k, attach_at, dir_at, ticks_per_sec, real_at, set_at, &ret) < 0 ||
+	    push_data(&t, k, set_off, o->settings, o->settings_len, &set_at) < 0 ||
+	    remote_call(&t, k, attach_at, dir_at, o->ticks_per_sec, real_at, set_at, &ret) < 0 ||
 	    mem_read(&t, real_at, pt.real, sizeof(pt.real)) < 0) {
-		util_err("record -p: starting the tracer in process %d failed", (int)pid);
+		fail(&t, ATR_E_PROCESS, "starting the tracer in process %d failed", (int)pid);
 		goto out_detach;
 	}
 	if ((int)ret != 0) {
-		util_err("record -p: the tracer in process %d could not start: %s (trace "
-			 "directory %s)",
-			 (int)pid, strerror(-(int)ret), absdir);
+		fail(&t, ATR_E_PROCESS,
+		     "the tracer in process %d could not start: %s (trace directory %s)", (int)pid,
+		     strerror(-(int)ret), absdir);
 		goto out_detach;
 	}
 
@@ -1205,16 +1251,16 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 	}
 	detach_all(&t);
 	uint64_t ta_hi = plat_mono_ns();
-	fprintf(stderr,
-		"alloctrace: attached to process %d: %zu GOT entries in %zu modules "
-		"redirected (%zu bound elsewhere, left alone); tracing %s\n",
-		(int)pid, pt.nslots, pt.modules, pt.skipped,
-		duration > 0 ? "for the given duration" : "until Ctrl-C");
+	note(&t, ATT_INFO,
+	     "attached to process %d: %zu GOT entries in %zu modules redirected (%zu bound "
+	     "elsewhere, left alone); tracing %s",
+	     (int)pid, pt.nslots, pt.modules, pt.skipped,
+	     o->duration > 0 ? "for the given duration" : "until Ctrl-C");
 	report_canonical(&pt);
 	report_skips(&pt);
 
 	/* 3. trace; patch modules loaded meanwhile */
-	uint64_t end = duration > 0 ? ta_hi + (uint64_t)(duration * 1e9) : UINT64_MAX;
+	uint64_t end = o->duration > 0 ? ta_hi + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
 	int gone = 0;
 	for (unsigned tick = 0; !at_stop && plat_mono_ns() < end; tick++) {
 		uint64_t left = end - plat_mono_ns();
@@ -1224,13 +1270,13 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 			break;
 		}
 		if (tick % 4 == 3 && !at_stop && patch_new(&pt, 0) < 0) {
+			note_failure(&t);
 			gone = !proc_alive(pid); /* else: restore and detach now */
 			break;
 		}
 	}
 	if (gone) {
-		fprintf(stderr, "alloctrace: process %d exited while traced; trace in %s\n",
-			(int)pid, absdir);
+		note(&t, ATT_INFO, "process %d exited while traced; trace in %s", (int)pid, absdir);
 		rc = 0;
 		goto out;
 	}
@@ -1239,37 +1285,51 @@ int att_attach(pid_t pid, const char *lib, const char *absdir, uint64_t ticks_pe
 	uint64_t tb_lo = plat_mono_ns();
 	if (stop_world(&t) < 0) {
 		if (!proc_alive(pid)) {
-			fprintf(stderr, "alloctrace: process %d exited while traced; trace in %s\n",
-				(int)pid, absdir);
+			note_failure(&t);
+			note(&t, ATT_INFO, "process %d exited while traced; trace in %s", (int)pid,
+			     absdir);
 			rc = 0;
 			goto out;
 		}
-		util_err("record -p: cannot stop process %d to detach; its GOT entries stay "
-			 "redirected and it keeps recording until it exits",
-			 (int)pid);
+		fail(&t, ATR_E_PROCESS,
+		     "cannot stop process %d to detach; its GOT entries stay redirected and it "
+		     "keeps recording until it exits",
+		     (int)pid);
 		goto out;
 	}
 	uint64_t tb_hi = plat_mono_ns();
 	size_t restored = restore_all(&pt);
-	if (stop_recording(&t, &pt, stop_at) < 0)
-		util_err("record -p: could not stop the recording in process %d (its trace "
-			 "ends here anyway: no call reaches the library any more)",
-			 (int)pid);
-	fprintf(stderr,
-		"alloctrace: detached from process %d after %.3f s: %zu of %zu GOT entries "
-		"restored%s\n",
-		(int)pid, (double)(tb_lo - ta_hi) / 1e9, restored, pt.nslots,
-		restored < pt.nslots ? " (the others were rebound by the program)" : "");
-	fprintf(stderr,
-		"alloctrace: attach window (CLOCK_MONOTONIC ns): start %" PRIu64 "..%" PRIu64
-		", end %" PRIu64 "..%" PRIu64 "\n",
-		ta_lo, ta_hi, tb_lo, tb_hi);
+	if (stop_recording(&t, &pt, stop_at) < 0) {
+		fail(&t, ATR_E_PROCESS,
+		     "could not stop the recording in process %d (its trace ends here anyway: no "
+		     "call reaches the library any more)",
+		     (int)pid);
+		note_failure(&t);
+	}
+	note(&t, ATT_INFO,
+	     "detached from process %d after %.3f s: %zu of %zu GOT entries restored%s", (int)pid,
+	     (double)(tb_lo - ta_hi) / 1e9, restored, pt.nslots,
+	     restored < pt.nslots ? " (the others were rebound by the program)" : "");
+	note(&t, ATT_INFO,
+	     "attach window (CLOCK_MONOTONIC ns): start %" PRIu64 "..%" PRIu64 ", end %" PRIu64
+	     "..%" PRIu64,
+	     ta_lo, ta_hi, tb_lo, tb_hi);
 	rc = 0;
 	goto out;
 
 out_stop:
-	if (t.ntasks && stop_recording(&t, &pt, stop_at) < 0)
-		util_err("record -p: could not stop the recording in process %d", (int)pid);
+	/* the failure that brought us here stays the one returned */
+	if (t.ntasks) {
+		char cause[1024];
+		snprintf(cause, sizeof(cause), "%s", errbuf);
+		if (stop_recording(&t, &pt, stop_at) < 0)
+			snprintf(errbuf, errlen,
+				 "%s; and the recording in process %d could not be "
+				 "stopped",
+				 cause, (int)pid);
+		else
+			snprintf(errbuf, errlen, "%s", cause);
+	}
 out_detach:
 	detach_all(&t);
 out:
@@ -1281,7 +1341,9 @@ out:
 	free(mods);
 	free(pt.mods);
 	free(pt.slots);
-	return rc;
+	if (rc < 0 && !t.err) /* a step failed without saying why */
+		fail(&t, ATR_E_PROCESS, "attaching to process %d failed", (int)pid);
+	return rc < 0 ? t.err : 0;
 }
 
 #endif

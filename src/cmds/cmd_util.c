@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis/an_report.h"
+#include "analysis/an_session.h"
 #include "atr_format.h"
 #include "atr_reader.h"
 #include "cmds/cmds.h"
@@ -302,5 +303,46 @@ int cmdu_flush_stdout(const char *name)
 		util_err("%s: write error on standard output", name);
 		return 1;
 	}
+	return 0;
+}
+
+int cmdu_session_opt(struct an_session_opts *o, int c, const char *arg, const char *cmd)
+{
+	char eb[4200];
+	int r = an_session_opt(o, c, arg, eb, sizeof(eb));
+	if (r < 0) {
+		util_err("%s: %s", cmd, eb);
+		return -1;
+	}
+	return r;
+}
+
+static void print_err(void *arg, const char *msg)
+{
+	(void)arg;
+	util_err("%s", msg);
+}
+
+int cmdu_session_list(int argc, char **argv, const struct an_session_opts *o, const char *cmd,
+		      char ***paths, size_t *n)
+{
+	int r = an_session_list(argc, argv, o, paths, n, print_err, NULL);
+	if (r == ATR_E_NOTFOUND)
+		util_err("%s: no trace of process %ld", cmd, o->pid);
+	else if (r == ATR_E_NOMEM)
+		util_err("%s: out of memory", cmd);
+	return r < 0;
+}
+
+int cmdu_session_open(const char *path, struct an_session *c, uint32_t tl_buckets,
+		      const struct an_session_opts *o)
+{
+	char eb[4200];
+	if (an_session_open(path, c, tl_buckets, o, eb, sizeof(eb)) < 0) {
+		util_err("%s", eb);
+		return 1;
+	}
+	for (unsigned i = 0; i < c->nwarn; i++)
+		util_warn("%s", c->warn[i]);
 	return 0;
 }

@@ -10,6 +10,7 @@
 
 #include <getopt.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 int cmd_info(int argc, char **argv);
@@ -65,5 +66,20 @@ void cmdu_json_begin(struct json_writer *w, int wrap);
 void cmdu_json_end(struct json_writer *w, int wrap);
 /* Flush stdout; 0, or 1 with "NAME: write error on standard output". */
 int cmdu_flush_stdout(const char *name);
+
+/* The analysis session (analysis/an_session.h) with its messages printed
+ * (the library prints nothing). */
+struct an_session;
+struct an_session_opts;
+/* an_session_opt(): 1 taken, 0 not a session option, -1 bad value
+ * ("CMD: ..." shown). */
+int cmdu_session_opt(struct an_session_opts *o, int c, const char *arg, const char *cmd);
+/* an_session_list(): 0, or 1 with every error shown (the traces that
+ * could be listed are in *paths all the same). */
+int cmdu_session_list(int argc, char **argv, const struct an_session_opts *o, const char *cmd,
+		      char ***paths, size_t *n);
+/* an_session_open(): 0 with its warnings shown, or 1 with the error shown. */
+int cmdu_session_open(const char *path, struct an_session *c, uint32_t tl_buckets,
+		      const struct an_session_opts *o);
 
 #endif

@@ -416,8 +416,13 @@ int cmd_compare(int argc, char **argv)
 			printf("  %s\n", cols[k].verdict);
 	}
 	free(vd);
-	if (!rc && html)
-		rc = out_compare_write_html(html, wl, cols, ncol, runs);
+	if (!rc && html) {
+		char eb[4200];
+		if (out_compare_write_html(html, wl, cols, ncol, runs, eb, sizeof(eb)) < 0) {
+			util_err("compare: %s", eb);
+			rc = 1;
+		}
+	}
 	if (!rc && ch_url)
 		rc = store_clickhouse(ch_url, ch_db, wl, cols, ncol, runs, touch, trim, timing);
 	for (int k = 0; k < ncol; k++) {

@@ -190,7 +190,7 @@ int cmd_convert(int argc, char **argv)
 			an_session_opts_free(&ro);
 			return 2;
 		}
-		if ((rc = an_session_opt(&ro, c, optarg, "convert")) != 0) {
+		if ((rc = cmdu_session_opt(&ro, c, optarg, "convert")) != 0) {
 			if (rc < 0) {
 				an_session_opts_free(&ro);
 				return 2;

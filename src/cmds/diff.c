@@ -90,7 +90,8 @@ static char *stack_key(struct side *s, uint32_t stack)
 
 static int open_side(struct side *s, const struct an_session_opts *o)
 {
-	if (an_session_list(1, (char **)&s->name, o, "diff", &s->paths, &s->npaths) || !s->npaths) {
+	if (cmdu_session_list(1, (char **)&s->name, o, "diff", &s->paths, &s->npaths) ||
+	    !s->npaths) {
 		if (!s->npaths)
 			util_err("diff: no trace in %s", s->name);
 		return 1;
@@ -98,7 +99,7 @@ static int open_side(struct side *s, const struct an_session_opts *o)
 	if (s->npaths > 1)
 		util_warn("diff: %s holds %zu processes; using the busiest, %s (--pid to choose)",
 			  s->name, s->npaths, s->paths[0]);
-	if (an_session_open_opts(s->paths[0], &s->c, 0, o))
+	if (cmdu_session_open(s->paths[0], &s->c, 0, o))
 		return 1;
 	s->open = 1;
 	if (!s->c.r.stacks)
@@ -266,7 +267,7 @@ int cmd_diff(int argc, char **argv)
 	an_session_opts_init(&ro);
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "jt:b:h", opts, NULL)) != -1) {
-		int k = an_session_opt(&ro, c, optarg, "diff");
+		int k = cmdu_session_opt(&ro, c, optarg, "diff");
 		if (k < 0) {
 			an_session_opts_free(&ro);
 			return 2;

@@ -632,7 +632,7 @@ int cmd_dump(int argc, char **argv)
 			an_session_opts_free(&o.sel);
 			return 0;
 		} else if (c >= REP_OPT_BASE) {
-			if (an_session_opt(&o.sel, c, optarg, "dump") < 0) {
+			if (cmdu_session_opt(&o.sel, c, optarg, "dump") < 0) {
 				rc = 2;
 				break;
 			}

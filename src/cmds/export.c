@@ -19,9 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "awl_workload.h"
+#include "dj_workload.h"
 #include "cmds/cmds.h"
 #include "output/output.h"
 #include "replay/rp_convert.h"
@@ -101,11 +103,25 @@ static int export_dj_wl(FILE *out, const char *in, long pid)
 	}
 	awl_file *f;
 	int rc = 1;
+	struct dj_wl_stats st;
 	if (awl_open(wl, &f, eb, sizeof(eb)) < 0) {
 		util_err("export: %s", eb);
-	} else {
-		rc = out_dj_wl_write(out, f) < 0;
+	} else if (out_dj_wl_write(out, f, &st, eb, sizeof(eb)) < 0) {
+		util_err("export: %s", eb);
 		awl_close(f);
+	} else {
+		fprintf(stderr,
+			"export: dj workload: %" PRIu32 " threads, %" PRIu64 " calls, %" PRIu64
+			" syncs (alloctrace's waits), %" PRIu64 " pointer slots",
+			st.threads, st.calls[0], st.syncs_w, st.n_ptrs);
+		if (st.dropped || st.sinks)
+			fprintf(stderr,
+				"; %" PRIu64 " drops not written, %" PRIu64
+				" failed calls into scratch slots",
+				st.dropped, st.sinks);
+		fprintf(stderr, "\n");
+		awl_close(f);
+		rc = 0;
 	}
 	if (tmp[0])
 		unlink(tmp);
@@ -151,7 +167,17 @@ static int export_dj_trace(FILE *out, const char *in, long pid)
 		atr_close(f);
 		return 1;
 	}
-	int rc = out_dj_trace_write(out, f) < 0;
+	struct out_dj_trace_stats st;
+	int rc = 0;
+	if (out_dj_trace_write(out, f, &st, eb, sizeof(eb)) < 0) {
+		util_err("export: %s", eb);
+		rc = 1;
+	} else {
+		fprintf(stderr,
+			"export: dj trace: %" PRIu64 " records of %" PRIu32 " threads (pid %" PRIu32
+			"), %" PRIu64 " ownership hints for dj's trace2wl\n",
+			st.records, atr_get_info(f)->threads, atr_get_info(f)->pid, st.hints);
+	}
 	atr_close(f);
 	return rc;
 }
@@ -163,6 +189,9 @@ static int export_dj(const char *format, const char *in, const char *outpath, lo
 		util_err("export: %s: %s", outpath, strerror(errno));
 		return 1;
 	}
+	/* a half-written file goes on failure; a device (/dev/full) stays */
+	struct stat ost;
+	int regular = outpath && fstat(fileno(out), &ost) == 0 && S_ISREG(ost.st_mode);
 	int rc =
 	    !strcmp(format, "dj-wl") ? export_dj_wl(out, in, pid) : export_dj_trace(out, in, pid);
 	if (fflush(out) != 0 || ferror(out)) {
@@ -173,7 +202,7 @@ static int export_dj(const char *format, const char *in, const char *outpath, lo
 		util_err("export: %s: %s", outpath, strerror(errno));
 		rc = 1;
 	}
-	if (rc && outpath)
+	if (rc && regular)
 		unlink(outpath);
 	return rc;
 }
@@ -207,7 +236,7 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 	int c;
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "f:o:b:p:h", opts, NULL)) != -1) {
-		int k = an_session_opt(ro, c == 'p' ? REP_OPT_BASE + 1 : c, optarg, "export");
+		int k = cmdu_session_opt(ro, c == 'p' ? REP_OPT_BASE + 1 : c, optarg, "export");
 		if (k < 0)
 			return 2;
 		if (k > 0)
@@ -276,7 +305,7 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 	/* the trace files, the busiest first */
 	char **all = NULL;
 	size_t nall = 0;
-	int rc = an_session_list(argc - optind, argv + optind, ro, "export", &all, &nall);
+	int rc = cmdu_session_list(argc - optind, argv + optind, ro, "export", &all, &nall);
 	FILE *out = stdout;
 	if (!rc && nall && outpath && !(out = fopen(outpath, "wb"))) {
 		util_err("export: %s: %s", outpath, strerror(errno));
@@ -290,21 +319,24 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 	} else if (fmt == F_FOLDED) {
 		for (size_t i = 0; i < nall; i++) {
 			struct an_session cx;
-			if (!all[i] || an_session_open_opts(all[i], &cx, 0, ro)) {
+			if (!all[i] || cmdu_session_open(all[i], &cx, 0, ro)) {
 				rc = 1;
 				continue;
 			}
-			if (ro->group == AN_GROUP_STACK)
-				out_print_folded(out, &cx, by);
-			else if (out_print_folded_group(out, &cx, by, ro->group) < 0)
+			int r = ro->group == AN_GROUP_STACK
+				    ? out_print_folded(out, &cx, by)
+				    : out_print_folded_group(out, &cx, by, ro->group);
+			if (r < 0) {
+				util_err("export: %s: %s", all[i], atr_errstr(r));
 				rc = 1;
+			}
 			an_session_close(&cx);
 		}
 	} else if (fmt == F_PERFETTO) {
 		struct an_session *cs = calloc(nall, sizeof(*cs));
 		size_t n = 0;
 		for (size_t i = 0; cs && i < nall; i++) {
-			if (!all[i] || an_session_open_opts(all[i], &cs[n], tlb, ro))
+			if (!all[i] || cmdu_session_open(all[i], &cs[n], tlb, ro))
 				rc = 1;
 			else
 				n++;
@@ -313,7 +345,7 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 			util_err("export: out of memory");
 			rc = 1;
 		} else if (n && out_perfetto_write(out, cs, n) < 0) {
-			rc = 1;
+			rc = 1; /* the write error is named below */
 		}
 		for (size_t i = 0; i < n; i++)
 			an_session_close(&cs[i]);
@@ -323,7 +355,7 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 		struct an_session cx;
 		int found = 0;
 		for (size_t i = 0; i < nall && !found; i++) {
-			if (!all[i] || an_session_open_opts(all[i], &cx, tlb, ro)) {
+			if (!all[i] || cmdu_session_open(all[i], &cx, tlb, ro)) {
 				rc = 1;
 				continue;
 			}
@@ -333,9 +365,12 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 				    "export: %zu processes; writing the busiest, pid %u (--pid "
 				    "chooses)",
 				    nall, atr_get_info(cx.f)->pid);
-			if ((fmt == F_PPROF ? out_pprof_write(out, &cx)
-					    : out_massif_write(out, &cx)) < 0)
-				rc = 1;
+			int r =
+			    fmt == F_PPROF ? out_pprof_write(out, &cx) : out_massif_write(out, &cx);
+			/* a write error on out is named below */
+			if (r < 0 && (r != ATR_E_WRITE || !ferror(out)))
+				util_err("export: %s: %s", all[i], atr_errstr(r));
+			rc |= r < 0;
 			an_session_close(&cx);
 		}
 		if (!found)

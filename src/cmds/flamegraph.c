@@ -67,7 +67,7 @@ static int flame_one(struct flame_run *r, const char *path)
 {
 	struct an_session cx;
 	int rc = 0;
-	if (an_session_open_opts(path, &cx, 0, r->o))
+	if (cmdu_session_open(path, &cx, 0, r->o))
 		return 1;
 	if (cx.r.sample_rate) {
 		/* folded stacks have no room for a note: say it on stderr */
@@ -76,10 +76,10 @@ static int flame_one(struct flame_run *r, const char *path)
 			  path, cx.r.sample_rate);
 		r->sample_rate = cx.r.sample_rate;
 	}
-	if (!r->fl) {
-		out_print_folded(stdout, &cx, r->by);
-	} else if (out_fold_stacks(&cx, r->by, flame_add, r->fl) < 0) {
-		util_err("flamegraph: out of memory");
+	int k = r->fl ? out_fold_stacks(&cx, r->by, flame_add, r->fl)
+		      : out_print_folded(stdout, &cx, r->by);
+	if (k < 0) {
+		util_err("flamegraph: %s", atr_errstr(k));
 		rc = 1;
 	}
 	an_session_close(&cx);
@@ -100,7 +100,7 @@ static int flame_opts(int argc, char **argv, struct an_session_opts *o)
 	int c;
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "b:h", opts, NULL)) != -1) {
-		int k = an_session_opt(o, c, optarg, "flamegraph");
+		int k = cmdu_session_opt(o, c, optarg, "flamegraph");
 		if (k < 0)
 			return 2;
 		if (k > 0)
@@ -140,7 +140,7 @@ static int flame_opts(int argc, char **argv, struct an_session_opts *o)
 	}
 	char **paths;
 	size_t n;
-	int rc = an_session_list(argc - optind, argv + optind, o, "flamegraph", &paths, &n);
+	int rc = cmdu_session_list(argc - optind, argv + optind, o, "flamegraph", &paths, &n);
 	for (size_t i = 0; i < n; i++)
 		rc |= flame_one(&r, paths[i]);
 	atr_list_free(paths, n);

@@ -564,6 +564,18 @@ static void ship_leftovers(const char *spool, const char *collector)
 }
 
 /* The one summary line. */
+/* att_attach's progress and warnings, as it goes. */
+static void attach_note(void *arg, enum att_note kind, const char *msg)
+{
+	(void)arg;
+	if (kind == ATT_WARN)
+		util_warn("%s", msg);
+	else if (kind == ATT_ERROR)
+		util_err("record -p: %s", msg);
+	else
+		fprintf(stderr, "%s: %s\n", util_msg_prog(), msg);
+}
+
 static int report(const char *dir)
 {
 	char **paths;
@@ -799,9 +811,19 @@ int cmd_record(int argc, char **argv)
 			util_err("record: %s: %s", o.dir, strerror(errno));
 			return 1;
 		}
-		if (att_attach((pid_t)attach_pid, alib, adir, plat_ticks_per_sec(20000000, 1),
-			       settings, slen, duration) != 0)
+		struct att_opts ao = {.pid = (pid_t)attach_pid,
+				      .lib = alib,
+				      .absdir = adir,
+				      .ticks_per_sec = plat_ticks_per_sec(20000000, 1),
+				      .settings = settings,
+				      .settings_len = slen,
+				      .duration = duration,
+				      .note = attach_note};
+		char eb[4200];
+		if (att_attach(&ao, eb, sizeof(eb)) < 0) {
+			util_err("record -p: %s", eb);
 			return 1;
+		}
 		report(adir);
 		return 0;
 	}

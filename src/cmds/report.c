@@ -44,14 +44,14 @@ static int run_html(int argc, char **argv, const char *out, size_t top,
 	size_t n = 0;
 	char **paths;
 	size_t np;
-	int rc = an_session_list(argc, argv, o, "report", &paths, &np);
+	int rc = cmdu_session_list(argc, argv, o, "report", &paths, &np);
 	if (np && !(cs = calloc(np, sizeof(*cs)))) {
 		util_err("report: out of memory");
 		rc = 1;
 		np = 0;
 	}
 	for (size_t i = 0; i < np; i++) {
-		if (an_session_open_opts(paths[i], &cs[n], AN_TL_DEFAULT_BUCKETS, o))
+		if (cmdu_session_open(paths[i], &cs[n], AN_TL_DEFAULT_BUCKETS, o))
 			rc = 1;
 		else
 			n++;
@@ -63,8 +63,11 @@ static int run_html(int argc, char **argv, const char *out, size_t top,
 			util_err("report: %s: %s", out, strerror(errno));
 			rc = 1;
 		} else {
-			if (out_html_write(f, cs, n, top) < 0)
+			int r = out_html_write(f, cs, n, top);
+			if (r < 0) {
+				util_err("report: %s: %s", out, atr_errstr(r));
 				rc = 1;
+			}
 			if (fclose(f) != 0) {
 				util_err("report: %s: write error: %s", out, strerror(errno));
 				rc = 1;
@@ -97,7 +100,7 @@ static int report_opts(int argc, char **argv, struct an_session_opts *o)
 	const char *html = NULL;
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "jt:b:h", opts, NULL)) != -1) {
-		int k = an_session_opt(o, c, optarg, "report");
+		int k = cmdu_session_opt(o, c, optarg, "report");
 		if (k < 0)
 			return 2;
 		if (k > 0)
@@ -155,18 +158,21 @@ static int report_opts(int argc, char **argv, struct an_session_opts *o)
 	/* the traces, the busiest first (an_session_list: --pid picks among them) */
 	char **paths;
 	size_t n;
-	int rc = an_session_list(argc - optind, argv + optind, o, "report", &paths, &n), shown = 0;
+	int rc = cmdu_session_list(argc - optind, argv + optind, o, "report", &paths, &n),
+	    shown = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct an_session cx;
 		/* a timeline: the RSS account needs the heap at the RSS peak */
-		if (an_session_open_opts(paths[i], &cx, AN_TL_DEFAULT_BUCKETS, o)) {
+		if (cmdu_session_open(paths[i], &cx, AN_TL_DEFAULT_BUCKETS, o)) {
 			rc = 1;
 			continue;
 		}
 		if (json)
 			out_print_report_json(&w, &cx, by, top);
-		else
-			out_print_report_text(&cx, by, top, !shown);
+		else if (out_print_report_text(&cx, by, top, !shown) < 0) {
+			util_err("report: %s: out of memory (--group's table left out)", paths[i]);
+			rc = 1;
+		}
 		shown++;
 		an_session_close(&cx);
 	}

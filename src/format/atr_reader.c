@@ -104,36 +104,6 @@ static inline uint64_t rd64(const uint8_t *p)
 	return v;
 }
 
-const char *atr_errstr(int err)
-{
-	switch (err) {
-	case ATR_OK:
-		return "no error";
-	case ATR_E_IO:
-		return "I/O error";
-	case ATR_E_MAGIC:
-		return "not an alloctrace trace";
-	case ATR_E_VERSION:
-		return "unsupported format version";
-	case ATR_E_HEADER:
-		return "invalid file header";
-	case ATR_E_FEATURES:
-		return "unknown feature bits";
-	case ATR_E_BLOCK:
-		return "corrupt block";
-	case ATR_E_RECORD:
-		return "corrupt record";
-	case ATR_E_NOMEM:
-		return "out of memory";
-	case ATR_E_NOTRACE:
-		return "no trace files";
-	case ATR_E_USAGE:
-		return "bad argument";
-	default:
-		return "unknown error";
-	}
-}
-
 static const char *const atr_names[32] = {
 #define NAME_(NAME, name, type, op, args, ret, params) [ATR_T_##NAME] = #name,
     ATR_CALLS(NAME_)

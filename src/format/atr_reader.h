@@ -17,27 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atr_err.h"
 #include "atr_format.h"
-
-enum atr_err {
-	ATR_OK = 0,
-	ATR_E_IO = -1,	     /* open/stat/mmap failed (errno in message) */
-	ATR_E_MAGIC = -2,    /* not an alloctrace trace */
-	ATR_E_VERSION = -3,  /* format version not supported */
-	ATR_E_HEADER = -4,   /* header fields invalid or file too short */
-	ATR_E_FEATURES = -5, /* unknown feature bits */
-	ATR_E_BLOCK = -6,    /* corrupt block header */
-	ATR_E_RECORD = -7,   /* corrupt record */
-	ATR_E_NOMEM = -8,
-	ATR_E_NOTRACE = -9, /* a directory without *.atr files */
-	ATR_E_USAGE = -10,  /* bad argument */
-};
-
-static inline int atr_isError(int ret)
-{
-	return ret < 0;
-}
-const char *atr_errstr(int err);
 
 typedef struct atr_file atr_file;
 

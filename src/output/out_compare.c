@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "util_fmt.h"
-#include "util_msg.h"
 
 const char *const out_compare_metric_name[CMP_NMETRIC] = {
     "wall time (ms)",	    "thread CPU time (ms)",  "total call time (Mcycles)",
@@ -163,12 +162,12 @@ static void html_timelines(FILE *o, struct out_compare_col *cols, int ncol)
 }
 
 int out_compare_write_html(const char *path, const char *wl, struct out_compare_col *cols, int ncol,
-			   int runs)
+			   int runs, char *eb, size_t el)
 {
 	FILE *o = fopen(path, "w");
 	if (!o) {
-		util_err("compare: %s: %s", path, strerror(errno));
-		return 1;
+		snprintf(eb, el, "%s: %s", path, strerror(errno));
+		return ATR_E_IO;
 	}
 	fputs(
 	    "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>alloctrace compare</title>"
@@ -220,8 +219,8 @@ int out_compare_write_html(const char *path, const char *wl, struct out_compare_
 	}
 	fputs("</table>\n</body></html>\n", o);
 	if (fclose(o) != 0) {
-		util_err("compare: %s: write error", path);
-		return 1;
+		snprintf(eb, el, "%s: write error", path);
+		return ATR_E_WRITE;
 	}
 	return 0;
 }

@@ -4,7 +4,10 @@
 #ifndef OUT_COMPARE_H
 #define OUT_COMPARE_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "atr_err.h"
 
 enum {
 	CMP_M_WALL,
@@ -36,9 +39,9 @@ struct out_compare_col {
 /* Median, min and max of n (1..256) values. */
 void out_compare_stats(const double *v, int n, double *med, double *mn, double *mx);
 
-/* compare --html: one page, inline SVG, no script.  0, or 1 with the
- * error shown. */
+/* compare --html: one page, inline SVG, no script.  0, or ATR_E_IO /
+ * ATR_E_WRITE with the message (path and cause) in errbuf. */
 int out_compare_write_html(const char *path, const char *wl, struct out_compare_col *cols, int ncol,
-			   int runs);
+			   int runs, char *errbuf, size_t errlen);
 
 #endif

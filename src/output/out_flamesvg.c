@@ -60,7 +60,7 @@ int out_flame_add(struct out_flame *fl, const char *key, uint64_t value)
 		const char *e = strchr(p, ';');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
 		if (!(n = child(n, p, len)))
-			return -1;
+			return ATR_E_NOMEM;
 		n->value += value;
 		d++;
 		p += len;
@@ -148,7 +148,7 @@ int out_flame_svg(const struct out_flame *fl, FILE *out, const char *title, cons
 	fprintf(out, " (%" PRIu64 " %s)</text>\n", f->root.value, unit);
 	draw(out, &f->root, 0, 0, maxd, SVG_W / (double)total, total, unit);
 	fputs("</svg>\n", out);
-	return ferror(out) ? -1 : 0;
+	return ferror(out) ? ATR_E_WRITE : 0;
 }
 
 static void free_node(struct node *n)

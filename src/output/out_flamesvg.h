@@ -12,12 +12,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "atr_err.h"
+
 struct out_flame;
 
 struct out_flame *out_flame_new(void);
-/* Add value to the path key (';'-separated frames).  0, or -1 (no memory). */
+/* Add value to the path key (';'-separated frames).  0, or ATR_E_NOMEM. */
 int out_flame_add(struct out_flame *fl, const char *key, uint64_t value);
-/* Write the SVG; title and unit ("bytes", "calls") label it.  0 or -1. */
+/* Write the SVG; title and unit ("bytes", "calls") label it.  0, or
+ * ATR_E_WRITE (out's error flag is set). */
 int out_flame_svg(const struct out_flame *fl, FILE *out, const char *title, const char *unit);
 void out_flame_free(struct out_flame *fl);
 

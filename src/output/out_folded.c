@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #include "util_buf.h"
-#include "util_msg.h"
 
 struct fold_arg {
 	struct util_buf *key;
@@ -45,12 +44,14 @@ int out_fold_stacks(struct an_session *c, enum an_by by, out_fold_fn fn, void *a
 						    : ";[no stack: record with --stacks]") < 0;
 		else
 			an_session_frames_outer_first(c, st->stack, fold_frame, &fa);
-		if (fa.nomem || fn(arg, key.data, an_stack_value(st, by)) != 0)
-			rc = -1;
+		if (fa.nomem)
+			rc = ATR_E_NOMEM;
+		else
+			rc = fn(arg, key.data, an_stack_value(st, by));
 	}
 	util_buf_free(&key);
 	free(idx);
-	return rc;
+	return n < 0 ? ATR_E_NOMEM : rc;
 }
 
 static int print_line(void *arg, const char *key, uint64_t value)
@@ -59,9 +60,9 @@ static int print_line(void *arg, const char *key, uint64_t value)
 	return 0;
 }
 
-void out_print_folded(FILE *out, struct an_session *c, enum an_by by)
+int out_print_folded(FILE *out, struct an_session *c, enum an_by by)
 {
-	out_fold_stacks(c, by, print_line, out);
+	return out_fold_stacks(c, by, print_line, out);
 }
 
 /* A name as one folded frame: ';', ' ' and newlines would split it. */
@@ -75,10 +76,8 @@ static void put_frame(FILE *out, const char *name)
 int out_print_folded_group(FILE *out, struct an_session *c, enum an_by by, enum an_group_kind kind)
 {
 	struct an_group g;
-	if (an_group_build(&g, kind, c->f, &c->r, c->sym) < 0) {
-		util_err("export: out of memory");
-		return -1;
-	}
+	if (an_group_build(&g, kind, c->f, &c->r, c->sym) < 0)
+		return ATR_E_NOMEM;
 	if (kind == AN_GROUP_CALLER)
 		an_group_sort_callers(&g, by);
 	size_t *idx;
@@ -108,5 +107,5 @@ int out_print_folded_group(FILE *out, struct an_session *c, enum an_by by, enum 
 	}
 	free(idx);
 	an_group_free(&g);
-	return n < 0 ? -1 : 0;
+	return n < 0 ? ATR_E_NOMEM : 0;
 }

@@ -18,7 +18,6 @@
 #include "output/output.h"
 #include "util_fmt.h"
 #include "util_json.h"
-#include "util_msg.h"
 #include "util_strtab.h"
 
 #define HTML_THREADS	8  /* threads drawn one by one; the rest summed */
@@ -500,10 +499,8 @@ int out_html_write(FILE *out, struct an_session *cs, size_t n, size_t top)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&buf, &len);
-	if (!mem) {
-		util_err("report: out of memory");
-		return -1;
-	}
+	if (!mem)
+		return ATR_E_NOMEM;
 	struct json_writer w;
 	json_init(&w, mem, 0);
 	json_begin_object(&w);
@@ -519,8 +516,7 @@ int out_html_write(FILE *out, struct an_session *cs, size_t n, size_t top)
 	json_end_object(&w);
 	if (fclose(mem) != 0 || rc < 0) {
 		free(buf);
-		util_err("report: out of memory");
-		return -1;
+		return ATR_E_NOMEM;
 	}
 
 	const struct atr_info *in0 = atr_get_info(cs[0].f);
@@ -550,9 +546,5 @@ int out_html_write(FILE *out, struct an_session *cs, size_t n, size_t top)
 	fputs("</script>\n<script>\n", out);
 	fwrite(out_asset_report_js, 1, out_asset_report_js_len, out);
 	fputs("</script>\n</body>\n</html>\n", out);
-	if (ferror(out)) {
-		util_err("report: write error");
-		return -1;
-	}
-	return 0;
+	return ferror(out) ? ATR_E_WRITE : 0;
 }

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "output/output.h"
-#include "util_msg.h"
 #include "util_strtab.h"
 
 /* ---- massif ------------------------------------------------------------------ */
@@ -202,5 +201,5 @@ int out_massif_write(FILE *out, struct an_session *c)
 		massif_snapshot(out, num++, peak_ms, c->r.peak_live_bytes, "peak", c, 1);
 	massif_snapshot(out, num++, atr_ticks_to_ns(c->f, c->r.last_ts) / 1e6, c->r.live_bytes,
 			"detailed", c, 0);
-	return ferror(out) ? -1 : 0;
+	return ferror(out) ? ATR_E_WRITE : 0;
 }

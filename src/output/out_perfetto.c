@@ -11,7 +11,6 @@
 
 #include "output/output.h"
 #include "util_json.h"
-#include "util_msg.h"
 
 /* ---- perfetto (Chrome JSON trace events) ------------------------------------ */
 
@@ -194,5 +193,5 @@ int out_perfetto_write(FILE *out, struct an_session *cs, size_t n)
 	json_end_array(&w);
 	json_end_object(&w);
 	json_finish(&w);
-	return 0;
+	return ferror(out) ? ATR_E_WRITE : 0;
 }

@@ -14,7 +14,6 @@
 #include "output/output.h"
 #include "util_buf.h"
 #include "util_hmap.h"
-#include "util_msg.h"
 #include "util_pb.h"
 #include "util_strtab.h"
 
@@ -117,13 +116,14 @@ static uint64_t location_of(struct pprof_state *s, uint64_t ip, uint32_t stack)
 	return id;
 }
 
+/* 0, ATR_E_NOMEM (zlib's state) or ATR_E_WRITE. */
 static int gzip_out(FILE *out, const void *data, size_t len)
 {
 #ifdef ATR_HAVE_ZLIB
 	z_stream z;
 	memset(&z, 0, sizeof(z));
 	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -1;
+		return ATR_E_NOMEM;
 	unsigned char buf[65536];
 	z.next_in = (Bytef *)(uintptr_t)data;
 	z.avail_in = (uInt)len; /* profiles stay far below 4 GiB */
@@ -134,13 +134,15 @@ static int gzip_out(FILE *out, const void *data, size_t len)
 		rc = deflate(&z, Z_FINISH);
 		if (rc == Z_STREAM_ERROR)
 			break;
-		fwrite(buf, 1, sizeof(buf) - z.avail_out, out);
+		size_t n = sizeof(buf) - z.avail_out;
+		if (fwrite(buf, 1, n, out) != n)
+			break;
 	} while (rc != Z_STREAM_END);
 	deflateEnd(&z);
-	return rc == Z_STREAM_END ? 0 : -1;
+	return rc == Z_STREAM_END && !ferror(out) ? 0 : ATR_E_WRITE;
 #else
 	/* pprof reads an uncompressed profile too */
-	return fwrite(data, 1, len, out) == len ? 0 : -1;
+	return fwrite(data, 1, len, out) == len ? 0 : ATR_E_WRITE;
 #endif
 }
 
@@ -218,13 +220,10 @@ int out_pprof_write(FILE *out, struct an_session *c)
 	util_pb_packed(&prof, 13, (const uint64_t[]){(uint64_t)comment}, 1);
 	util_pb_uint(&prof, 14, (uint64_t)dflt);
 	int rc = 0;
-	if (s.nomem || prof.nomem || samples.nomem || s.maps.nomem || s.locs.nomem || s.fns.nomem) {
-		util_err("export: out of memory");
-		rc = -1;
-	} else if (gzip_out(out, prof.b.data, prof.b.len) < 0) {
-		util_err("export: compression failed");
-		rc = -1;
-	}
+	if (s.nomem || prof.nomem || samples.nomem || s.maps.nomem || s.locs.nomem || s.fns.nomem)
+		rc = ATR_E_NOMEM;
+	else
+		rc = gzip_out(out, prof.b.data, prof.b.len);
 	util_buf_free(&prof.b);
 	util_buf_free(&samples.b);
 	util_buf_free(&s.maps.b);

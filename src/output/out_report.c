@@ -14,7 +14,6 @@
 #include "atr_reader.h"
 #include "util_fmt.h"
 #include "util_json.h"
-#include "util_msg.h"
 
 #define TEXT_FRAMES 12
 
@@ -638,8 +637,9 @@ static void text_maps(struct an_session *c, size_t top)
 	free(v);
 }
 
-void out_print_report_text(struct an_session *c, enum an_by by, size_t top, int first)
+int out_print_report_text(struct an_session *c, enum an_by by, size_t top, int first)
 {
+	int rc = 0;
 	const struct atr_info *in = atr_get_info(c->f);
 	const struct an_report *r = &c->r;
 	char a[UTIL_FMT_BUF], b[UTIL_FMT_BUF];
@@ -726,7 +726,7 @@ void out_print_report_text(struct an_session *c, enum an_by by, size_t top, int 
 	if (c->o && c->o->group != AN_GROUP_STACK) {
 		struct an_group g;
 		if (an_group_build(&g, c->o->group, c->f, r, c->sym) < 0) {
-			util_err("report: out of memory");
+			rc = ATR_E_NOMEM;
 		} else {
 			an_group_sort_callers(&g, by);
 			text_group(&g, by, top);
@@ -785,4 +785,5 @@ void out_print_report_text(struct an_session *c, enum an_by by, size_t top, int 
 	if (nshow < r->nthreads)
 		printf("  ... %" PRIu32 " more threads (--top 0 shows all)\n", r->nthreads - nshow);
 	free(order);
+	return rc;
 }
