@@ -24,20 +24,20 @@ The kill cases (killme*) SIGKILL a program that allocates in a loop and
 check the trace holds every call it reported, and at most one reporting
 interval more.
 
-usage: run_progs.py [--build DIR] [--keep] CASE...   (or: all, --list)
+usage: run_progs.py [--build DIR] [--keep] CASE...   (or: all, --list; tests/atr_runner.py)
 Exit status 0 when every case passed.  Python 3 standard library only.
 """
 
-import argparse
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
+
+import atr_runner
+from atr_runner import Failure
 
 CALLS = ["malloc", "free", "calloc", "realloc", "reallocarray", "memalign",
          "posix_memalign", "aligned_alloc", "valloc", "pvalloc"]
@@ -190,10 +190,6 @@ CASES = {
 
 # ---- helpers -------------------------------------------------------------
 
-class Failure(Exception):
-    pass
-
-
 def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items()
            if k != "LD_PRELOAD" and not k.startswith("ALLOCTRACE_")
@@ -337,162 +333,150 @@ def compare(expect, procs, tdir, roots_only=False):
 
 # ---- the cases -------------------------------------------------------------
 
-def run_case(name, case, build, keep):
-    cli = os.path.join(build, "alloctrace")
-    prog = os.path.join(build, "tests", "progs", case.prog)
+def run_case(c, case):
+    cli = c.alloctrace
+    prog = c.prog(case.prog)
     for f in (cli, prog):
         if not os.access(f, os.X_OK):
             raise Failure("missing executable %s (build the tree first)" % f)
-    work = tempfile.mkdtemp(prefix="atr-%s-" % name)
-    try:
-        ctx = {}
-        out = os.path.join(work, "out.txt")
-        args = [a.replace("{out}", out) for a in case.args]
+    work = c.tmp
+    ctx = {}
+    out = os.path.join(work, "out.txt")
+    args = [a.replace("{out}", out) for a in case.args]
 
-        # 1. untraced: the program's own asserts hold on plain glibc
-        p = run([prog] + args, clean_env())
-        if p.returncode != 0:
-            raise Failure("untraced run of %s failed:\n%s" % (prog, show(p)))
-        text = open(out).read() if case.out_file else p.stdout
-        ctx["untraced_expect"] = parse_lines(text, "untraced run")
-        if not ctx["untraced_expect"]:
-            raise Failure("untraced run printed no expectation line:\n%s" % show(p))
+    # 1. untraced: the program's own asserts hold on plain glibc
+    p = run([prog] + args, clean_env())
+    if p.returncode != 0:
+        raise Failure("untraced run of %s failed:\n%s" % (prog, show(p)))
+    text = open(out).read() if case.out_file else p.stdout
+    ctx["untraced_expect"] = parse_lines(text, "untraced run")
+    if not ctx["untraced_expect"]:
+        raise Failure("untraced run printed no expectation line:\n%s" % show(p))
 
-        # 2. traced
-        tdir = os.path.join(work, "trace")
-        os.mkdir(tdir)
-        if case.direct:
-            env = {k: v.replace("{dir}", tdir).replace("{reldir}", os.path.basename(tdir))
-                   for k, v in case.env.items()}
-            if "ALLOCTRACE_FILE" not in env and "ALLOCTRACE_DIR" not in env:
-                env["ALLOCTRACE_DIR"] = tdir
-            env["LD_PRELOAD"] = os.path.join(build, "liballoctrace.so")
-            cmd = [prog] + args
-            p = run(cmd, clean_env(env), cwd=work)
-            cmd = ["%s=%s" % kv for kv in sorted(env.items())] + cmd
-        else:
-            cmd = [cli, "record", "-o", tdir] + case.record_args + ["--", prog] + args
-            p = run(cmd, clean_env())
-        if p.returncode != 0:
-            raise Failure("traced run failed (%s):\n%s" % (" ".join(cmd), show(p)))
-        text = open(out).read() if case.out_file else p.stdout
-        ctx["out_text"] = text
-        ctx["expect"] = parse_lines(text, "traced run")
-        ctx["record"] = p
-        ctx["cli"] = cli
-        ctx["tdir"] = tdir
-        if not ctx["expect"]:
-            raise Failure("traced run printed no expectation line:\n%s" % show(p))
-        if ctx.get("untraced_expect") and len(ctx["expect"]) != len(ctx["untraced_expect"]):
-            raise Failure("the traced run printed %d expectation lines, the untraced one %d"
-                          % (len(ctx["expect"]), len(ctx["untraced_expect"])))
+    # 2. traced
+    tdir = os.path.join(work, "trace")
+    os.mkdir(tdir)
+    if case.direct:
+        env = {k: v.replace("{dir}", tdir).replace("{reldir}", os.path.basename(tdir))
+               for k, v in case.env.items()}
+        if "ALLOCTRACE_FILE" not in env and "ALLOCTRACE_DIR" not in env:
+            env["ALLOCTRACE_DIR"] = tdir
+        env["LD_PRELOAD"] = c.lib
+        cmd = [prog] + args
+        p = run(cmd, clean_env(env), cwd=work)
+        cmd = ["%s=%s" % kv for kv in sorted(env.items())] + cmd
+    else:
+        cmd = [cli, "record", "-o", tdir] + case.record_args + ["--", prog] + args
+        p = run(cmd, clean_env())
+    if p.returncode != 0:
+        raise Failure("traced run failed (%s):\n%s" % (" ".join(cmd), show(p)))
+    text = open(out).read() if case.out_file else p.stdout
+    ctx["out_text"] = text
+    ctx["expect"] = parse_lines(text, "traced run")
+    ctx["record"] = p
+    ctx["cli"] = cli
+    ctx["tdir"] = tdir
+    if not ctx["expect"]:
+        raise Failure("traced run printed no expectation line:\n%s" % show(p))
+    if ctx.get("untraced_expect") and len(ctx["expect"]) != len(ctx["untraced_expect"]):
+        raise Failure("the traced run printed %d expectation lines, the untraced one %d"
+                      % (len(ctx["expect"]), len(ctx["untraced_expect"])))
 
-        # 3. info
-        procs = info(cli, tdir)
-        errs = compare(ctx["expect"], procs, tdir, case.roots_only)
-        if case.check:
-            errs += case.check(ctx)
-        if errs:
-            raise Failure("\n".join(errs) + "\n--- stderr of the traced run ---\n" + p.stderr
-                          + "--- info --json ---\n" + json.dumps(procs, indent=1)[:6000])
-    finally:
-        if keep:
-            print("kept %s" % work)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+    # 3. info
+    procs = info(cli, tdir)
+    errs = compare(ctx["expect"], procs, tdir, case.roots_only)
+    if case.check:
+        errs += case.check(ctx)
+    if errs:
+        raise Failure("\n".join(errs) + "\n--- stderr of the traced run ---\n" + p.stderr
+                      + "--- info --json ---\n" + json.dumps(procs, indent=1)[:6000])
 
 
 REPORT = 1000  # killme.c
 
 
-def run_kill(build, keep, record_args):
+def run_kill(c, record_args):
     """SIGKILL a program that allocates in a loop; its trace must still open
     and hold every call it reported, and at most one reporting interval
     more."""
-    cli = os.path.join(build, "alloctrace")
-    prog = os.path.join(build, "tests", "progs", "killme")
+    cli = c.alloctrace
+    prog = c.prog("killme")
     for f in (cli, prog):
         if not os.access(f, os.X_OK):
             raise Failure("missing executable %s (build the tree first)" % f)
-    work = tempfile.mkdtemp(prefix="atr-killme-")
+    work = c.tmp
+    out = os.path.join(work, "progress.txt")
+    tdir = os.path.join(work, "trace")
+    os.mkdir(tdir)
+    cmd = [cli, "record", "-o", tdir] + record_args + ["--", prog, out]
+    rec = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+    pid, started = None, None
+    deadline = time.monotonic() + 20
     try:
-        out = os.path.join(work, "progress.txt")
-        tdir = os.path.join(work, "trace")
-        os.mkdir(tdir)
-        cmd = [cli, "record", "-o", tdir] + record_args + ["--", prog, out]
-        rec = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, universal_newlines=True)
-        pid, started = None, None
-        deadline = time.monotonic() + 20
-        try:
-            while time.monotonic() < deadline:
-                if os.path.exists(out):
-                    text = open(out).read()
-                    m = re.match(r"PID (\d+)\n", text)
-                    if m and "ITER" in text:
-                        pid = int(m.group(1))
-                        if started is None:
-                            started = time.monotonic()
-                        if time.monotonic() - started >= 0.5:
-                            break
-                if rec.poll() is not None:
-                    break
-                time.sleep(0.02)
-            if pid is None or rec.poll() is not None:
-                rec.kill()
-                so, se = rec.communicate()
-                raise Failure("killme did not start reporting (status %s):\n%s%s"
-                              % (rec.returncode, so, se))
-            os.kill(pid, signal.SIGKILL)
-            so, se = rec.communicate(timeout=TIMEOUT)
-        finally:
-            if rec.poll() is None:
-                rec.kill()
-                rec.wait()
-        text = open(out).read()
-        iters = [int(x) for x in re.findall(r"^ITER (\d+)$", text, re.M)]
-        if not iters:
-            raise Failure("no progress reported")
-        done = iters[-1]
-        errs = []
-        if rec.returncode != 128 + signal.SIGKILL:
-            errs.append("alloctrace record exited %d; the program was killed by SIGKILL, so "
-                        "128+9 = 137 was expected" % rec.returncode)
-        procs = info(cli, tdir)
-        mine = [p for p in procs if p.get("pid") == pid]
-        if len(mine) != 1:
-            raise Failure("expected one process entry for pid %d, got %r" % (pid, procs))
-        p = mine[0]
-        calls = p.get("calls") or {}
-        for k in ("malloc", "free"):
-            n = calls.get(k)
-            if not isinstance(n, int) or not done <= n <= done + REPORT:
-                errs.append("%s = %r: the program reported %d iterations done, so expected "
-                            "%d..%d" % (k, n, done, done, done + REPORT))
-        if isinstance(calls.get("malloc"), int) and isinstance(calls.get("free"), int) \
-                and calls["malloc"] - calls["free"] not in (0, 1):
-            errs.append("malloc - free = %d, expected 0 or 1"
-                        % (calls["malloc"] - calls["free"]))
-        others = {k: v for k, v in calls.items() if k not in ("malloc", "free") and v}
-        if others:
-            errs.append("unexpected calls: %r" % others)
-        for k in ("lost_records", "unknown_frees"):
-            if p.get(k) != 0:
-                errs.append("%s = %r, expected 0" % (k, p.get(k)))
-        clean = clean_exit_of(p)
-        if clean is None:
-            errs.append("info --json says nothing about a clean exit (keys: %s)"
-                        % sorted(p))
-        elif clean:
-            errs.append("the trace of a SIGKILLed process claims a clean exit: %r" % p)
-        if errs:
-            raise Failure("\n".join(errs) + "\n--- record stderr ---\n" + se
-                          + "--- info --json ---\n" + json.dumps(procs, indent=1)[:4000])
+        while time.monotonic() < deadline:
+            if os.path.exists(out):
+                text = open(out).read()
+                m = re.match(r"PID (\d+)\n", text)
+                if m and "ITER" in text:
+                    pid = int(m.group(1))
+                    if started is None:
+                        started = time.monotonic()
+                    if time.monotonic() - started >= 0.5:
+                        break
+            if rec.poll() is not None:
+                break
+            time.sleep(0.02)
+        if pid is None or rec.poll() is not None:
+            rec.kill()
+            so, se = rec.communicate()
+            raise Failure("killme did not start reporting (status %s):\n%s%s"
+                          % (rec.returncode, so, se))
+        os.kill(pid, signal.SIGKILL)
+        so, se = rec.communicate(timeout=TIMEOUT)
     finally:
-        if keep:
-            print("kept %s" % work)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+    text = open(out).read()
+    iters = [int(x) for x in re.findall(r"^ITER (\d+)$", text, re.M)]
+    if not iters:
+        raise Failure("no progress reported")
+    done = iters[-1]
+    errs = []
+    if rec.returncode != 128 + signal.SIGKILL:
+        errs.append("alloctrace record exited %d; the program was killed by SIGKILL, so "
+                    "128+9 = 137 was expected" % rec.returncode)
+    procs = info(cli, tdir)
+    mine = [p for p in procs if p.get("pid") == pid]
+    if len(mine) != 1:
+        raise Failure("expected one process entry for pid %d, got %r" % (pid, procs))
+    p = mine[0]
+    calls = p.get("calls") or {}
+    for k in ("malloc", "free"):
+        n = calls.get(k)
+        if not isinstance(n, int) or not done <= n <= done + REPORT:
+            errs.append("%s = %r: the program reported %d iterations done, so expected "
+                        "%d..%d" % (k, n, done, done, done + REPORT))
+    if isinstance(calls.get("malloc"), int) and isinstance(calls.get("free"), int) \
+            and calls["malloc"] - calls["free"] not in (0, 1):
+        errs.append("malloc - free = %d, expected 0 or 1"
+                    % (calls["malloc"] - calls["free"]))
+    others = {k: v for k, v in calls.items() if k not in ("malloc", "free") and v}
+    if others:
+        errs.append("unexpected calls: %r" % others)
+    for k in ("lost_records", "unknown_frees"):
+        if p.get(k) != 0:
+            errs.append("%s = %r, expected 0" % (k, p.get(k)))
+    clean = clean_exit_of(p)
+    if clean is None:
+        errs.append("info --json says nothing about a clean exit (keys: %s)"
+                    % sorted(p))
+    elif clean:
+        errs.append("the trace of a SIGKILLed process claims a clean exit: %r" % p)
+    if errs:
+        raise Failure("\n".join(errs) + "\n--- record stderr ---\n" + se
+                      + "--- info --json ---\n" + json.dumps(procs, indent=1)[:4000])
 
 
 def clean_exit_of(p):
@@ -510,41 +494,9 @@ def clean_exit_of(p):
     return None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                    "..", "build"))
-    ap.add_argument("--list", action="store_true", help="print the case names")
-    ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
-    ap.add_argument("cases", nargs="*")
-    a = ap.parse_args()
-    if a.list:
-        print("\n".join(CASES))
-        return 0
-    names = list(CASES) if not a.cases or a.cases == ["all"] else a.cases
-    build = os.path.abspath(a.build)
-    passed = failed = 0
-    for name in names:
-        if name not in CASES:
-            print("unknown case %r (known: %s)" % (name, ", ".join(CASES)))
-            return 2
-        t0 = time.monotonic()
-        try:
-            if name.startswith("killme"):
-                run_kill(build, a.keep, CASES[name])
-            else:
-                run_case(name, CASES[name], build, a.keep)
-        except Failure as e:
-            failed += 1
-            print("FAIL %s (%.2fs)\n%s\n" % (name, time.monotonic() - t0, e))
-        else:
-            passed += 1
-            print("ok   %s (%.2fs)" % (name, time.monotonic() - t0))
-        sys.stdout.flush()
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+def run_one(case, c):
+    return run_kill(c, case) if c.name.startswith("killme") else run_case(c, case)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(atr_runner.main(CASES, __doc__, call=run_one, tmp_prefix="atr-progs-"))

@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 
+from atr_runner import sanitized
+
 SPECS = ["glibc", "jemalloc", "tcmalloc", "mimalloc",
          "glibc+glibc.malloc.arena_max=1", "glibc+glibc.malloc.mmap_threshold=65536"]
 ALLOCS = {"malloc", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
@@ -58,14 +60,6 @@ def trace_counts(tool, d):
             if sum(c.values()) > sum(best.values()):
                 best = c
     return best
-
-
-def sanitized(build):
-    try:
-        with open(os.path.join(build, "CMakeCache.txt")) as f:
-            return "ALLOCTRACE_SANITIZE:BOOL=ON" in f.read()
-    except OSError:
-        return False
 
 
 def main():

@@ -11,15 +11,15 @@ python3 with its default allocator (pymalloc maps its arenas with mmap).
                   tiny heap) within 5 % of the peak RSS.  export --format perfetto has
                   the mapped counter track reaching the same peak.
 
-usage: test_mappings.py [--build DIR] CASE...   (or --list)
+usage: test_mappings.py [--build DIR] CASE...   (or --list; tests/atr_runner.py)
 Exit 77 (skipped) when /usr/bin/python3 is missing.
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
-import tempfile
+
+import atr_runner
 
 PY = "/usr/bin/python3"  # not a pyenv shim (a bash script)
 # the dict stays alive for a while: the RSS peak is then sampled (every 10
@@ -89,27 +89,14 @@ def case_python_arenas(build, tmp):
 CASES = {"python_arenas": case_python_arenas}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("cases", nargs="*")
-    a = ap.parse_args()
-    if a.list:
-        print("\n".join(CASES))
-        return 0
+def run_case(fn, c):
+    """a case returns the list of what was wrong"""
     if not os.access(PY, os.X_OK):
-        print("skipped: no %s" % PY)
-        return 77
-    bad = 0
-    for name in a.cases or list(CASES):
-        with tempfile.TemporaryDirectory(prefix="atr-maps-") as tmp:
-            errs = CASES[name](os.path.abspath(a.build), tmp)
-        print("%s %s%s" % ("FAIL" if errs else "ok  ", name,
-                           "".join("\n  " + e for e in errs)))
-        bad += bool(errs)
-    return 1 if bad else 0
+        atr_runner.skip("no %s" % PY)
+    errs = fn(c.build, c.tmp)
+    if errs:
+        atr_runner.fail("\n  ".join(errs))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(atr_runner.main(CASES, __doc__, call=run_case, tmp_prefix="atr-maps-"))

@@ -20,23 +20,19 @@ They need the Debian packages python3, gcc, binutils, git, sqlite3 and dash
 (coreutils for seq/sort/head/tr/wc); a missing program fails the case with
 a clear message.
 
-usage: test_matrix.py [--build DIR] [--keep] CASE...   (or: all, --list)
+usage: test_matrix.py [--build DIR] [--keep] CASE...   (or: all, --list; tests/atr_runner.py)
 """
 
-import argparse
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
+
+import atr_runner
+from atr_runner import Failure
 
 TIMEOUT = 60
-
-
-class Failure(Exception):
-    pass
 
 
 def need(path, package):
@@ -299,98 +295,59 @@ def check_info(cli, tdir, label, errs):
             for p in procs]
 
 
-def run_case(name, build, keep):
-    cli = os.path.join(build, "alloctrace")
+def run_case(fn, c):
+    cli = c.alloctrace
     if not os.access(cli, os.X_OK):
         raise Failure("missing %s (build the tree first)" % cli)
-    cmd, stdin, setup, files = CASES[name]()
+    cmd, stdin, setup, files = fn()
     steps = cmd if isinstance(cmd[0], list) else [cmd]
-    work = tempfile.mkdtemp(prefix="atr-matrix-%s-" % name)
-    try:
-        runs = {}
-        for mode in ("plain", "traced"):
-            d = os.path.join(work, mode)
-            home = os.path.join(work, mode + "-home")
-            os.mkdir(d)
-            os.mkdir(home)
-            if setup:
-                setup(d)
-            env = base_env(home)
-            runs[mode] = (run_steps(steps, env, d, stdin,
-                                    cli if mode == "traced" else None, work), d)
-        (plain, pd), (traced, td) = runs["plain"], runs["traced"]
-        errs = []
-        procs = []
-        for (argv, pp, _), (_, tp, tdir) in zip(plain, traced):
-            what = " ".join(" ".join(os.path.basename(a) if i == 0 else a
-                                     for i, a in enumerate(argv)).split())
-            if len(what) > 60:
-                what = what[:57] + "..."
-            if pp.returncode != 0:
-                errs.append("[%s] the untraced run itself failed (status %d):\n%s"
-                            % (what, pp.returncode, pp.stderr))
-            if pp.returncode != tp.returncode:
-                errs.append("[%s] exit status: untraced %d, traced %d"
-                            % (what, pp.returncode, tp.returncode))
-            if pp.stdout != tp.stdout:
-                errs.append("[%s] stdout differs: %s" % (what, first_diff(pp.stdout, tp.stdout)))
-            try:
-                terr = strip_summary(tp.stderr)
-                if pp.stderr != terr:
-                    errs.append("[%s] stderr differs: %s" % (what, first_diff(pp.stderr, terr)))
-            except Failure as e:
-                errs.append("[%s] %s" % (what, e))
-            procs += check_info(cli, tdir, "[%s]" % what, errs)
-        for f in files:
-            a, b = os.path.join(pd, f), os.path.join(td, f)
-            if not os.path.exists(b):
-                errs.append("traced run did not produce %s" % f)
-            elif open(a, "rb").read() != open(b, "rb").read():
-                errs.append("%s differs between the untraced and the traced run" % f)
-        if errs:
-            raise Failure("\n".join(errs))
-        return "%d process(es), %d calls: %s" % (
-            len(procs), sum(c for _, c in procs),
-            ", ".join("%s:%d" % pc for pc in procs[:8]) + (" ..." if len(procs) > 8 else ""))
-    finally:
-        if keep:
-            print("kept %s" % work)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                    "..", "build"))
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("--keep", action="store_true")
-    ap.add_argument("cases", nargs="*")
-    a = ap.parse_args()
-    if a.list:
-        print("\n".join(CASES))
-        return 0
-    names = list(CASES) if not a.cases or a.cases == ["all"] else a.cases
-    build = os.path.abspath(a.build)
-    passed = failed = 0
-    for name in names:
-        if name not in CASES:
-            print("unknown case %r (known: %s)" % (name, ", ".join(CASES)))
-            return 2
-        t0 = time.monotonic()
+    work = c.tmp
+    runs = {}
+    for mode in ("plain", "traced"):
+        d = os.path.join(work, mode)
+        home = os.path.join(work, mode + "-home")
+        os.mkdir(d)
+        os.mkdir(home)
+        if setup:
+            setup(d)
+        env = base_env(home)
+        runs[mode] = (run_steps(steps, env, d, stdin,
+                                cli if mode == "traced" else None, work), d)
+    (plain, pd), (traced, td) = runs["plain"], runs["traced"]
+    errs = []
+    procs = []
+    for (argv, pp, _), (_, tp, tdir) in zip(plain, traced):
+        what = " ".join(" ".join(os.path.basename(a) if i == 0 else a
+                                 for i, a in enumerate(argv)).split())
+        if len(what) > 60:
+            what = what[:57] + "..."
+        if pp.returncode != 0:
+            errs.append("[%s] the untraced run itself failed (status %d):\n%s"
+                        % (what, pp.returncode, pp.stderr))
+        if pp.returncode != tp.returncode:
+            errs.append("[%s] exit status: untraced %d, traced %d"
+                        % (what, pp.returncode, tp.returncode))
+        if pp.stdout != tp.stdout:
+            errs.append("[%s] stdout differs: %s" % (what, first_diff(pp.stdout, tp.stdout)))
         try:
-            what = run_case(name, build, a.keep)
+            terr = strip_summary(tp.stderr)
+            if pp.stderr != terr:
+                errs.append("[%s] stderr differs: %s" % (what, first_diff(pp.stderr, terr)))
         except Failure as e:
-            failed += 1
-            print("FAIL %s (%.2fs)\n%s\n" % (name, time.monotonic() - t0, e))
-        else:
-            passed += 1
-            print("ok   %s (%.2fs): %s" % (name, time.monotonic() - t0, what))
-        sys.stdout.flush()
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+            errs.append("[%s] %s" % (what, e))
+        procs += check_info(cli, tdir, "[%s]" % what, errs)
+    for f in files:
+        a, b = os.path.join(pd, f), os.path.join(td, f)
+        if not os.path.exists(b):
+            errs.append("traced run did not produce %s" % f)
+        elif open(a, "rb").read() != open(b, "rb").read():
+            errs.append("%s differs between the untraced and the traced run" % f)
+    if errs:
+        raise Failure("\n".join(errs))
+    return "%d process(es), %d calls: %s" % (
+        len(procs), sum(c for _, c in procs),
+        ", ".join("%s:%d" % pc for pc in procs[:8]) + (" ..." if len(procs) > 8 else ""))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(atr_runner.main(CASES, __doc__, call=run_case, tmp_prefix="atr-matrix-"))

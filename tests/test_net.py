@@ -29,9 +29,8 @@
   no_collector  nothing listens: the program runs untraced, exit status kept,
              stderr says why.
 
-usage: test_net.py --build DIR CASE   (or --list)
+usage: test_net.py [--build DIR] CASE...   (or --list; tests/atr_runner.py)
 """
-import argparse
 import json
 import os
 import re
@@ -40,15 +39,12 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
+import atr_runner
+from atr_runner import fail
+
 TIMEOUT = 60
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
 
 
 class Collector:
@@ -433,26 +429,15 @@ def case_no_collector(build, tmp):
         fail("stderr does not say why nothing was traced:\n" + r.stderr)
 
 
-CASES = ["same", "fork", "exec", "killed", "client_killed", "slow", "bad_input", "no_collector"]
+CASES = {"same": case_same, "fork": case_fork, "exec": case_exec, "killed": case_killed,
+         "client_killed": case_client_killed, "slow": case_slow, "bad_input": case_bad_input,
+         "no_collector": case_no_collector}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build")
-    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
-    ap.add_argument("case", nargs="?", choices=CASES)
-    a = ap.parse_args()
-    if a.list:
-        print("\n".join(CASES))
-        return 0
-    if not a.build or not a.case:
-        ap.error("--build and a case are required")
-    with tempfile.TemporaryDirectory(prefix="atr-net-") as tmp:
-        os.environ["TMPDIR"] = tmp  # record's spool directories go there
-        globals()["case_" + a.case](os.path.abspath(a.build), tmp)
-    print("ok: " + a.case)
-    return 0
+def run_case(fn, c):
+    os.environ["TMPDIR"] = c.tmp  # record's spool directories go there
+    fn(c.build, c.tmp)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(atr_runner.main(CASES, __doc__, call=run_case, tmp_prefix="atr-net-"))

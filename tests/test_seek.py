@@ -12,36 +12,20 @@ exactly the records a full dump has for that thread and time window.
   both     thread and window together; v1 traces (no index) give the same
            records without skipping.
 
-usage: test_seek.py --build DIR CASE   (or --list)
+usage: test_seek.py [--build DIR] CASE...   (or --list; tests/atr_runner.py)
 """
-import argparse
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 
-TIMEOUT = 120
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
+import atr_runner
+from atr_runner import fail
 
 
-def run(build, args):
-    r = subprocess.run([os.path.join(build, "alloctrace")] + args, capture_output=True,
-                       text=True, timeout=TIMEOUT)
-    if r.returncode != 0:
-        fail("alloctrace %s: exit %d\n%s" % (" ".join(args), r.returncode, r.stderr))
-    return r
-
-
-def record(build, tmp):
-    d = os.path.join(tmp, "t")
-    run(build, ["record", "--buffer-kb", "4", "-o", d, "--",
-                os.path.join(build, "tests", "progs", "churn"), "20", "6"])
+def record(c):
+    d = os.path.join(c.tmp, "t")
+    c.run(["record", "--buffer-kb", "4", "-o", d, "--", c.prog("churn"), "20", "6"])
     return d
 
 
@@ -62,9 +46,9 @@ def stats(err):
     return int(m.group(1)), int(m.group(2))
 
 
-def check(build, d, sel, keep, want_skip=True):
-    full = records(run(build, ["dump", "--json", d]).stdout)
-    r = run(build, ["dump", "--json", "--seek-stats"] + sel + [d])
+def check(c, d, sel, keep, want_skip=True):
+    full = records(c.run(["dump", "--json", d]).stdout)
+    r = c.run(["dump", "--json", "--seek-stats"] + sel + [d])
     got = records(r.stdout)
     decoded, skipped = stats(r.stderr)
     want = [o for o in full if keep(o) is True]
@@ -94,62 +78,44 @@ def window(a, b):
     return keep
 
 
-def span(build, d):
-    full = records(run(build, ["dump", "--json", d]).stdout)
+def span(c, d):
+    full = records(c.run(["dump", "--json", d]).stdout)
     return full[0]["ts_ns"] / 1e9, full[-1]["ts_ns"] / 1e9
 
 
-def case_thread(build, tmp):
-    d = record(build, tmp)
-    check(build, d, ["--thread", "T3"], lambda o: o["thread"] == 3)
+def case_thread(c):
+    d = record(c)
+    check(c, d, ["--thread", "T3"], lambda o: o["thread"] == 3)
 
 
-def case_window(build, tmp):
-    d = record(build, tmp)
-    t0, t1 = span(build, d)
+def case_window(c):
+    d = record(c)
+    t0, t1 = span(c, d)
     a, b = t0 + (t1 - t0) * 0.4, t0 + (t1 - t0) * 0.5
-    check(build, d, ["--from", "%.9f" % a, "--to", "%.9f" % b], window(a, b))
+    check(c, d, ["--from", "%.9f" % a, "--to", "%.9f" % b], window(a, b))
 
 
-def case_both(build, tmp):
-    d = record(build, tmp)
-    t0, t1 = span(build, d)
+def case_both(c):
+    d = record(c)
+    t0, t1 = span(c, d)
     a, b = t0 + (t1 - t0) * 0.1, t0 + (t1 - t0) * 0.9
     w = window(a, b)
 
     def keep(o):
         return w(o) if o["thread"] == 1 else False
-    check(build, d, ["--thread", "T1", "--from", "%.9f" % a, "--to", "%.9f" % b], keep)
+    check(c, d, ["--thread", "T1", "--from", "%.9f" % a, "--to", "%.9f" % b], keep)
     # a version-1 trace (the recorder before v2): no index, same answers
-    v1 = os.path.join(tmp, "v1.atr")
+    v1 = os.path.join(c.tmp, "v1.atr")
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz", "corpus",
                            "real-v1-calls"), "rb") as src, open(v1, "wb") as dst:
         dst.write(src.read())
-    t0, t1 = span(build, v1)
+    t0, t1 = span(c, v1)
     a, b = t0 + (t1 - t0) * 0.2, t0 + (t1 - t0) * 0.6
-    check(build, v1, ["--thread", "T1", "--from", "%.9f" % a, "--to", "%.9f" % b], window(a, b),
+    check(c, v1, ["--thread", "T1", "--from", "%.9f" % a, "--to", "%.9f" % b], window(a, b),
           want_skip=False)
 
 
-CASES = ["thread", "window", "both"]
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build")
-    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
-    ap.add_argument("case", nargs="?", choices=CASES)
-    a = ap.parse_args()
-    if a.list:
-        print("\n".join(CASES))
-        return 0
-    if not a.build or not a.case:
-        ap.error("--build and a case are required")
-    with tempfile.TemporaryDirectory(prefix="atr-seek-") as tmp:
-        globals()["case_" + a.case](os.path.abspath(a.build), tmp)
-    print("ok: " + a.case)
-    return 0
-
+CASES = {"thread": case_thread, "window": case_window, "both": case_both}
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(atr_runner.main(CASES, __doc__, tmp_prefix="atr-seek-"))

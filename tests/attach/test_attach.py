@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`alloctrace record -p PID` (docs/ATTACH.md).
 
-usage: test_attach.py --build DIR CASE  (CASE: window|single|dlopen|fpu|errors|nopie|sample)
+usage: test_attach.py [--build DIR] CASE...  (or --list; tests/atr_runner.py)
 
 window: attach_prog (3 threads, ~2 s of malloc/calloc/realloc/free over
 rings of blocks allocated before the attach, counted per 100 ms window)
@@ -50,7 +50,6 @@ attach to the same process, a process that is already preloaded, Ctrl-C
 (SIGINT) ending an attach without --duration, and (as root) an unprivileged
 attach, which must fail with a message naming the permission problem.
 """
-import argparse
 import json
 import os
 import re
@@ -58,15 +57,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import atr_runner  # noqa: E402
+from atr_runner import fail, skip  # noqa: E402
+
 NTHREADS, RING = 3, 64
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
 
 
 def start_prog(prog, out, run_ms, *extra):
@@ -270,8 +267,7 @@ for line in sys.stdin:
 def case_python(at, tmp):
     py = os.path.realpath("/usr/bin/python3")
     if not os.path.exists(py):
-        print("SKIP: no /usr/bin/python3")
-        sys.exit(77)
+        skip("no /usr/bin/python3")
     script = os.path.join(tmp, "loop.py")
     with open(script, "w") as f:
         f.write(PY_LOOP)
@@ -454,41 +450,20 @@ def case_sample(at, busy, tmp):
     print("record -p --sample 4096: %d estimated mallocs" % s["calls"]["malloc"])
 
 
-CASES = ["window", "single", "dlopen", "fpu", "errors", "nopie", "sample", "python"]
+def attach_prog(c, name="attach_prog"):
+    return c.prog(name, "attach")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build")
-    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
-    ap.add_argument("case", nargs="?", choices=CASES)
-    a = ap.parse_args()
-    if a.list:
-        print("\n".join(CASES))
-        return 0
-    if not a.build or not a.case:
-        ap.error("--build and a case are required")
-    at = os.path.join(a.build, "alloctrace")
-    prog = os.path.join(a.build, "tests", "attach", "attach_prog")
-    with tempfile.TemporaryDirectory(prefix="atr-attach-") as tmp:
-        if a.case == "window":
-            case_window(at, prog, tmp)
-        elif a.case == "fpu":
-            case_fpu(at, os.path.join(os.path.dirname(prog), "attach_fp"), tmp)
-        elif a.case == "dlopen":
-            case_dlopen(at, prog, tmp)
-        elif a.case == "nopie":
-            case_nopie(at, os.path.join(os.path.dirname(prog), "attach_nopie"), tmp)
-        elif a.case == "sample":
-            case_sample(at, os.path.join(os.path.dirname(prog), "attach_busy"), tmp)
-        elif a.case == "python":
-            case_python(at, tmp)
-        elif a.case == "single":
-            case_single(at, os.path.join(os.path.dirname(prog), "attach_busy"), tmp)
-        else:
-            case_errors(at, prog, tmp)
-    print("PASS")
-
+CASES = {
+    "window": lambda c: case_window(c.alloctrace, attach_prog(c), c.tmp),
+    "single": lambda c: case_single(c.alloctrace, attach_prog(c, "attach_busy"), c.tmp),
+    "dlopen": lambda c: case_dlopen(c.alloctrace, attach_prog(c), c.tmp),
+    "fpu": lambda c: case_fpu(c.alloctrace, attach_prog(c, "attach_fp"), c.tmp),
+    "errors": lambda c: case_errors(c.alloctrace, attach_prog(c), c.tmp),
+    "nopie": lambda c: case_nopie(c.alloctrace, attach_prog(c, "attach_nopie"), c.tmp),
+    "sample": lambda c: case_sample(c.alloctrace, attach_prog(c, "attach_busy"), c.tmp),
+    "python": lambda c: case_python(c.alloctrace, c.tmp),
+}
 
 if __name__ == "__main__":
-    main()
+    sys.exit(atr_runner.main(CASES, __doc__, tmp_prefix="atr-attach-"))

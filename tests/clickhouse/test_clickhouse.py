@@ -17,29 +17,25 @@ cases:
               query equals `compare --json`
 
 Skipped (exit 77) only when clickhouse-server is not installed.
-usage: test_clickhouse.py --build DIR CASE
+usage: test_clickhouse.py [--build DIR] CASE...  (or --list; tests/atr_runner.py)
 """
 
-import argparse
 import json
 import math
 import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import atr_runner  # noqa: E402
 import chserver  # noqa: E402
+from atr_runner import fail, skip  # noqa: E402
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DB = "alloctrace"
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
 
 
 def check(cond, msg):
@@ -47,17 +43,13 @@ def check(cond, msg):
         fail(msg)
 
 
-class Ctx:
-    def __init__(self, build, tmp):
-        self.build, self.tmp = build, tmp
-        self.at = os.path.join(build, "alloctrace")
+class Ctx(atr_runner.Case):
+    def __init__(self, c):
+        super().__init__(c.name, c.build, c.tmp, c.args)
+        self.at = self.alloctrace
 
     def run(self, args, ok=True, env=None, timeout=300):
-        r = subprocess.run([self.at] + args, capture_output=True, text=True, timeout=timeout,
-                           env=env)
-        if ok and r.returncode != 0:
-            fail("alloctrace %s exited %d: %s" % (" ".join(args), r.returncode, r.stderr))
-        return r
+        return super().run(args, ok=ok, timeout=timeout, env=env)
 
     def record(self, name, argv, extra=()):
         out = os.path.join(self.tmp, name)
@@ -452,29 +444,16 @@ def case_compare(ctx):
     print("ok: compare --clickhouse stored 6 runs; the allocator query equals compare --json")
 
 
-CASES = ["queries", "idempotent", "failures", "cluster", "compare"]
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build")
-    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
-    ap.add_argument("case", nargs="?", choices=CASES)
-    a = ap.parse_args()
-    if a.list:
-        print("\n".join(CASES))
-        return
-    if not a.build or not a.case:
-        ap.error("--build and a case are required")
+def run_case(fn, c):
     if not chserver.server_binary():
-        print("SKIP: clickhouse-server is not installed (Debian: apt-get install "
-              "clickhouse-server clickhouse-client; scripts/setup-deps.sh does it)")
-        sys.exit(77)
+        skip("clickhouse-server is not installed (Debian: apt-get install "
+             "clickhouse-server clickhouse-client; scripts/setup-deps.sh does it)")
     os.environ["ALLOCTRACE_NO_PROGRESS"] = "1"
-    with tempfile.TemporaryDirectory(prefix="alloctrace-cht.") as tmp:
-        ctx = Ctx(os.path.abspath(a.build), tmp)
-        globals()["case_" + a.case](ctx)
+    fn(Ctx(c))
 
+
+CASES = {"queries": case_queries, "idempotent": case_idempotent, "failures": case_failures,
+         "cluster": case_cluster, "compare": case_compare}
 
 if __name__ == "__main__":
-    main()
+    sys.exit(atr_runner.main(CASES, __doc__, call=run_case, tmp_prefix="alloctrace-cht."))

@@ -11,17 +11,19 @@ independent of alloctrace's C code):
   export     export --format dj-wl / dj-trace, read back by djgen.py's
              decoders (dj's rules: counts, syncs inside dj's arrays, no
              unsynchronised cross-thread use) and by alloctrace itself
+
+usage: test_dj.py [--build DIR] CASE...  (or --list; tests/atr_runner.py)
 """
-import argparse
 import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, ".."))
+import atr_runner  # noqa: E402
 import djgen  # noqa: E402
 
 # allocbench's dj_trace benchmark (src/benchmarks/dj_trace.py), re-typed:
@@ -265,23 +267,24 @@ def export_one(a, tmp, name, prog):
           f"{name}: dj-trace round trip: same calls {back} vs {ref}")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("case", choices=["trace", "workload", "errors", "export"])
-    o = ap.parse_args()
-    o.build = os.path.abspath(o.build)
-    a = os.path.join(o.build, "alloctrace")
-    with tempfile.TemporaryDirectory() as tmp:
-        if o.case == "export":
-            test_export(a, tmp, o.build)
-        elif o.case == "errors":
-            os.symlink(a, os.path.join(tmp, "trace_run"))
-            test_errors(a, tmp)
-        else:
-            {"trace": test_trace, "workload": test_workload}[o.case](a, tmp)
-    sys.exit(1 if FAILS else 0)
+def run_case(fn, c):
+    """a case checks on (check() prints each); any failed check fails it"""
+    global FAILS
+    FAILS = 0
+    fn(c)
+    if FAILS:
+        atr_runner.fail("%d check(s) failed" % FAILS)
 
+
+def case_errors(c):
+    os.symlink(c.alloctrace, os.path.join(c.tmp, "trace_run"))
+    test_errors(c.alloctrace, c.tmp)
+
+
+CASES = {"trace": lambda c: test_trace(c.alloctrace, c.tmp),
+         "workload": lambda c: test_workload(c.alloctrace, c.tmp),
+         "errors": case_errors,
+         "export": lambda c: test_export(c.alloctrace, c.tmp, c.build)}
 
 if __name__ == "__main__":
-    main()
+    sys.exit(atr_runner.main(CASES, __doc__, call=run_case, tmp_prefix="atr-dj-"))

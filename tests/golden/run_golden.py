@@ -5,21 +5,24 @@ fuzz corpus's valid seeds: a synthetic one, a real 3-thread recording with
 flamegraph and diff, text and JSON, compared byte for byte with
 tests/golden/expected/CASE.out.
 
-usage: run_golden.py --build DIR CASE      (or --list, or --update [CASE...])
+usage: run_golden.py [--build DIR] [--update] CASE...  (none: all; or --list;
+       tests/atr_runner.py)
 Traces are copied to a temporary directory as t.atr (and u.atr) and the
 commands run there with TZ=UTC, so no path or time zone leaks in.  After an
 intended change of output: run with --update and review the diff.
 """
-import argparse
 import difflib
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import atr_runner  # noqa: E402
+from atr_runner import fail  # noqa: E402
+
 CORPUS = os.path.join(HERE, "..", "fuzz", "corpus")
 
 # case: (trace for t.atr, trace for u.atr or None, alloctrace arguments)
@@ -131,57 +134,41 @@ CASES = {
 }
 
 
-def run(build, case):
-    t, u, args = CASES[case][:3]
-    files = CASES[case][3] if len(CASES[case]) > 3 else {}
-    with tempfile.TemporaryDirectory(prefix="atr-golden.") as d:
-        for name, text in files.items():
-            with open(os.path.join(d, name), "w") as f:
-                f.write(text)
-        shutil.copy(os.path.join(CORPUS, t), os.path.join(d, "t.atr"))
-        if u:
-            shutil.copy(os.path.join(CORPUS, u), os.path.join(d, "u.atr"))
-        env = dict(os.environ, TZ="UTC", ALLOCTRACE_NO_PROGRESS="1")
-        r = subprocess.run([os.path.join(build, "alloctrace")] + args, cwd=d, env=env,
-                           capture_output=True, text=True, timeout=60)
+def run(c, spec):
+    t, u, args = spec[:3]
+    files = spec[3] if len(spec) > 3 else {}
+    d = c.tmp
+    for name, text in files.items():
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    shutil.copy(os.path.join(CORPUS, t), os.path.join(d, "t.atr"))
+    if u:
+        shutil.copy(os.path.join(CORPUS, u), os.path.join(d, "u.atr"))
+    env = dict(os.environ, TZ="UTC", ALLOCTRACE_NO_PROGRESS="1")
+    r = subprocess.run([c.alloctrace] + args, cwd=d, env=env, capture_output=True, text=True,
+                       timeout=60)
     err = r.stderr
     if args[0] == "convert":  # its own speed is no part of the result
         err = re.sub(r" in [0-9.]+ s \([0-9.]+ M records/s\)", " in S s (R M records/s)", err)
     return "exit %d\n--- stdout\n%s--- stderr\n%s" % (r.returncode, r.stdout, err)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build")
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("--update", action="store_true")
-    ap.add_argument("cases", nargs="*")
-    a = ap.parse_args()
-    if a.list:
-        print("\n".join(sorted(CASES)))
-        return 0
-    build = os.path.abspath(a.build)
-    cases = a.cases or sorted(CASES)
-    bad = 0
-    for c in cases:
-        got = run(build, c)
-        path = os.path.join(HERE, "expected", c + ".out")
-        if a.update:
-            with open(path, "w") as f:
-                f.write(got)
-            print("updated", path)
-            continue
-        with open(path) as f:
-            want = f.read()
-        if got != want:
-            bad += 1
-            print("FAIL %s: output differs from %s" % (c, path))
-            sys.stdout.writelines(difflib.unified_diff(
-                want.splitlines(True), got.splitlines(True), "expected", "got", n=2))
-        else:
-            print("ok %s" % c)
-    return 1 if bad else 0
+def check(spec, c):
+    got = run(c, spec)
+    path = os.path.join(HERE, "expected", c.name + ".out")
+    if c.args.update:
+        with open(path, "w") as f:
+            f.write(got)
+        return "updated " + path
+    with open(path) as f:
+        want = f.read()
+    if got != want:
+        fail("output differs from %s\n%s" % (path, "".join(difflib.unified_diff(
+            want.splitlines(True), got.splitlines(True), "expected", "got", n=2))))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(atr_runner.main(
+        dict(sorted(CASES.items())), __doc__, call=check, tmp_prefix="atr-golden.",
+        options=lambda ap: ap.add_argument("--update", action="store_true",
+                                           help="write the outputs as the expected ones")))

@@ -17,10 +17,10 @@ Every case records tests/html/html_prog (markers, threads, leaks) with
             resolves, totals equal `report --json`'s, leak_some's leak
   massif    ms_print reads it and shows the peak with the right bytes
 
-usage: test_html.py --build DIR CASE      (Python 3 standard library only)
+usage: test_html.py [--build DIR] CASE...  (or --list; tests/atr_runner.py; Python 3
+       standard library only)
 """
 
-import argparse
 import gzip
 import html.parser
 import json
@@ -32,13 +32,12 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import atr_runner  # noqa: E402
+from atr_runner import fail  # noqa: E402
+
 MARKERS = ["phase-1: grow", "phase-2: threads", "phase-3: shrink"]
 LEAK_BYTES = sum(1000 + i for i in range(10))
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
 
 
 def run(cmd, **kw):
@@ -418,24 +417,10 @@ def case_massif(args, tmp):
         fail("the last snapshot's tree does not name leak_some()")
 
 
-CASES = ["chromium", "folded", "perfetto", "pprof", "massif"]
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build")
-    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
-    ap.add_argument("case", nargs="?", choices=CASES)
-    args = ap.parse_args()
-    if args.list:
-        print("\n".join(CASES))
-        return 0
-    if not args.build or not args.case:
-        ap.error("--build and a case are required")
-    with tempfile.TemporaryDirectory(prefix="atr-html-") as tmp:
-        globals()["case_" + args.case](args, tmp)
-    print("ok")
-
+# each case(c, tmp): c.build is the build directory
+CASES = {"chromium": case_chromium, "folded": case_folded, "perfetto": case_perfetto,
+         "pprof": case_pprof, "massif": case_massif}
 
 if __name__ == "__main__":
-    main()
+    sys.exit(atr_runner.main(CASES, __doc__, call=lambda fn, c: fn(c, c.tmp),
+                             tmp_prefix="atr-html-"))

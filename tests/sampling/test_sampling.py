@@ -28,29 +28,26 @@ cases:
   env       ALLOCTRACE_SAMPLE with LD_PRELOAD alone (no `record`) gives a
             sampled trace with that rate
 
-usage: test_sampling.py --build DIR CASE
+usage: test_sampling.py [--build DIR] CASE...  (or --list; tests/atr_runner.py)
 Python 3 standard library only.
 """
 
-import argparse
 import json
 import math
 import os
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import atr_runner  # noqa: E402
+from atr_runner import fail, sanitized  # noqa: E402
 
 MIB = 1 << 20
 # smp_prog.c: site i allocates (12 - i) MiB in blocks of site_size[i] and
 # the array of their pointers; sites 0 and 3 leak both
 SITE0_LEAK = 12 * MIB + 12 * MIB // 64 * 8
 SITE3_LEAK = 9 * MIB + 9 * MIB // 4096 * 8
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
 
 
 class Ctx:
@@ -84,14 +81,6 @@ class Ctx:
     def report(self, trace, *args):
         r = self.run(["report", "--json", "--top", "0"] + list(args) + [trace])
         return json.loads(r.stdout)["processes"][0]
-
-
-def sanitized(build):
-    try:
-        with open(os.path.join(build, "CMakeCache.txt")) as f:
-            return "ALLOCTRACE_SANITIZE:BOOL=ON" in f.read()
-    except OSError:
-        return False
 
 
 def leak_of(p, fn):
@@ -289,21 +278,6 @@ CASES = {
 }
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build")
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("case", nargs="?")
-    a = ap.parse_args()
-    if a.list:
-        print("\n".join(CASES))
-        return
-    if a.case not in CASES or not a.build:
-        ap.error("need --build DIR and one of: " + ", ".join(CASES))
-    with tempfile.TemporaryDirectory(prefix="atr-smp-") as tmp:
-        CASES[a.case](Ctx(os.path.abspath(a.build), tmp))
-    print("ok")
-
-
 if __name__ == "__main__":
-    main()
+    sys.exit(atr_runner.main(CASES, __doc__, call=lambda fn, c: fn(Ctx(c.build, c.tmp)),
+                             tmp_prefix="atr-smp-"))

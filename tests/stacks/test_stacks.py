@@ -19,24 +19,21 @@ cases:
               `addr2line -C -f -i` (function, file, line; whole inline chain);
               --names raw and short
 
-usage: test_stacks.py --build DIR [--valgrind PATH] CASE
-Python 3 standard library only.
+usage: test_stacks.py [--build DIR] [--valgrind PATH] CASE...  (or --list;
+       tests/atr_runner.py).  Python 3 standard library only.
 """
 
-import argparse
 import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import atr_runner  # noqa: E402
+from atr_runner import fail  # noqa: E402
 
 C_CALLS = 1000  # STK_C_CALLS in stk_prog.c
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
 
 
 def record(build, out, stacks=True, extra=(), argv=None):
@@ -501,24 +498,9 @@ CASES = {"cxx": case_cxx, "group": case_group, "filters": case_filters, "pids": 
          "valgrind": case_valgrind}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build")
-    ap.add_argument("--valgrind", default="valgrind")
-    ap.add_argument("--list", action="store_true", help="print the case names (CMake adds one test each)")
-    ap.add_argument("case", nargs="?", choices=sorted(CASES))
-    args = ap.parse_args()
-    if args.list:
-        print("\n".join(CASES))
-        return 0
-    if not args.build or not args.case:
-        ap.error("--build and a case are required")
-    args.build = os.path.abspath(args.build)
-    with tempfile.TemporaryDirectory(prefix="atr-stacks.") as tmp:
-        out = os.path.join(tmp, "out")
-        CASES[args.case](args, out)
-    print("ok: " + args.case)
-
-
 if __name__ == "__main__":
-    main()
+    # each case(args, out): args.build, args.valgrind; out a path in a fresh directory
+    sys.exit(atr_runner.main(
+        CASES, __doc__, call=lambda fn, c: fn(c.args, os.path.join(c.tmp, "out")),
+        options=lambda ap: ap.add_argument("--valgrind", default="valgrind"),
+        tmp_prefix="atr-stacks."))
