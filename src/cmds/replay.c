@@ -489,7 +489,7 @@ int cmd_replay(int argc, char **argv)
 				  argv[optind], djs.threads, djs.calls[0], djs.syncs_r, djs.waits,
 				  djs.races_fixed);
 	}
-	int failed = rp_replay(wl, &o, res, eb, sizeof(eb));
+	int failed = rp_replay(wl, &o, res, eb, sizeof(eb)) < 0;
 	if (isdj)
 		unlink(djtmp);
 	if (failed) {

@@ -83,7 +83,7 @@ int rp_find_allocator(const char *name, char *lib, size_t liblen, char *eb, size
 	if (strchr(name, '/') || strstr(name, ".so")) {
 		if (!exists(name)) {
 			snprintf(eb, el, "allocator library %s: %s", name, strerror(errno));
-			return -1;
+			return ATR_E_IO;
 		}
 		if (name[0] != '/') {
 			char *rp = realpath(name, NULL);
@@ -112,13 +112,13 @@ int rp_find_allocator(const char *name, char *lib, size_t liblen, char *eb, size
 		snprintf(eb, el,
 			 "allocator %s: %s not found (ldconfig -p, multiarch dirs); install %s",
 			 name, known[k].sonames[0], known[k].pkg);
-		return -1;
+		return ATR_E_NOTFOUND;
 	}
 	snprintf(eb, el,
 		 "unknown allocator '%s' (glibc, jemalloc, tcmalloc, mimalloc, none, or a path to "
 		 "a .so)",
 		 name);
-	return -1;
+	return ATR_E_USAGE;
 }
 
 int rp_reexec(char **argv, const char *lib, const char *tunables, char *eb, size_t el)
@@ -130,7 +130,7 @@ int rp_reexec(char **argv, const char *lib, const char *tunables, char *eb, size
 			 "another "
 			 "allocator (%s); use a build without -DALLOCTRACE_SANITIZE=ON",
 			 lib);
-		return -1;
+		return ATR_E_UNSUPPORTED;
 	}
 #endif
 	/* Keep liballoctrace.so if it is preloaded (`alloctrace record --
@@ -164,5 +164,5 @@ int rp_reexec(char **argv, const char *lib, const char *tunables, char *eb, size
 	execve("/proc/self/exe", argv, environ);
 fail:
 	snprintf(eb, el, "cannot re-execute for the allocator: %s", strerror(errno));
-	return -1;
+	return ATR_E_IO;
 }

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "atr_err.h"
+
 #define RP_CHILD_ENV "ALLOCTRACE_REPLAY_CHILD"
 
 /* The names rp_find_allocator() knows, NULL-terminated (shell completion). */
@@ -12,12 +14,15 @@ extern const char *const rp_allocator_names[];
 
 /* name: glibc | none | jemalloc | tcmalloc | mimalloc | PATH.so.
  * Sets *lib to "" for glibc and none (no preload) or the library path.
- * 0, or -1 with errbuf filled. */
+ * 0, or with the message in errbuf ATR_E_IO (PATH.so unreadable),
+ * ATR_E_NOTFOUND (a known allocator that is not installed: which package)
+ * or ATR_E_USAGE (an unknown name). */
 int rp_find_allocator(const char *name, char *lib, size_t liblen, char *errbuf, size_t errlen);
 
 /* Re-exec /proc/self/exe with argv, LD_PRELOAD=lib (if lib[0]) and
  * GLIBC_TUNABLES=tunables (if non-empty), RP_CHILD_ENV=1.  Returns only on
- * failure (-1, errbuf filled). */
+ * failure, with the message in errbuf: ATR_E_UNSUPPORTED (an ASan build
+ * under another allocator) or ATR_E_IO. */
 int rp_reexec(char **argv, const char *lib, const char *tunables, char *errbuf, size_t errlen);
 
 #endif

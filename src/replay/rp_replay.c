@@ -290,7 +290,7 @@ struct replay {
 	size_t nz;
 	_Atomic uint32_t zseq; /* futex word: bumped per finished thread */
 	struct rp_result *res;
-	int err;
+	int err; /* the first failure's atr_err, 0 none */
 	char errmsg[200];
 };
 
@@ -320,11 +320,11 @@ static void membarrier_now(void)
 #endif
 }
 
-static void abort_all(struct replay *rp, const char *msg)
+static void abort_all(struct replay *rp, int code, const char *msg)
 {
 	pthread_mutex_lock(&rp->lock);
 	if (!rp->err) {
-		rp->err = 1;
+		rp->err = code;
 		snprintf(rp->errmsg, sizeof(rp->errmsg), "%s", msg);
 	}
 	pthread_mutex_unlock(&rp->lock);
@@ -508,7 +508,7 @@ static int start_thread(struct replay *rp, struct rlocal *me, uint32_t c)
 		char m[160];
 		snprintf(m, sizeof(m), "cannot create replay thread %" PRIu32 " of %" PRIu32 ": %s",
 			 c, rp->n, strerror(e));
-		abort_all(rp, m);
+		abort_all(rp, ATR_E_NOMEM, m);
 		return -1;
 	}
 	return 0;
@@ -565,7 +565,7 @@ static void *run_thread(void *arg)
 	struct rlocal *L =
 	    mmap(NULL, lsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (L == MAP_FAILED) {
-		abort_all(rp, "out of memory for a replay thread's state");
+		abort_all(rp, ATR_E_NOMEM, "out of memory for a replay thread's state");
 		atomic_fetch_sub(&rp->running, 1);
 		pthread_mutex_lock(&rp->lock);
 		rp->zombies[rp->nz++] = me->t;
@@ -590,7 +590,7 @@ static void *run_thread(void *arg)
 	uint8_t *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct awl_stream s;
 	if (buf == MAP_FAILED) {
-		abort_all(rp, "out of memory for a decoder buffer");
+		abort_all(rp, ATR_E_NOMEM, "out of memory for a decoder buffer");
 		buf = NULL;
 		r = -1;
 		memset(&s, 0, sizeof(s));
@@ -766,7 +766,7 @@ static void *run_thread(void *arg)
 		}
 	}
 	if (r < 0 && buf)
-		abort_all(rp, s.err);
+		abort_all(rp, ATR_E_RECORD, s.err);
 	/* no THREAD_EXIT op: the traced thread lived to the end (main) */
 	uint64_t t_end = plat_mono_ns();
 	if (buf) {
@@ -835,16 +835,18 @@ static uint64_t maxrss_kb(void)
 	return (uint64_t)ru.ru_maxrss;
 }
 
+/* awl_verify in a child: 0, or ATR_E_RECORD (the workload is invalid) or
+ * ATR_E_PROCESS (the child died) with the message in eb. */
 static int verify_forked(awl_file *f, char *eb, size_t el)
 {
 	int pfd[2];
 	if (pipe(pfd) < 0)
-		return awl_verify(f, eb, el);
+		return awl_verify(f, eb, el) < 0 ? ATR_E_RECORD : 0;
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
-		return awl_verify(f, eb, el);
+		return awl_verify(f, eb, el) < 0 ? ATR_E_RECORD : 0;
 	}
 	if (pid == 0) {
 		close(pfd[0]);
@@ -867,7 +869,7 @@ static int verify_forked(awl_file *f, char *eb, size_t el)
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	snprintf(eb, el, "%s", n > 0 ? b : "workload verification failed");
-	return -1;
+	return WIFEXITED(st) ? ATR_E_RECORD : ATR_E_PROCESS;
 }
 
 /* Cores this process may run on (taskset counts). */
@@ -912,11 +914,12 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	memset(res, 0, sizeof(*res));
 	res->clock = clock_init();
 	awl_file *f;
-	if (awl_open(path, &f, eb, el) < 0)
-		return 1;
-	if (verify_forked(f, eb, el) < 0) {
+	int rc = awl_open(path, &f, eb, el);
+	if (rc < 0)
+		return rc;
+	if ((rc = verify_forked(f, eb, el)) < 0) {
 		awl_close(f);
-		return 1;
+		return rc;
 	}
 	const struct awl_info *in = awl_get_info(f);
 	res->emulated = o->dry_run ? 0 : resolve_allocator();
@@ -958,7 +961,7 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 		free(rp.th);
 		free(rp.zombies);
 		awl_close(f);
-		return 1;
+		return ATR_E_NOMEM;
 	}
 	memset(rp.prog, 0, sizeof(struct prog) * (rp.n ? rp.n : 1));
 	for (uint32_t i = 0; i < rp.n; i++) {
@@ -970,11 +973,10 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	res->ideal_peak = in->ideal_peak;
 	pthread_attr_init(&rp.attr);
 	pthread_attr_setstacksize(&rp.attr, 256 << 10);
-	int rc = 0;
 	uint64_t c_create = plat_mono_ns();
 	for (uint32_t i = 0; i < rp.n && !rc; i++)
 		if (awl_get_thread(f, i)->parent == 0 && start_thread(&rp, NULL, i) < 0)
-			rc = 1;
+			rc = ATR_E_NOMEM; /* rp.errmsg says what */
 	res->thread_create_ns += plat_mono_ns() - c_create;
 	struct sampler smp = {.rp = &rp, .fd = -1};
 	pthread_t sth;
@@ -984,7 +986,7 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 		smp.fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 		if (!smp.out || smp.fd < 0) {
 			snprintf(eb, el, "%s: %s", o->timeline, strerror(errno));
-			abort_all(&rp, eb);
+			abort_all(&rp, ATR_E_IO, eb);
 		} else {
 			fprintf(smp.out, "# ms vmsize_kb rss_kb ideal_kb\n");
 			smp.t0 = plat_mono_ns();
@@ -1025,9 +1027,9 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	res->decoder_peak_bytes = atomic_load(&rp.dec_peak);
 	res->thread_state_peak_bytes = atomic_load(&rp.state_peak);
 	res->thread_exit_ns += atomic_load(&rp.exit_ns);
-	if (rp.err && !rc) {
+	if (rp.err) {
 		snprintf(eb, el, "%s", rp.errmsg);
-		rc = 1;
+		rc = rp.err;
 	}
 	/* Blocks still live were measured as live at the end; release them
 	   now (untimed) so that leak checkers stay quiet. */

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atr_err.h"
 #include "awl_workload.h"
 
 enum rp_touch { RP_TOUCH_NONE, RP_TOUCH_FIRST, RP_TOUCH_ALL };
@@ -90,7 +91,10 @@ uint64_t rp_ticks(void);
 uint64_t rp_percentile(const struct rp_callstat *s, double pct);
 
 /* Verify (in a forked child, so its memory does not count in this
- * process's max RSS) and run.  0, or 1 with errbuf filled. */
+ * process's max RSS) and run.  0, or a negative atr_err with the message
+ * in errbuf: awl_open's, ATR_E_RECORD (the workload does not verify or
+ * decode), ATR_E_NOMEM (tables, threads, decoder buffers), ATR_E_IO (the
+ * --timeline file). */
 int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, char *errbuf,
 	      size_t errlen);
 
