@@ -856,8 +856,10 @@ static void on_mmap(struct conv *c, uint32_t ti, const struct atr_event *ev, int
 		      ((ev->mflags & 3) == RP_MAP_SHARED ? AWL_MF_SHARED : 0) |
 		      (ev->mflags & RP_MAP_NORESERVE ? AWL_MF_NORESERVE : 0) |
 		      (ev->mflags & RP_MAP_POPULATE ? AWL_MF_POPULATE : 0);
-	if (a > UINT64_MAX - len)
+	if (len > AWL_MAX_MAP || a > UINT64_MAX - len) {
+		c->st->map_unknown++; /* no kernel maps that: a corrupt record */
 		return;
+	}
 	if (!anon)
 		c->st->file_maps++;
 	if (fixed && anon && replayed && is_map_slot(tag = map_tag_at(c, a))) {
@@ -893,8 +895,10 @@ static void on_mremap(struct conv *c, uint32_t ti, const struct atr_event *ev, i
 		return;
 	uint64_t a = ev->ptr, olen = page_up(c, ev->old_size), b = ev->ret;
 	uint64_t nlen = page_up(c, ev->size), tag = map_tag_at(c, a), off;
-	if (a > UINT64_MAX - olen || b > UINT64_MAX - nlen)
+	if (nlen > AWL_MAX_MAP || a > UINT64_MAX - olen || b > UINT64_MAX - nlen) {
+		c->st->map_unknown++;
 		return;
+	}
 	if (olen && is_map_slot(tag) && ur_covered(&c->maps, a, a + olen, tag, &off) &&
 	    !(ev->mflags & RP_MREMAP_DONTUNMAP)) {
 		uint32_t s = (uint32_t)tag;
