@@ -27,7 +27,10 @@
 /* Steal another thread's free slot only when this many are free. */
 #define RP_STEAL_MIN 64
 #define RP_NONE	     UINT32_MAX
-#define RECENT_FREES 4096
+/* Thread serials are dense from 1 (by_serial is indexed by them): one
+ * above this is a corrupt trace, not a 2^31-entry table. */
+#define RP_MAX_SERIAL (1u << 24)
+#define RECENT_FREES  4096
 /* The slot of a block a filter left out (a realloc's old block): it and
  * every later op on it are left out (struct rp_convert_opts). */
 #define RP_EXCLUDED UINT32_MAX /* a tag: slots are below it */
@@ -110,6 +113,7 @@ struct conv {
 	size_t recent_pos;
 	uint64_t reports[8];
 	int nomem;
+	uint32_t bad_serial; /* a thread serial no process has (corrupt trace) */
 	atr_file *f;
 	/* thread lifetimes: a start (SPAWN) waits for the start before it and
 	   for the exits since; an exit (THREAD_EXIT) for the latest start.  So
@@ -259,6 +263,11 @@ static uint32_t thread_of(struct conv *c, const struct atr_event *ev)
 	uint32_t s = ev->thread;
 	if (s < c->nserial && c->by_serial[s] != RP_NONE)
 		return c->by_serial[s];
+	if (s >= RP_MAX_SERIAL) {
+		c->bad_serial = s;
+		c->nomem = 1;
+		return RP_NONE;
+	}
 	if (s >= c->nserial) {
 		uint32_t nn = c->nserial ? c->nserial : 64;
 		while (nn <= s)
@@ -1727,6 +1736,10 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		snprintf(eb, el, "%s: --merge: a pointer above 2^%d, cannot keep processes apart",
 			 trace, RP_MERGE_SHIFT);
 		rc = ATR_E_USAGE;
+	} else if (c.bad_serial) {
+		snprintf(eb, el, "%s: thread serial %" PRIu32 " is implausible (corrupt trace)",
+			 trace, c.bad_serial);
+		rc = ATR_E_RECORD;
 	} else if (c.nomem) {
 		snprintf(eb, el, "%s: out of memory", trace);
 		rc = ATR_E_NOMEM;

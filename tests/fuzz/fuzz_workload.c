@@ -262,8 +262,8 @@ int main(int argc, char **argv)
 			    (!in->think_ns || in->roots >= in->nthreads))
 				abort();
 			/* and the other calls' ops, each kind */
-			for (unsigned x = 0; k && k < NS - 1 && x < AWL_OP_XLAST - AWL_OP_XFIRST + 1;
-			     x++)
+			for (unsigned x = 0;
+			     k && k < NS - 1 && x < AWL_OP_XLAST - AWL_OP_XFIRST + 1; x++)
 				if (!in->xops[x]) {
 					fprintf(stderr, "seed %d: no %s op\n", k,
 						awl_op_name(AWL_OP_XFIRST + x));

@@ -66,14 +66,15 @@ int main(void)
 	CHECK(us >= (132 << 10));
 
 	/* a reservation, and a part of it committed */
-	char *r = mmap(NULL, 1 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-		       0);
+	char *r =
+	    mmap(NULL, 1 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	CHECK(r != MAP_FAILED);
 	CHECK(mmap(r + (256 << 10), 128 << 10, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == r + (256 << 10));
 	touch(r + (256 << 10), 128 << 10);
 	/* mapped here, unmapped by another thread */
-	unmap_arg = mmap(NULL, 256 << 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unmap_arg =
+	    mmap(NULL, 256 << 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(unmap_arg != MAP_FAILED);
 	touch(unmap_arg, 256 << 10);
 	pthread_t th;
