@@ -753,42 +753,42 @@ static int is_map_slot(uint64_t tag)
 	return tag < RP_NONE;
 }
 
+/* The op (code) on a part of a mapping, begun: its slot, offset and
+ * length written; NULL if the part is no slot's (a file, left out). */
+static uint8_t *part_op(struct map_ctx *x, const struct ur_range *r, unsigned code)
+{
+	if (!is_map_slot(r->tag))
+		return NULL;
+	x->slots = 1;
+	uint32_t m = (uint32_t)r->tag;
+	map_op_begin(x->c, x->ti, m);
+	uint8_t *p = op_begin(x->c, x->ti, code);
+	p = awl_put_uv(p, m);
+	p = awl_put_uv(p, r->off);
+	return awl_put_uv(p, r->end - r->start);
+}
+
 /* A part of a mapping the program unmapped (munmap, or a new mapping
  * over it): a MUNMAP op if it is a slot's. */
 static void unmap_part(void *arg, const struct ur_range *r)
 {
 	struct map_ctx *x = arg;
-	struct conv *c = x->c;
-	if (!is_map_slot(r->tag))
+	uint8_t *p = part_op(x, r, AWL_OP_MUNMAP);
+	if (!p)
 		return;
-	x->slots = 1;
-	uint32_t m = (uint32_t)r->tag;
-	map_op_begin(c, x->ti, m);
-	uint8_t *p = op_begin(c, x->ti, AWL_OP_MUNMAP);
-	p = awl_put_uv(p, m);
-	p = awl_put_uv(p, r->off);
-	p = awl_put_uv(p, r->end - r->start);
-	xop_end(c, x->ti, p, AWL_OP_MUNMAP);
-	c->ms[m].bytes -= r->end - r->start;
-	if (!c->ms[m].bytes)
-		map_slot_free(c, m);
+	struct mslot *m = &x->c->ms[r->tag];
+	xop_end(x->c, x->ti, p, AWL_OP_MUNMAP);
+	m->bytes -= r->end - r->start;
+	if (!m->bytes)
+		map_slot_free(x->c, (uint32_t)r->tag);
 }
 
 static void advise_part(void *arg, const struct ur_range *r)
 {
 	struct map_ctx *x = arg;
-	struct conv *c = x->c;
-	if (!is_map_slot(r->tag))
-		return;
-	x->slots = 1;
-	uint32_t m = (uint32_t)r->tag;
-	map_op_begin(c, x->ti, m);
-	uint8_t *p = op_begin(c, x->ti, AWL_OP_MADVISE);
-	p = awl_put_uv(p, m);
-	p = awl_put_uv(p, r->off);
-	p = awl_put_uv(p, r->end - r->start);
-	p = awl_put_uv(p, x->advice);
-	xop_end(c, x->ti, p, AWL_OP_MADVISE);
+	uint8_t *p = part_op(x, r, AWL_OP_MADVISE);
+	if (p)
+		xop_end(x->c, x->ti, awl_put_uv(p, x->advice), AWL_OP_MADVISE);
 }
 
 /* [a, b) is unmapped by the program (cut from the model, MUNMAP ops for
