@@ -183,6 +183,7 @@ CASES = {
     "xcalls_buf4_timing": Case("xcalls", record_args=["--timing"] + BUF4, check=check_xlog),
     "xcalls_stacks": Case("xcalls", record_args=["--stacks"],
                           check=lambda ctx: check_xlog(ctx, stacks=True)),
+    "mmthresh": Case("mmthresh"),
     "killme": [],  # run_kill: SIGKILL while allocating
     "killme_buf4": BUF4,
 }

@@ -350,7 +350,7 @@ static void test_recorded_waves(void **state)
 	char eb[512];
 	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
 	const struct awl_info *in = awl_get_info(f);
-	assert_int_equal(in->version, 2);
+	assert_int_equal(in->version, AWL_VERSION);
 	assert_int_equal(in->nthreads, WAVES * K + 1);
 	assert_int_equal(in->roots, 1);
 	assert_int_equal(in->max_live, K + 1);
@@ -489,13 +489,69 @@ static void test_recorded_threads(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* An extended call record (docs/TRACE_FORMAT.md, "Extended calls"). */
+static void ext(struct atw *w, uint32_t s, uint64_t *ts, uint64_t xt, const uint64_t *args,
+		unsigned n)
+{
+	uint64_t words[10] = {(*ts)++ << ATR_TS_SHIFT | ATR_T_EXT, xt};
+	memcpy(words + 2, args, n * sizeof(*args));
+	assert_int_equal(atw_raw(w, s, words, n + 2), 0);
+}
+
+/* The mapping model's odd cases: a MAP_FIXED over parts of two mappings
+ * unmaps both parts and makes a new mapping (map_odd); one munmap over
+ * three mappings' parts ends all three; a munmap of a range never mapped
+ * counts in map_unknown; the workload verifies. */
+static void test_mapping_model(void **state)
+{
+	(void)state;
+	char trace[300], wl[300];
+	path_in(trace, sizeof(trace), "maps.atr");
+	path_in(wl, sizeof(wl), "maps.wl");
+	struct atw *w = atw_new(4096);
+	atw_hdr_u64(w, ATR_H_FEATURES, ATR_FEAT_CLOCK_MONO_NS | ATR_FEAT_XCALLS);
+	uint32_t a = atw_thread(w, 21, 1);
+	uint64_t ts = 10;
+	const uint64_t A = 0x7f0000000000ULL, B = A + 65536, anon = 3 | (uint64_t)0x22 << 32;
+	ext(w, a, &ts, ATR_T_MMAP, (const uint64_t[]){A, 65536, 0, anon, 0xffffffffu, 0}, 6);
+	ext(w, a, &ts, ATR_T_MMAP, (const uint64_t[]){B, 65536, 0, anon, 0xffffffffu, 0}, 6);
+	ext(w, a, &ts, ATR_T_MMAP,
+	    (const uint64_t[]){A + 32768, 65536, A + 32768, 3 | (uint64_t)0x32 << 32, 0xffffffffu,
+			       0},
+	    6);
+	ext(w, a, &ts, ATR_T_MUNMAP, (const uint64_t[]){A, 131072, 0}, 3);
+	ext(w, a, &ts, ATR_T_MUNMAP, (const uint64_t[]){0x7e0000000000ULL, 4096, 0}, 3);
+	assert_int_equal(atw_flush(w, a), 0);
+	assert_int_equal(atw_write_file(w, trace, 0), 0);
+	atw_destroy(w);
+	struct rp_convert_stats st;
+	convert_ok(trace, wl, &st);
+	awl_file *f;
+	char eb[512];
+	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+	assert_int_equal(awl_verify(f, eb, sizeof(eb)), 0);
+	const struct awl_info *in = awl_get_info(f);
+	assert_int_equal(in->features, AWL_FEAT_XOPS);
+	assert_int_equal(st.xcalls, 5);
+	assert_int_equal(in->xops[AWL_OP_MMAP - AWL_OP_XFIRST], 3);
+	assert_int_equal(in->xops[AWL_OP_MMAP_FIXED - AWL_OP_XFIRST], 0);
+	/* A's and B's halves under the fixed mapping, then A's, the new
+	   one's and B's remaining parts */
+	assert_int_equal(in->xops[AWL_OP_MUNMAP - AWL_OP_XFIRST], 5);
+	assert_int_equal(in->map_odd, 1);
+	assert_int_equal(in->map_unknown, 1);
+	assert_int_equal(in->file_maps, 0);
+	assert_int_equal(in->map_slots, 3);
+	awl_close(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_all_calls),	   cmocka_unit_test(test_cross_thread_order),
 	    cmocka_unit_test(test_bad_input),	   cmocka_unit_test(test_recorded_threads),
 	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
-	    cmocka_unit_test(test_think_time),
+	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

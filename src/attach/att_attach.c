@@ -56,12 +56,16 @@ int att_attach(const struct att_opts *o, char *errbuf, size_t errlen)
 #include <time.h>
 #include <unistd.h>
 
-/* The traced functions in ATR_CALLS order: alloctrace_attach_impl hands
- * back the target's real functions in the same order. */
-#define NFUNCS					       ((int)ATR_NCALLS)
+/* The traced functions in ATR_CALLS order, then the other calls in
+ * ATR_XCALLS order, then mmap64 (an alias of mmap, its own GOT entries):
+ * alloctrace_attach_impl hands back the target's real functions in the
+ * same order. */
+#define NFUNCS					       ((int)(ATR_NCALLS + ATR_NXCALLS + 1))
 #define FUNC_(NAME, name, type, op, args, ret, params) #name,
-static const char *const funcs[NFUNCS] = {ATR_CALLS(FUNC_)};
+#define XFUNC_(NAME, name, type, words, ret, params)   #name,
+static const char *const funcs[NFUNCS] = {ATR_CALLS(FUNC_) ATR_XCALLS(XFUNC_) "mmap64"};
 #undef FUNC_
+#undef XFUNC_
 
 #define CALL_TIMEOUT_MS 10000
 #define MAX_TASKS	4096

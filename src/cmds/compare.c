@@ -30,9 +30,11 @@ static void compare_usage(FILE *out)
 	    out,
 	    "usage: alloctrace compare WORKLOAD --allocators A,B,... [--runs N] [--touch M]\n"
 	    "                          [--trim-interval N] [--timing serial|fast|off] [--json]\n"
-	    "                          [--html FILE]\n"
+	    "                          [--no-mallopt] [--no-mappings] [--html FILE]\n"
 	    "Replay WORKLOAD N times (default 3) under each allocator and print medians\n"
-	    "(min-max) and ratios against the first column.  An allocator is glibc,\n"
+	    "(min-max) and ratios against the first column.  --no-mallopt and --no-mappings\n"
+	    "go to every replay (skip the program's mallopt/malloc_trim, its mappings).\n"
+	    "An allocator is glibc,\n"
 	    "jemalloc, tcmalloc, mimalloc, PATH.so or none, optionally with glibc tunables:\n"
 	    "  glibc+glibc.malloc.arena_max=1+glibc.malloc.trim_threshold=0\n"
 	    "--html FILE also writes a self-contained page: bars of time and RSS per\n"
@@ -42,8 +44,14 @@ static void compare_usage(FILE *out)
 	    "(table replay_runs, view replay_medians: docs/CLICKHOUSE.md).\n");
 }
 
+/* Replay options every run gets: --no-mallopt, --no-mappings. */
+struct run_flags {
+	int no_mallopt, no_maps;
+};
+
 static int run_one(const char *wl, struct out_compare_col *c, const char *touch, const char *trim,
-		   const char *timing, const char *timeline, double *out)
+		   const char *timing, const char *timeline, const struct run_flags *fl,
+		   double *out)
 {
 	int pfd[2];
 	if (pipe(pfd) < 0)
@@ -82,6 +90,10 @@ static int run_one(const char *wl, struct out_compare_col *c, const char *touch,
 			av[n++] = (char *)"--timeline";
 			av[n++] = (char *)timeline;
 		}
+		if (fl->no_mallopt)
+			av[n++] = (char *)"--no-mallopt";
+		if (fl->no_maps)
+			av[n++] = (char *)"--no-mappings";
 		av[n++] = (char *)"--kv";
 		av[n] = NULL;
 		unsetenv("ALLOCTRACE_REPLAY_CHILD");
@@ -140,20 +152,21 @@ static int run_one(const char *wl, struct out_compare_col *c, const char *touch,
 /* compare --clickhouse: every run of every column, one INSERT. */
 static int store_clickhouse(const char *url, const char *db, const char *wl,
 			    struct out_compare_col *cols, int ncol, int runs, const char *touch,
-			    const char *trim, const char *timing)
+			    const char *trim, const char *timing, const struct run_flags *fl)
 {
 	char err[1024], opt[3][128];
-	const char *opts[3];
+	const char *opts[5];
 	int nopt = 0;
+	if (fl->no_mallopt)
+		opts[nopt++] = "no-mallopt";
+	if (fl->no_maps)
+		opts[nopt++] = "no-mappings";
 	if (touch)
-		snprintf(opt[nopt], sizeof(opt[0]), "touch=%s", touch), opts[nopt] = opt[nopt],
-									nopt++;
+		snprintf(opt[0], sizeof(opt[0]), "touch=%s", touch), opts[nopt++] = opt[0];
 	if (trim)
-		snprintf(opt[nopt], sizeof(opt[0]), "trim-interval=%s", trim),
-		    opts[nopt] = opt[nopt], nopt++;
+		snprintf(opt[1], sizeof(opt[0]), "trim-interval=%s", trim), opts[nopt++] = opt[1];
 	if (timing)
-		snprintf(opt[nopt], sizeof(opt[0]), "timing=%s", timing), opts[nopt] = opt[nopt],
-									  nopt++;
+		snprintf(opt[2], sizeof(opt[0]), "timing=%s", timing), opts[nopt++] = opt[2];
 	struct ch_replay_col cc[32];
 	char libs[32][4096];
 	for (int k = 0; k < ncol; k++) {
@@ -195,6 +208,8 @@ int cmd_compare(int argc, char **argv)
 	    {"touch", required_argument, NULL, 't'},
 	    {"trim-interval", required_argument, NULL, 'I'},
 	    {"timing", required_argument, NULL, 'm'},
+	    {"no-mallopt", no_argument, NULL, 'O'},
+	    {"no-mappings", no_argument, NULL, 'M'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"html", required_argument, NULL, 'H'},
@@ -207,6 +222,7 @@ int cmd_compare(int argc, char **argv)
 	const char *html = NULL, *ch_url = NULL, *ch_db = "alloctrace";
 	char tldir[] = "/tmp/alloctrace-compare.XXXXXX";
 	int runs = 3, json = 0, c;
+	struct run_flags fl = {0};
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "a:r:jh", opts, NULL)) != -1) {
 		switch (c) {
@@ -228,6 +244,12 @@ int cmd_compare(int argc, char **argv)
 			break;
 		case 'm':
 			timing = optarg;
+			break;
+		case 'O':
+			fl.no_mallopt = 1;
+			break;
+		case 'M':
+			fl.no_maps = 1;
 			break;
 		case 'j':
 			json = 1;
@@ -308,7 +330,7 @@ int cmd_compare(int argc, char **argv)
 				fprintf(stderr, "\rcompare: run %d/%d %-30s", r + 1, runs,
 					cols[k].spec);
 			if (run_one(wl, &cols[k], touch, trim, timing,
-				    r == 0 ? cols[k].timeline : NULL, out) < 0) {
+				    r == 0 ? cols[k].timeline : NULL, &fl, out) < 0) {
 				util_err("compare: replay under %s failed", cols[k].spec);
 				rc = 1;
 				break;
@@ -424,7 +446,8 @@ int cmd_compare(int argc, char **argv)
 		}
 	}
 	if (!rc && ch_url)
-		rc = store_clickhouse(ch_url, ch_db, wl, cols, ncol, runs, touch, trim, timing);
+		rc =
+		    store_clickhouse(ch_url, ch_db, wl, cols, ncol, runs, touch, trim, timing, &fl);
 	for (int k = 0; k < ncol; k++) {
 		if (cols[k].timeline) {
 			unlink(cols[k].timeline);

@@ -135,6 +135,19 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 		fprintf(stderr,
 			"convert: threads alive at once: at most %" PRIu32 "; think time %.3f s\n",
 			st.max_live, (double)st.think_ns / 1e9);
+		if (st.xcalls)
+			fprintf(
+			    stderr,
+			    "convert: other calls: %s records -> %s ops, %" PRIu64
+			    " mapping slots; not replayed: %" PRIu64 " file-backed mmaps, %" PRIu64
+			    " brk/sbrk, %" PRIu64 " madvise of other advice; %" PRIu64
+			    " unmaps/remaps/advice of ranges never mapped in the trace, %" PRIu64
+			    " mapping calls replayed as an unmap and a new mapping, %" PRIu64
+			    " malloc_usable_size of unknown blocks\n",
+			    util_fmt_u64(a, sizeof(a), st.xcalls),
+			    util_fmt_u64(b, sizeof(b), st.xops), st.map_slots, st.file_maps,
+			    st.break_moves, st.madvise_other, st.map_unknown, st.map_odd,
+			    st.usable_unknown);
 		if (st.anomalies || st.lost_records)
 			fprintf(stderr,
 				"convert: anomalies: %" PRIu64 " unknown frees, %" PRIu64

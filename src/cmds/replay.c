@@ -30,6 +30,10 @@ static void replay_usage(FILE *out)
 	    "  -T, --tunable T=V      a glibc tunable, e.g. glibc.malloc.arena_max=2 (repeatable;\n"
 	    "                         passed through GLIBC_TUNABLES at exec time)\n"
 	    "      --trim-interval N  call malloc_trim(0) every N ops of each thread\n"
+	    "      --no-mallopt       skip the program's own mallopt and malloc_trim calls\n"
+	    "                         (workload version 3): the allocator's defaults\n"
+	    "      --no-mappings      skip the program's own mappings (mmap, munmap, mremap,\n"
+	    "                         madvise; workload version 3): the heap's RSS alone\n"
 	    "      --touch MODE       none | first (default: first byte of each page) | all\n"
 	    "      --timing MODE      serial (default: fenced clock reads, their floor\n"
 	    "                         subtracted) | fast (unfenced: cheap calls read as the\n"
@@ -78,6 +82,48 @@ static void warn_descheduled(const struct rp_result *r)
 		    " involuntary context switches): fewer free cores than threads; compare CPU "
 		    "time (thread_cpu_us), not wall time",
 		    100.0 * ran, r->invol_switches);
+}
+
+/* The program's other calls (workload v3): what the replay made of them. */
+static void print_xops(const struct rp_opts *o, const struct rp_result *r)
+{
+	if (!r->xops) {
+		printf("program's other calls: none in this workload (version %d%s)\n", r->version,
+		       r->version >= 3 ? ", traced without them" : ": the malloc family only");
+		return;
+	}
+	char a[32], b[32];
+	printf("program's other calls (made / in the workload):");
+	int any = 0;
+	for (unsigned k = 0; k < RP_NXOPS; k++) {
+		const struct rp_xstat *x = &r->x[k];
+		if (!x->ops)
+			continue;
+		printf("%s %s %s/%s", any ? "," : "", awl_op_name(AWL_OP_XFIRST + k),
+		       util_fmt_u64(a, sizeof(a), x->done), util_fmt_u64(b, sizeof(b), x->ops));
+		if (x->skipped)
+			printf(" (%s skipped: %s)", util_fmt_u64(a, sizeof(a), x->skipped),
+			       k + AWL_OP_XFIRST <= AWL_OP_MALLOC_TRIM ? "--no-mallopt"
+								       : "--no-mappings");
+		if (x->na)
+			printf(" (%s not applicable: the allocator does not export it)",
+			       util_fmt_u64(a, sizeof(a), x->na));
+		if (x->failed)
+			printf(" (%s failed)", util_fmt_u64(a, sizeof(a), x->failed));
+		if (x->unlike)
+			printf(" (%s with another result than traced)",
+			       util_fmt_u64(a, sizeof(a), x->unlike));
+		any = 1;
+	}
+	printf("%s\n", any ? "" : " none");
+	if (r->map_bytes)
+		printf("program's mappings: %s Kb mapped (touch as blocks)\n",
+		       util_fmt_u64(a, sizeof(a), r->map_bytes / 1024));
+	if (r->x[AWL_OP_USABLE_SIZE - AWL_OP_XFIRST].done)
+		printf("malloc_usable_size: %s bytes in all here, %s traced\n",
+		       util_fmt_u64(a, sizeof(a), r->usable_bytes),
+		       util_fmt_u64(b, sizeof(b), r->usable_trace));
+	(void)o;
 }
 
 static void print_text(const char *wl, const char *alloc, const struct rp_opts *o,
@@ -179,6 +225,7 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 		       " calls succeeded that failed when traced, %" PRIu64
 		       " failed that succeeded\n",
 		       r->unexpected_ok, r->unexpected_fail);
+	print_xops(o, r);
 	if (r->emulated) {
 		printf("emulated with the allocator's own calls (it lacks them):");
 		for (unsigned k = 1; k <= AWL_OP_CALL_LAST; k++)
@@ -276,6 +323,39 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_u64(&w, r->unexpected_ok);
 	json_key(&w, "unexpected_failure");
 	json_u64(&w, r->unexpected_fail);
+	json_key(&w, "mallopt");
+	json_bool(&w, !o->no_mallopt);
+	json_key(&w, "mappings");
+	json_bool(&w, !o->no_maps);
+	json_key(&w, "other_calls_traced");
+	json_bool(&w, r->xops);
+	json_key(&w, "mapped_bytes");
+	json_u64(&w, r->map_bytes);
+	json_key(&w, "usable_size_bytes");
+	json_u64(&w, r->usable_bytes);
+	json_key(&w, "usable_size_trace_bytes");
+	json_u64(&w, r->usable_trace);
+	json_key(&w, "other_calls");
+	json_begin_object(&w);
+	for (unsigned k = 0; k < RP_NXOPS; k++) {
+		const struct rp_xstat *x = &r->x[k];
+		json_key(&w, awl_op_name(AWL_OP_XFIRST + k));
+		json_begin_object(&w);
+		json_key(&w, "ops");
+		json_u64(&w, x->ops);
+		json_key(&w, "done");
+		json_u64(&w, x->done);
+		json_key(&w, "skipped");
+		json_u64(&w, x->skipped);
+		json_key(&w, "not_applicable");
+		json_u64(&w, x->na);
+		json_key(&w, "failed");
+		json_u64(&w, x->failed);
+		json_key(&w, "unlike_trace");
+		json_u64(&w, x->unlike);
+		json_end_object(&w);
+	}
+	json_end_object(&w);
 	json_key(&w, "calls");
 	json_begin_object(&w);
 	for (unsigned k = 1; k <= RP_NTYPES; k++) {
@@ -314,6 +394,9 @@ static void print_kv(const struct rp_result *r)
 	for (unsigned k = 1; k <= AWL_OP_CALL_LAST; k++)
 		printf("count_%s %" PRIu64 "\navg_%s %" PRIu64 "\n", type_names[k], r->st[k].count,
 		       type_names[k], avg(&r->st[k]));
+	for (unsigned k = 0; k < RP_NXOPS; k++)
+		printf("done_%s %" PRIu64 "\n", awl_op_name(AWL_OP_XFIRST + k), r->x[k].done);
+	printf("mapped_kb %" PRIu64 "\n", r->map_bytes / 1024);
 }
 
 int cmd_replay(int argc, char **argv)
@@ -322,6 +405,8 @@ int cmd_replay(int argc, char **argv)
 	    {"allocator", required_argument, NULL, 'a'},
 	    {"tunable", required_argument, NULL, 'T'},
 	    {"trim-interval", required_argument, NULL, 'I'},
+	    {"no-mallopt", no_argument, NULL, 'O'},
+	    {"no-mappings", no_argument, NULL, 'M'},
 	    {"touch", required_argument, NULL, 't'},
 	    {"timing", required_argument, NULL, 'm'},
 	    {"timeline", required_argument, NULL, 'L'},
@@ -363,6 +448,12 @@ int cmd_replay(int argc, char **argv)
 				util_err("replay: bad --trim-interval '%s'", optarg);
 				goto out;
 			}
+			break;
+		case 'O':
+			o.no_mallopt = 1;
+			break;
+		case 'M':
+			o.no_maps = 1;
 			break;
 		case 't':
 			if (!strcmp(optarg, "none"))

@@ -48,8 +48,9 @@
 
 /* The other traced functions: the program's own mappings, break moves and
  * allocator controls.  They are no blocks of the heap, so they stay out of
- * everything that ATR_CALLS feeds (live sets, workload ops, the attach
- * table); they are records, names, hooks, boot forwarders and exports.
+ * the live sets and the workload's call ops (convert writes their own ops,
+ * rp_convert.c); they are records, names, hooks, boot forwarders, exports
+ * and entries of the attach table after the ATR_CALLS ones.
  *
  * Columns of X(NAME, name, type, words, ret, params):
  *   NAME    suffix of ATR_T_NAME

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "util_hmap.h"
+#include "util_ranges.h"
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -66,6 +67,22 @@ const char *awl_op_name(unsigned code)
 		return "spawn";
 	case AWL_OP_THINK:
 		return "think";
+	case AWL_OP_MALLOPT:
+		return "mallopt";
+	case AWL_OP_MALLOC_TRIM:
+		return "malloc_trim";
+	case AWL_OP_USABLE_SIZE:
+		return "malloc_usable_size";
+	case AWL_OP_MMAP:
+		return "mmap";
+	case AWL_OP_MMAP_FIXED:
+		return "mmap_fixed";
+	case AWL_OP_MUNMAP:
+		return "munmap";
+	case AWL_OP_MREMAP:
+		return "mremap";
+	case AWL_OP_MADVISE:
+		return "madvise";
 	default:
 		return "?";
 	}
@@ -193,7 +210,6 @@ int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char
 	memcpy(hdr, AWL_MAGIC, 8);
 	put32(hdr + AWL_H_VERSION, AWL_VERSION);
 	put32(hdr + AWL_H_HEADER_SIZE, AWL_HEADER_SIZE);
-	put64(hdr + AWL_H_FEATURES, 0);
 	put32(hdr + AWL_H_FLAGS, AWL_FLAG_COMPLETE);
 	put32(hdr + AWL_H_THREADS, w->nth);
 	put64(hdr + AWL_H_SLOTS, s->slots);
@@ -211,6 +227,13 @@ int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char
 	put32(hdr + AWL_H_ROOTS, roots);
 	for (unsigned i = 0; i <= AWL_OP_CALL_LAST; i++)
 		put64(hdr + AWL_H_CALLS + 8 * i, w->calls[i]);
+	put64(hdr + AWL_H_FEATURES, s->features);
+	put64(hdr + AWL_H_MAP_SLOTS, s->map_slots);
+	for (unsigned i = 0; i < AWL_NXOPS; i++)
+		put64(hdr + AWL_H_XOPS + 8 * i, w->xops[i]);
+	put64(hdr + AWL_H_FILE_MAPS, s->file_maps);
+	put64(hdr + AWL_H_MAP_UNKNOWN, s->map_unknown);
+	put64(hdr + AWL_H_MAP_ODD, s->map_odd);
 	if (fflush(w->fp) != 0 && !w->ioerr)
 		w->ioerr = errno ? errno : EIO;
 	if (!w->ioerr && (fseeko(w->fp, 0, SEEK_SET) != 0 ||
@@ -299,10 +322,10 @@ static int add_chunk(struct awl_thread *t, uint64_t off, uint32_t len, uint32_t 
 static int load(awl_file *f, char *eb, size_t el)
 {
 	const char *nm = f->name;
-	uint8_t h[AWL_HEADER_SIZE];
+	uint8_t h[AWL_HEADER_SIZE] = {0};
 	struct awl_info *in = &f->info;
 	in->file_size = f->size;
-	if (f->size < AWL_HEADER_SIZE || rd(f, 0, h, sizeof(h)) < 0) {
+	if (f->size < AWL_HEADER_MIN || rd(f, 0, h, AWL_HEADER_MIN) < 0) {
 		seterr(eb, el, "%s: too short for a workload (%" PRIu64 " bytes)", nm, f->size);
 		return -1;
 	}
@@ -320,8 +343,12 @@ static int load(awl_file *f, char *eb, size_t el)
 	}
 	const uint64_t trec = in->version == 1 ? AWL_THREAD_REC_V1 : AWL_THREAD_REC;
 	uint32_t hs = get32(h + AWL_H_HEADER_SIZE);
-	if (hs < AWL_HEADER_SIZE || hs % 8 || hs > f->size) {
+	if (hs < (in->version >= 3 ? AWL_H_END : AWL_HEADER_MIN) || hs % 8 || hs > f->size) {
 		seterr(eb, el, "%s: bad header size %" PRIu32, nm, hs);
+		return -1;
+	}
+	if (in->version >= 3 && rd(f, 0, h, AWL_H_END) < 0) {
+		seterr(eb, el, "%s: short read in the header", nm);
 		return -1;
 	}
 	in->features = get64(h + AWL_H_FEATURES);
@@ -354,8 +381,21 @@ static int load(awl_file *f, char *eb, size_t el)
 	} else {
 		in->max_live = in->roots = in->nthreads;
 	}
+	if (in->version >= 3) {
+		in->map_slots = get64(h + AWL_H_MAP_SLOTS);
+		for (unsigned i = 0; i < AWL_NXOPS; i++)
+			in->xops[i] = get64(h + AWL_H_XOPS + 8 * i);
+		in->file_maps = get64(h + AWL_H_FILE_MAPS);
+		in->map_unknown = get64(h + AWL_H_MAP_UNKNOWN);
+		in->map_odd = get64(h + AWL_H_MAP_ODD);
+	} else if (in->features) {
+		seterr(eb, el, "%s: feature bits in a version %" PRIu32 " workload", nm,
+		       in->version);
+		return -1;
+	}
 	/* every slot is filled by some op, so slots <= ops */
-	if (in->nthreads > AWL_MAX_THREADS || in->slots > AWL_MAX_SLOTS || in->slots > in->ops) {
+	if (in->nthreads > AWL_MAX_THREADS || in->slots > AWL_MAX_SLOTS || in->slots > in->ops ||
+	    in->map_slots > in->ops) {
 		seterr(eb, el, "%s: implausible header (%" PRIu32 " threads, %" PRIu64 " slots)",
 		       nm, in->nthreads, in->slots);
 		return -1;
@@ -613,8 +653,17 @@ static const signed char op_fields[32] = {
     [AWL_OP_THREAD_EXIT] = 0,
     [AWL_OP_SPAWN] = 1,
     [AWL_OP_THINK] = 1,
-    [AWL_OP_THINK + 1 ... 31] = -1,
+    [AWL_OP_THINK + 1] = -1,
+    [AWL_OP_MALLOPT] = 3,
+    [AWL_OP_MALLOC_TRIM] = 2,
+    [AWL_OP_USABLE_SIZE] = 2,
+    [AWL_OP_MMAP] = 3,
+    [AWL_OP_MMAP_FIXED] = 4,
+    [AWL_OP_MUNMAP] = 3,
+    [AWL_OP_MREMAP] = 5,
+    [AWL_OP_MADVISE] = 4,
 };
+_Static_assert(AWL_OP_LAST < 32, "op_fields covers every op code");
 #undef FIELDS_
 
 /* A varint from p with at least 10 bytes readable: the same rules as
@@ -667,16 +716,17 @@ int awl_stream_next(struct awl_stream *s, struct awl_op *op)
 	}
 	if (s->pos >= s->len)
 		return serr(s, "chunk ends inside an op");
-	op->a = op->b = op->c = op->d = 0;
+	op->a = op->b = op->c = op->d = op->e = 0;
 	op->data = NULL;
 	op->len = 0;
 	op->code = s->buf[s->pos++];
 	int nf = op->code < 32 ? op_fields[op->code] : -1;
-	if (nf < 0 || (op->code >= AWL_OP_SPAWN && s->f->info.version < 2))
+	if (nf < 0 || (op->code >= AWL_OP_SPAWN && s->f->info.version < 2) ||
+	    (op->code >= AWL_OP_XFIRST && !(s->f->info.features & AWL_FEAT_XOPS)))
 		return serr(s, "unknown op code");
-	uint64_t *fl[4] = {&op->a, &op->b, &op->c, &op->d};
-	if (s->len - s->pos >= 40) {
-		/* room for 4 varints of 10 bytes: no bounds check per byte */
+	uint64_t *fl[5] = {&op->a, &op->b, &op->c, &op->d, &op->e};
+	if (s->len - s->pos >= 50) {
+		/* room for 5 varints of 10 bytes: no bounds check per byte */
 		const uint8_t *p = s->buf + s->pos;
 		for (int i = 0; i < nf; i++)
 			if (!(p = get_uv_fast(p, fl[i])))
@@ -739,24 +789,165 @@ static int use_slot(struct vthread *vt, uint32_t t, struct vslot *slots, uint64_
 	return 0;
 }
 
+/* A mapping slot while verifying: its last use and what is mapped of it
+ * (offsets from its start; off = start, so ranges of one mmap join). */
+struct vmap {
+	uint32_t thread; /* last user + 1, 0 = never used */
+	uint64_t idx;
+	uint64_t bytes; /* mapped; 0: the slot is free */
+	struct ur_set r;
+};
+
+/* Thread t's op idx uses mapping slot m: the slot exists and a WAIT orders
+ * it after the last use by another thread.  NULL with errbuf filled. */
+static struct vmap *map_use(struct vthread *vt, uint32_t t, struct vmap *maps, uint64_t nmaps,
+			    uint64_t m, uint64_t idx, char *eb, size_t el, const char *nm)
+{
+	if (m >= nmaps) {
+		seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": mapping slot out of range",
+		       nm, t, idx);
+		return NULL;
+	}
+	struct vmap *v = &maps[m];
+	if (v->thread && v->thread - 1 != t) {
+		uint64_t w = 0;
+		if (!util_hmap_lookup(&vt[t].waited, v->thread - 1, &w) || w < v->idx + 1) {
+			seterr(eb, el,
+			       "%s: thread %" PRIu32 " op %" PRIu64 " uses mapping slot %" PRIu64
+			       " without waiting for thread %" PRIu32 " op %" PRIu64,
+			       nm, t, idx, m, v->thread - 1, v->idx);
+			return NULL;
+		}
+	}
+	v->thread = t + 1;
+	v->idx = idx;
+	return v;
+}
+
+/* [off, off + len) must be mapped in v; cut: it is unmapped. */
+static int map_range(struct vmap *v, uint64_t off, uint64_t len, int cut, uint32_t t, uint64_t idx,
+		     char *eb, size_t el, const char *nm)
+{
+	uint64_t o;
+	if (!len || len > AWL_MAX_MAP || off > AWL_MAX_MAP - len ||
+	    !ur_covered(&v->r, off, off + len, 0, &o)) {
+		seterr(eb, el,
+		       "%s: thread %" PRIu32 " op %" PRIu64 ": range %" PRIu64 "+%" PRIu64
+		       " is not mapped in its mapping slot",
+		       nm, t, idx, off, len);
+		return -1;
+	}
+	if (cut) {
+		if (ur_visit(&v->r, off, off + len, 1, NULL, NULL) == UINT64_MAX) {
+			seterr(eb, el, "%s: out of memory", nm);
+			return -1;
+		}
+		v->bytes -= len;
+	}
+	return 0;
+}
+
+/* A new mapping of len bytes in the free slot v. */
+static int map_new(struct vmap *v, uint64_t len, uint32_t t, uint64_t idx, char *eb, size_t el,
+		   const char *nm)
+{
+	if (v->bytes || !len || len > AWL_MAX_MAP) {
+		seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": %s", nm, t, idx,
+		       v->bytes ? "mapping slot is in use" : "bad mapping length");
+		return -1;
+	}
+	if (ur_insert(&v->r, 0, len, 0, 0) < 0) {
+		seterr(eb, el, "%s: out of memory", nm);
+		return -1;
+	}
+	v->bytes = len;
+	return 0;
+}
+
+/* The extended ops (v3): slots, mapping slots and ranges.  0 or -1. */
+static int verify_xop(awl_file *f, struct vthread *vt, uint32_t t, struct vslot *slots,
+		      struct vmap *maps, const struct awl_op *op, uint64_t idx, char *eb, size_t el)
+{
+	const char *nm = f->name;
+	const struct awl_info *in = &f->info;
+	struct vmap *v = NULL;
+	switch (op->code) {
+	case AWL_OP_MALLOPT:
+	case AWL_OP_MALLOC_TRIM:
+		return 0;
+	case AWL_OP_USABLE_SIZE:
+		if (op->a > in->slots) {
+			seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": slot out of range",
+			       nm, t, idx);
+			return -1;
+		}
+		return op->a ? use_slot(vt, t, slots, op->a - 1, idx, 1, 1, eb, el, nm) : 0;
+	case AWL_OP_MMAP:
+		if (!(v = map_use(vt, t, maps, in->map_slots, op->a, idx, eb, el, nm)))
+			return -1;
+		if (op->c & ~(uint64_t)AWL_MF_KNOWN) {
+			seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": unknown mmap flags",
+			       nm, t, idx);
+			return -1;
+		}
+		return map_new(v, op->b, t, idx, eb, el, nm);
+	case AWL_OP_MMAP_FIXED:
+		if (!(v = map_use(vt, t, maps, in->map_slots, op->a, idx, eb, el, nm)))
+			return -1;
+		if (op->d & ~(uint64_t)AWL_MF_KNOWN) {
+			seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": unknown mmap flags",
+			       nm, t, idx);
+			return -1;
+		}
+		return map_range(v, op->b, op->c, 0, t, idx, eb, el, nm);
+	case AWL_OP_MUNMAP:
+		if (!(v = map_use(vt, t, maps, in->map_slots, op->a, idx, eb, el, nm)))
+			return -1;
+		return map_range(v, op->b, op->c, 1, t, idx, eb, el, nm);
+	case AWL_OP_MADVISE:
+		if (!(v = map_use(vt, t, maps, in->map_slots, op->a, idx, eb, el, nm)))
+			return -1;
+		if (!awl_advice_replayed(op->d)) {
+			seterr(eb, el,
+			       "%s: thread %" PRIu32 " op %" PRIu64 ": advice %" PRIu64
+			       " is not one a workload holds",
+			       nm, t, idx, op->d);
+			return -1;
+		}
+		return map_range(v, op->b, op->c, 0, t, idx, eb, el, nm);
+	case AWL_OP_MREMAP:
+		if (!(v = map_use(vt, t, maps, in->map_slots, op->a, idx, eb, el, nm)) ||
+		    map_range(v, op->b, op->c, 1, t, idx, eb, el, nm) < 0 ||
+		    !(v = map_use(vt, t, maps, in->map_slots, op->d, idx, eb, el, nm)))
+			return -1;
+		return map_new(v, op->e, t, idx, eb, el, nm);
+	default:
+		seterr(eb, el, "%s: thread %" PRIu32 " op %" PRIu64 ": unknown op code", nm, t,
+		       idx);
+		return -1;
+	}
+}
+
 int awl_verify(awl_file *f, char *eb, size_t el)
 {
 	const struct awl_info *in = &f->info;
 	uint32_t n = in->nthreads;
 	struct vthread *vt = calloc(n ? n : 1, sizeof(*vt));
 	struct vslot *slots = calloc(in->slots ? in->slots : 1, sizeof(*slots));
+	struct vmap *maps = calloc(in->map_slots ? in->map_slots : 1, sizeof(*maps));
 	int rc = 0;
-	if (!vt || !slots) {
+	if (!vt || !slots || !maps) {
 		seterr(eb, el, "%s: out of memory (%" PRIu64 " slots)", f->name, in->slots);
 		free(vt);
 		free(slots);
+		free(maps);
 		return -1;
 	}
 	for (uint32_t t = 0; t < n; t++) {
 		awl_stream_init(f, t, &vt[t].s);
 		vt[t].spawned = f->th[t].parent == 0;
 	}
-	uint64_t calls[AWL_OP_CALL_LAST + 1] = {0}, waits = 0, think = 0;
+	uint64_t calls[AWL_OP_CALL_LAST + 1] = {0}, waits = 0, think = 0, xops[AWL_NXOPS] = {0};
 	uint32_t ended = 0;
 	while (rc == 0 && ended < n) {
 		int progress = 0;
@@ -863,6 +1054,13 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 						rc = -1;
 						break;
 					}
+				} else if (op->code >= AWL_OP_XFIRST) {
+					xops[op->code - AWL_OP_XFIRST]++;
+					if (verify_xop(f, vt, t, slots, maps, op, idx, eb, el) <
+					    0) {
+						rc = -1;
+						break;
+					}
 				} else if (op->code == AWL_OP_DROP) {
 					if (op->a >= in->slots) {
 						seterr(eb, el,
@@ -914,6 +1112,14 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 			       f->name, waits, in->waits);
 			rc = -1;
 		}
+		for (unsigned i = 0; rc == 0 && i < AWL_NXOPS; i++)
+			if (xops[i] != in->xops[i]) {
+				seterr(
+				    eb, el,
+				    "%s: %" PRIu64 " %s ops in the streams, header says %" PRIu64,
+				    f->name, xops[i], awl_op_name(AWL_OP_XFIRST + i), in->xops[i]);
+				rc = -1;
+			}
 		if (rc == 0 && think != in->think_ns) {
 			seterr(eb, el,
 			       "%s: %" PRIu64
@@ -926,7 +1132,10 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 		awl_stream_free(&vt[t].s);
 		util_hmap_destroy(&vt[t].waited);
 	}
+	for (uint64_t m = 0; m < in->map_slots; m++)
+		ur_destroy(&maps[m].r);
 	free(vt);
 	free(slots);
+	free(maps);
 	return rc;
 }

@@ -28,9 +28,10 @@
 #include "atr_calls.h"
 
 #define AWL_MAGIC	  "ALCWORKL" /* 8 bytes, no NUL */
-#define AWL_VERSION	  2u	     /* written; readers also take 1 */
+#define AWL_VERSION	  3u	     /* written; readers also take 1 and 2 */
 #define AWL_VERSION_MIN	  1u
-#define AWL_HEADER_SIZE	  256u
+#define AWL_HEADER_SIZE	  384u	      /* written; versions 1 and 2: 256 */
+#define AWL_HEADER_MIN	  256u	      /* readers accept any multiple of 8 from here */
 #define AWL_CHUNK_MAGIC	  0x4b435741u /* "AWCK" */
 #define AWL_TABLE_MAGIC	  0x48545741u /* "AWTH" */
 #define AWL_CHUNK_HDR	  16u
@@ -43,7 +44,10 @@
 #define AWL_MAX_SLOTS	  (1ULL << 40)
 
 /* header.features: a reader rejects bits it does not know */
-#define AWL_FEATURES_KNOWN 0ULL
+#define AWL_FEAT_XOPS                                                                              \
+	1ULL /* v3: the trace recorded the other calls (ops 24..31 may                             \
+		appear, their counts in the header are exact) */
+#define AWL_FEATURES_KNOWN AWL_FEAT_XOPS
 /* header.flags */
 #define AWL_FLAG_COMPLETE 1u
 
@@ -69,7 +73,16 @@ enum {
 	AWL_H_THINK_NS = 192,	/* v2: u64 sum of THINK ops */
 	AWL_H_MAX_LIVE = 200,	/* v2: u32 most threads alive at once in the trace */
 	AWL_H_ROOTS = 204,	/* v2: u32 threads started by the replay itself */
-	AWL_H_END = 208,	/* zero up to header_size */
+	AWL_H_END_V2 = 208,	/* zero up to header_size in versions 1 and 2 */
+	/* 208..215 reserved (zero) */
+	AWL_H_MAP_SLOTS = 216,	 /* v3: u64 size of the replay's mapping slot table */
+	AWL_H_XOPS = 224,	 /* v3: u64[16]: ops of code 24 + i (AWL_OP_XFIRST) */
+	AWL_H_FILE_MAPS = 352,	 /* v3: u64 file-backed mmaps not replayed */
+	AWL_H_MAP_UNKNOWN = 360, /* v3: u64 unmaps/remaps/advice on ranges the
+				    trace never mapped */
+	AWL_H_MAP_ODD = 368,	 /* v3: u64 mapping calls replayed approximately
+				    (docs/WORKLOAD_FORMAT.md, "Mappings") */
+	AWL_H_END = 376,	 /* zero up to header_size */
 };
 
 /* Op codes (first byte of an op), then LEB128 varints.
@@ -95,8 +108,42 @@ enum awl_opcode {
 	AWL_OP_SPAWN = 21,	  /* v2: thread index: start that thread now */
 	AWL_OP_THINK = 22,	  /* v2: ns the traced thread spent between
 				     the last call's return and the next call */
-	AWL_OP_LAST = 22,
+	/* 23: reserved (another op of version 3) */
+	/* v3 (AWL_FEAT_XOPS): the other calls of the program (ATR_XCALLS);
+	 * "map" is a slot of the mapping slot table, off/len a range inside
+	 * what that slot's mmap mapped */
+	AWL_OP_MALLOPT = 24,	 /* param, value, result (zigzag) */
+	AWL_OP_MALLOC_TRIM = 25, /* pad, result */
+	AWL_OP_USABLE_SIZE = 26, /* src+1 (0: NULL), usable size traced */
+	AWL_OP_MMAP = 27,	 /* map, len, mflags (AWL_MF_*) */
+	AWL_OP_MMAP_FIXED = 28,	 /* map, off, len, mflags: a new mapping over
+				    a mapped part of map (MAP_FIXED) */
+	AWL_OP_MUNMAP = 29,	 /* map, off, len */
+	AWL_OP_MREMAP = 30,	 /* map, off, old len, dst map, new len */
+	AWL_OP_MADVISE = 31,	 /* map, off, len, advice */
+	AWL_OP_LAST = 31,
 };
+#define AWL_OP_XFIRST 24u
+#define AWL_OP_XLAST  31u /* 24..39 are this group's */
+#define AWL_NXOPS     16u /* header counters (AWL_H_XOPS) */
+
+/* mflags of MMAP and MMAP_FIXED: what the replay maps (anonymous, private
+ * unless SHARED) */
+#define AWL_MF_READ	 1u
+#define AWL_MF_WRITE	 2u
+#define AWL_MF_SHARED	 4u
+#define AWL_MF_NORESERVE 8u
+#define AWL_MF_POPULATE	 16u
+#define AWL_MF_KNOWN	 31u
+/* The advice a MADVISE op may carry (Linux numbers): the ones that change
+ * what is resident. */
+static inline int awl_advice_replayed(uint64_t advice)
+{
+	return advice == 4 /* MADV_DONTNEED */ || advice == 8 /* MADV_FREE */ ||
+	       advice == 14 /* MADV_HUGEPAGE */ || advice == 15 /* MADV_NOHUGEPAGE */;
+}
+/* Largest mapping (and offset) a workload may hold: user address space. */
+#define AWL_MAX_MAP (1ULL << 47)
 
 #undef AWL_OP_CALL_
 
@@ -108,8 +155,10 @@ enum awl_opcode {
 ATR_CALLS(AWL_OP_CHECK_)
 #undef AWL_OP_CHECK_
 _Static_assert(AWL_OP_CALL_LAST < AWL_OP_WAIT, "call ops run into the other ops");
-_Static_assert(AWL_H_CALLS + 8 * (AWL_OP_CALL_LAST + 1) <= AWL_H_END,
+_Static_assert(AWL_H_CALLS + 8 * (AWL_OP_CALL_LAST + 1) <= AWL_H_THINK_NS,
 	       "header call counters overrun the header fields");
+_Static_assert(AWL_H_XOPS + 8 * AWL_NXOPS <= AWL_H_FILE_MAPS, "xop counters overrun");
+_Static_assert(AWL_H_END <= AWL_HEADER_SIZE && AWL_HEADER_SIZE % 8 == 0, "header size");
 
 /* Argument shape (enum atr_args) of a call op; 0 for other ops. */
 #define AWL_ARGS_(NAME, name, type, op, args, ret, params) [AWL_OP_##NAME] = ATR_ARGS_##args,
@@ -122,8 +171,8 @@ static inline unsigned awl_op_args(unsigned code)
 
 struct awl_op {
 	uint8_t code;
-	uint64_t a, b, c, d; /* fields in the order above */
-	const uint8_t *data; /* marker bytes (valid until the next op) */
+	uint64_t a, b, c, d, e; /* fields in the order above */
+	const uint8_t *data;	/* marker bytes (valid until the next op) */
 	uint32_t len;
 };
 
@@ -161,6 +210,7 @@ struct awl_writer {
 	uint32_t nth, cap;
 	uint64_t ops, chunks;
 	uint64_t calls[AWL_OP_CALL_LAST + 1];
+	uint64_t xops[AWL_NXOPS];
 	int ioerr;
 };
 
@@ -207,9 +257,18 @@ static inline void awl_writer_count_call(struct awl_writer *w, uint32_t t, unsig
 	}
 }
 
+/* Count an op of code AWL_OP_XFIRST.. (the header's per-op counters). */
+static inline void awl_writer_count_xop(struct awl_writer *w, unsigned op)
+{
+	if (op >= AWL_OP_XFIRST && op < AWL_OP_XFIRST + AWL_NXOPS)
+		w->xops[op - AWL_OP_XFIRST]++;
+}
+
 struct awl_summary_in {
 	uint64_t slots, ideal_peak, waits, anomalies, duration_ns, think_ns;
 	uint32_t src_pid, src_exec, max_live;
+	uint64_t features; /* AWL_FEAT_* */
+	uint64_t map_slots, file_maps, map_unknown, map_odd;
 };
 /* Flush, write the thread table and the final header.  0 or -1. */
 int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char *errbuf,
@@ -240,6 +299,9 @@ struct awl_info {
 	uint32_t src_pid, src_exec;
 	uint64_t calls[AWL_OP_CALL_LAST + 1]; /* [0] total */
 	uint64_t file_size;
+	/* v3; 0 in older versions */
+	uint64_t map_slots, file_maps, map_unknown, map_odd;
+	uint64_t xops[AWL_NXOPS]; /* ops of code AWL_OP_XFIRST + i */
 };
 
 typedef struct awl_file awl_file;
@@ -275,12 +337,25 @@ int awl_stream_init_buf(awl_file *f, uint32_t t, struct awl_stream *s, uint8_t *
 int awl_stream_next(struct awl_stream *s, struct awl_op *op);
 void awl_stream_free(struct awl_stream *s);
 
+/* Zigzag (signed fields of MALLOPT and MALLOC_TRIM). */
+static inline uint64_t awl_zz(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static inline int64_t awl_unzz(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
 /* Decode every stream in a dependency-respecting order and check it:
  * opcodes and fields, slots < slots, WAIT targets, SPAWNs (each non-root
  * thread spawned once, at the op its table entry names, and running only
  * after it), no deadlock, and that
  * every use of a slot by another thread than its last user is preceded by
  * a WAIT on that use, so a multi-threaded replay cannot race on a slot.
+ * v3: mapping ops only touch ranges that their mapping slot's mmap mapped
+ * and that are still mapped, so the replay never unmaps or overwrites
+ * memory it did not map for that slot.
  * 0, or -1 with errbuf filled. */
 int awl_verify(awl_file *f, char *errbuf, size_t errlen);
 

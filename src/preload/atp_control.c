@@ -97,7 +97,8 @@ EXPORT int alloctrace_marker_impl(const char *label)
 
 /* `alloctrace record -p`: called in the target (ptrace remote call) after
  * the library was dlopen'ed.  Creates dir/<pid>.atr marked ATTACHED and
- * starts recording.  real[0..ATR_NCALLS-1], in ATR_CALLS order: on input,
+ * starts recording.  real[0..ATP_ATTACH_NREAL-1], in ATR_CALLS order, then
+ * ATR_XCALLS order, then mmap64: on input,
  * a non-zero entry is the function our hook must call instead of what
  * dlsym(RTLD_DEFAULT) finds (record resolved a canonical PLT stub of the
  * program, docs/ATTACH.md); on output, the functions our hooks call
@@ -133,8 +134,12 @@ EXPORT int alloctrace_attach_impl(const char *dir, uint64_t ticks_per_sec, void 
 		atp_hdr_set_status(ATR_STATUS_ATTACHED);
 		/* what the preload constructor does: libunwind for --stacks */
 		atp_stacks_load();
-		if (real)
-			memcpy(real, &g.real, ATR_NCALLS * sizeof(void *));
+		if (real) {
+			void *const *r = (void *const *)&g.real;
+			memcpy(real, r, ATR_NCALLS * sizeof(void *));
+			memcpy(real + ATR_NCALLS, r + ATR_NCALLS + 1, ATR_NXCALLS * sizeof(void *));
+			real[ATP_ATTACH_NREAL - 1] = (void *)g.real.mmap; /* mmap64 */
+		}
 		rc = 0;
 	}
 	errno = e;

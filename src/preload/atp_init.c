@@ -597,6 +597,15 @@ static void resolve(void)
 	}
 	ATR_XCALLS(XR)
 #undef XR
+	if (g.attach) { /* the functions behind canonical PLT stubs, as below */
+		void **x = (void **)&g.real + ATR_NCALLS + 1;
+		for (size_t i = 0; i < ATR_NXCALLS; i++)
+			if (g.attach_real[ATR_NCALLS + i])
+				x[i] = g.attach_real[ATR_NCALLS + i];
+		if (!g.attach_real[ATR_NCALLS] && g.attach_real[ATP_ATTACH_NREAL - 1])
+			g.real.mmap = (void *(*)(void *, size_t, int, int, int,
+						 off_t))g.attach_real[ATP_ATTACH_NREAL - 1];
+	}
 	/* anything missing keeps its boot version, which forwards to malloc */
 	void **dst = (void **)&g.real, **src = (void **)&boot;
 	for (size_t i = 0; i < ATR_NCALLS; i++) {

@@ -30,8 +30,9 @@
 #define ATP_MAX_SPARE	       64 /* retired staging blocks kept for reuse */
 #define ATP_MREMAP_DONTUNMAP   4  /* Linux 5.7; older headers lack it */
 
-/* The real functions, in ATR_CALLS order (record -p copies the first
- * ATR_NCALLS pointers out of the target, see alloctrace_attach_impl). */
+/* The real functions, in ATR_CALLS order, then the other calls in
+ * ATR_XCALLS order (record -p exchanges them with the target in this
+ * order, see alloctrace_attach_impl). */
 #define ATP_REAL_(NAME, name, type, op, args, ret, params) ret(*name) params;
 #define ATP_XREAL_(NAME, name, type, words, ret, params)   ret(*name) params;
 struct atp_real {
@@ -44,6 +45,13 @@ struct atp_real {
 #undef ATP_XREAL_
 _Static_assert(offsetof(struct atp_real, usable_size) == ATR_NCALLS * sizeof(void *),
 	       "struct atp_real: one pointer per traced function, then the rest");
+_Static_assert(offsetof(struct atp_real, mmap) == (ATR_NCALLS + 1) * sizeof(void *) &&
+		   sizeof(struct atp_real) == (ATR_NCALLS + 1 + ATR_NXCALLS) * sizeof(void *),
+	       "struct atp_real: the other calls last, mmap first");
+/* record -p's table (alloctrace_attach_impl): the ATR_CALLS functions, the
+ * ATR_XCALLS ones, then mmap64 (an alias of mmap with its own GOT
+ * entries). */
+#define ATP_ATTACH_NREAL (ATR_NCALLS + ATR_NXCALLS + 1)
 
 enum atp_state {
 	ATP_UNINIT = 0,
@@ -110,7 +118,7 @@ struct atp_global {
 	/* attach: record's settings ("NAME=VALUE\0...\0"), read instead of
 	 * the environment; hook targets that replace dlsym's (0: none) */
 	char attach_env[512];
-	void *attach_real[ATR_NCALLS];
+	void *attach_real[ATP_ATTACH_NREAL];
 	int stacks;	      /* ALLOCTRACE_STACKS: a stack id per allocation */
 	uint32_t stack_depth; /* ALLOCTRACE_STACK_DEPTH */
 	/* libunwind's code (--stacks): its mmap/munmap calls are ours, not

@@ -18,6 +18,7 @@
 #include "liveset/lv_set.h"
 #include "util_hmap.h"
 #include "util_msg.h"
+#include "util_ranges.h"
 
 /* The reader's synthetic "old block of a realloc released" event (the
  * realloc itself then comes at its end stamp).  Handled whether or not
@@ -26,7 +27,10 @@
 /* Steal another thread's free slot only when this many are free. */
 #define RP_STEAL_MIN 64
 #define RP_NONE	     UINT32_MAX
-#define RECENT_FREES 4096
+/* Thread serials are dense from 1 (by_serial is indexed by them): one
+ * above this is a corrupt trace, not a 2^31-entry table. */
+#define RP_MAX_SERIAL (1u << 24)
+#define RECENT_FREES  4096
 /* The slot of a block a filter left out (a realloc's old block): it and
  * every later op on it are left out (struct rp_convert_opts). */
 #define RP_EXCLUDED UINT32_MAX /* a tag: slots are below it */
@@ -109,6 +113,7 @@ struct conv {
 	size_t recent_pos;
 	uint64_t reports[8];
 	int nomem;
+	uint32_t bad_serial; /* a thread serial no process has (corrupt trace) */
 	atr_file *f;
 	/* thread lifetimes: a start (SPAWN) waits for the start before it and
 	   for the exits since; an exit (THREAD_EXIT) for the latest start.  So
@@ -131,7 +136,27 @@ struct conv {
 	int filtered, in_window;
 	uint64_t from_ts, to_ts;
 	struct util_hmap excl; /* blocks left out: ptr -> 1 */
+	/* the program's mappings (v3 ops): the traced address space as the
+	   kernel keeps it, each range tagged with its mapping slot (or
+	   RP_MAP_FILE, RP_MAP_OUT); only what is mapped now */
+	struct ur_set maps;
+	struct mslot *ms; /* mapping slots: last use, bytes mapped */
+	uint32_t nms, mscap;
+	uint32_t *mfree; /* free mapping slots */
+	uint32_t nmfree, mfreecap;
+	uint64_t page;
+	int xops; /* an extended op was written */
 };
+
+/* A mapping slot: its last use (the WAIT its next user may need), the
+ * bytes of it still mapped (0: free) and the replay's mmap flags. */
+struct mslot {
+	uint32_t owner;
+	uint32_t mf;
+	uint64_t when, bytes;
+};
+#define RP_MAP_FILE UINT64_MAX	     /* a file-backed mapping: not replayed */
+#define RP_MAP_OUT  (UINT64_MAX - 1) /* a mapping a filter left out */
 
 enum { REP_UNKNOWN, REP_DOUBLE, REP_DUP, REP_UREALLOC };
 
@@ -238,6 +263,11 @@ static uint32_t thread_of(struct conv *c, const struct atr_event *ev)
 	uint32_t s = ev->thread;
 	if (s < c->nserial && c->by_serial[s] != RP_NONE)
 		return c->by_serial[s];
+	if (s >= RP_MAX_SERIAL) {
+		c->bad_serial = s;
+		c->nomem = 1;
+		return RP_NONE;
+	}
 	if (s >= c->nserial) {
 		uint32_t nn = c->nserial ? c->nserial : 64;
 		while (nn <= s)
@@ -643,6 +673,369 @@ static void on_meta(struct conv *c, uint32_t ti, const struct atr_event *ev)
 	}
 }
 
+/* ------------------------------------------------------ extended calls */
+/* Thread ti's next op uses mapping slot m: the WAIT for its last use by
+ * another thread (map_wait), then the op's index becomes its last use
+ * (map_mark); map_op_begin does both for an op on one slot. */
+static void map_wait(struct conv *c, uint32_t ti, uint32_t m)
+{
+	emit_wait_for(c, ti, c->ms[m].owner, c->ms[m].when);
+}
+
+static void map_mark(struct conv *c, uint32_t ti, uint32_t m)
+{
+	c->ms[m].owner = c->th[ti].widx;
+	c->ms[m].when = awl_writer_thread_ops(c->w, c->th[ti].widx);
+}
+
+static void map_op_begin(struct conv *c, uint32_t ti, uint32_t m)
+{
+	map_wait(c, ti, m);
+	map_mark(c, ti, m);
+}
+
+static void xop_end(struct conv *c, uint32_t ti, uint8_t *p, unsigned code)
+{
+	op_end(c, ti, p, 0);
+	awl_writer_count_xop(c->w, code);
+	c->xops = 1;
+}
+
+/* A free mapping slot for thread ti (WAIT for its last use included). */
+static uint32_t map_slot_new(struct conv *c, uint32_t ti)
+{
+	uint32_t m;
+	if (c->nmfree) {
+		m = c->mfree[--c->nmfree];
+	} else {
+		if (c->nms == c->mscap) {
+			uint32_t nc = c->mscap ? c->mscap * 2 : 16;
+			struct mslot *n = realloc(c->ms, nc * sizeof(*n));
+			if (!n || c->nms == RP_NONE - 1) {
+				if (n)
+					c->ms = n;
+				c->nomem = 1;
+				return 0;
+			}
+			c->ms = n;
+			c->mscap = nc;
+		}
+		m = c->nms++;
+		c->ms[m] = (struct mslot){.owner = RP_NONE};
+	}
+	return m;
+}
+
+static void map_slot_free(struct conv *c, uint32_t m)
+{
+	if (c->nmfree == c->mfreecap) {
+		uint32_t nc = c->mfreecap ? c->mfreecap * 2 : 16;
+		uint32_t *n = realloc(c->mfree, nc * sizeof(*n));
+		if (!n) {
+			c->nomem = 1;
+			return;
+		}
+		c->mfree = n;
+		c->mfreecap = nc;
+	}
+	c->mfree[c->nmfree++] = m;
+}
+
+struct map_ctx {
+	struct conv *c;
+	uint32_t ti;
+	uint64_t advice;
+	int slots; /* parts of mapping slots were met */
+};
+
+static int is_map_slot(uint64_t tag)
+{
+	return tag < RP_NONE;
+}
+
+/* The op (code) on a part of a mapping, begun: its slot, offset and
+ * length written; NULL if the part is no slot's (a file, left out). */
+static uint8_t *part_op(struct map_ctx *x, const struct ur_range *r, unsigned code)
+{
+	if (!is_map_slot(r->tag))
+		return NULL;
+	x->slots = 1;
+	uint32_t m = (uint32_t)r->tag;
+	map_op_begin(x->c, x->ti, m);
+	uint8_t *p = op_begin(x->c, x->ti, code);
+	p = awl_put_uv(p, m);
+	p = awl_put_uv(p, r->off);
+	return awl_put_uv(p, r->end - r->start);
+}
+
+/* A part of a mapping the program unmapped (munmap, or a new mapping
+ * over it): a MUNMAP op if it is a slot's. */
+static void unmap_part(void *arg, const struct ur_range *r)
+{
+	struct map_ctx *x = arg;
+	uint8_t *p = part_op(x, r, AWL_OP_MUNMAP);
+	if (!p)
+		return;
+	struct mslot *m = &x->c->ms[r->tag];
+	xop_end(x->c, x->ti, p, AWL_OP_MUNMAP);
+	m->bytes -= r->end - r->start;
+	if (!m->bytes)
+		map_slot_free(x->c, (uint32_t)r->tag);
+}
+
+static void advise_part(void *arg, const struct ur_range *r)
+{
+	struct map_ctx *x = arg;
+	uint8_t *p = part_op(x, r, AWL_OP_MADVISE);
+	if (p)
+		xop_end(x->c, x->ti, awl_put_uv(p, x->advice), AWL_OP_MADVISE);
+}
+
+/* [a, b) is unmapped by the program (cut from the model, MUNMAP ops for
+ * the slots' parts); the bytes of it the model knew. */
+static uint64_t map_cut(struct conv *c, uint32_t ti, uint64_t a, uint64_t b, int *slots)
+{
+	struct map_ctx x = {.c = c, .ti = ti};
+	uint64_t got = ur_visit(&c->maps, a, b, 1, unmap_part, &x);
+	if (got == UINT64_MAX) {
+		c->nomem = 1;
+		got = 0;
+	}
+	if (slots)
+		*slots = x.slots;
+	return got;
+}
+
+/* A new mapping [a, a + len) of the model: a slot (an MMAP op) if tag is
+ * RP_NONE, else a range of that tag (file, left out). */
+static void map_add(struct conv *c, uint32_t ti, uint64_t a, uint64_t len, uint64_t tag,
+		    uint32_t mf)
+{
+	if (tag == RP_NONE) {
+		uint32_t m = map_slot_new(c, ti);
+		if (c->nomem)
+			return;
+		map_op_begin(c, ti, m);
+		uint8_t *p = op_begin(c, ti, AWL_OP_MMAP);
+		p = awl_put_uv(p, m);
+		p = awl_put_uv(p, len);
+		p = awl_put_uv(p, mf);
+		xop_end(c, ti, p, AWL_OP_MMAP);
+		c->ms[m].bytes = len;
+		c->ms[m].mf = mf;
+		tag = m;
+	}
+	if (ur_insert(&c->maps, a, a + len, tag, 0) < 0)
+		c->nomem = 1;
+}
+
+static uint64_t page_up(const struct conv *c, uint64_t n)
+{
+	return n > UINT64_MAX - c->page ? UINT64_MAX & ~(c->page - 1)
+					: (n + c->page - 1) & ~(c->page - 1);
+}
+
+/* Linux's mmap and mremap flags (the trace holds the program's). */
+#define RP_MAP_SHARED	       0x01
+#define RP_MAP_FIXED	       0x10
+#define RP_MAP_ANONYMOUS       0x20
+#define RP_MAP_NORESERVE       0x4000
+#define RP_MAP_POPULATE	       0x8000
+#define RP_MAP_FIXED_NOREPLACE 0x100000
+#define RP_MREMAP_DONTUNMAP    4
+
+/* The slot at address a, if a range of a mapping slot holds a; else
+ * RP_NONE. */
+static uint64_t map_tag_at(const struct conv *c, uint64_t a)
+{
+	size_t i = ur_first_after(&c->maps, a);
+	if (i < c->maps.n && c->maps.v[i].start <= a)
+		return c->maps.v[i].tag;
+	return RP_NONE;
+}
+
+static void on_mmap(struct conv *c, uint32_t ti, const struct atr_event *ev, int replayed)
+{
+	if (ev->ret == UINT64_MAX || !ev->size)
+		return; /* failed: the replay makes no call */
+	uint64_t a = ev->ret, len = page_up(c, ev->size), tag;
+	int anon = (ev->mflags & RP_MAP_ANONYMOUS) != 0;
+	int fixed = (ev->mflags & RP_MAP_FIXED) && !(ev->mflags & RP_MAP_FIXED_NOREPLACE);
+	uint32_t mf = (ev->prot & 1 ? AWL_MF_READ : 0) | (ev->prot & 2 ? AWL_MF_WRITE : 0) |
+		      ((ev->mflags & 3) == RP_MAP_SHARED ? AWL_MF_SHARED : 0) |
+		      (ev->mflags & RP_MAP_NORESERVE ? AWL_MF_NORESERVE : 0) |
+		      (ev->mflags & RP_MAP_POPULATE ? AWL_MF_POPULATE : 0);
+	if (len > AWL_MAX_MAP || a > UINT64_MAX - len) {
+		c->st->map_unknown++; /* no kernel maps that: a corrupt record */
+		return;
+	}
+	if (!anon)
+		c->st->file_maps++;
+	if (fixed && anon && replayed && is_map_slot(tag = map_tag_at(c, a))) {
+		uint64_t off;
+		if (ur_covered(&c->maps, a, a + len, tag, &off)) {
+			/* over a part of one of its own mappings (a reservation
+			   being committed): the same in the replay's mapping */
+			uint32_t m = (uint32_t)tag;
+			map_op_begin(c, ti, m);
+			uint8_t *p = op_begin(c, ti, AWL_OP_MMAP_FIXED);
+			p = awl_put_uv(p, m);
+			p = awl_put_uv(p, off);
+			p = awl_put_uv(p, len);
+			p = awl_put_uv(p, mf);
+			xop_end(c, ti, p, AWL_OP_MMAP_FIXED);
+			return;
+		}
+	}
+	/* the kernel unmaps what was there */
+	int slots = 0;
+	map_cut(c, ti, a, a + len, &slots);
+	if (slots && fixed)
+		c->st->map_odd++; /* over parts of several mappings: a new one */
+	else if (slots)
+		c->st->map_unknown++; /* the model missed an unmap */
+	tag = !replayed ? RP_MAP_OUT : anon ? RP_NONE : RP_MAP_FILE;
+	map_add(c, ti, a, len, tag, mf);
+}
+
+static void on_mremap(struct conv *c, uint32_t ti, const struct atr_event *ev, int replayed)
+{
+	if (ev->ret == UINT64_MAX || !ev->size)
+		return;
+	uint64_t a = ev->ptr, olen = page_up(c, ev->old_size), b = ev->ret;
+	uint64_t nlen = page_up(c, ev->size), tag = map_tag_at(c, a), off;
+	if (nlen > AWL_MAX_MAP || a > UINT64_MAX - olen || b > UINT64_MAX - nlen) {
+		c->st->map_unknown++;
+		return;
+	}
+	if (olen && is_map_slot(tag) && ur_covered(&c->maps, a, a + olen, tag, &off) &&
+	    !(ev->mflags & RP_MREMAP_DONTUNMAP)) {
+		uint32_t s = (uint32_t)tag;
+		/* the old range leaves the model first: whatever else the new
+		   range covers is unmapped by the kernel (MREMAP_FIXED) */
+		if (ur_visit(&c->maps, a, a + olen, 1, NULL, NULL) == UINT64_MAX) {
+			c->nomem = 1;
+			return;
+		}
+		map_cut(c, ti, b, b + nlen, NULL);
+		if (c->nomem)
+			return;
+		map_wait(c, ti, s);
+		c->ms[s].bytes -= olen;
+		uint32_t d = c->ms[s].bytes ? map_slot_new(c, ti) : s;
+		if (c->nomem)
+			return;
+		map_wait(c, ti, d);
+		map_mark(c, ti, s);
+		map_mark(c, ti, d);
+		uint8_t *p = op_begin(c, ti, AWL_OP_MREMAP);
+		p = awl_put_uv(p, s);
+		p = awl_put_uv(p, off);
+		p = awl_put_uv(p, olen);
+		p = awl_put_uv(p, d);
+		p = awl_put_uv(p, nlen);
+		xop_end(c, ti, p, AWL_OP_MREMAP);
+		c->ms[d].bytes = nlen;
+		c->ms[d].mf = c->ms[s].mf;
+		if (ur_insert(&c->maps, b, b + nlen, d, 0) < 0)
+			c->nomem = 1;
+		return;
+	}
+	/* not one piece of one mapping of the program (or MREMAP_DONTUNMAP,
+	   or a shared mapping duplicated with old_size 0) */
+	uint32_t mf = is_map_slot(tag) ? c->ms[tag].mf : AWL_MF_READ | AWL_MF_WRITE;
+	int slots = 0, dontunmap = (ev->mflags & RP_MREMAP_DONTUNMAP) || !olen;
+	uint64_t known = 0;
+	if (!dontunmap)
+		known = map_cut(c, ti, a, a + olen, &slots);
+	else
+		known = olen ? ur_visit(&c->maps, a, a + olen, 0, NULL, NULL)
+			     : (uint64_t)is_map_slot(tag);
+	map_cut(c, ti, b, b + nlen, NULL);
+	if (is_map_slot(tag) || slots) {
+		c->st->map_odd++; /* replayed as the unmap and a new mapping */
+		map_add(c, ti, b, nlen, replayed ? RP_NONE : RP_MAP_OUT, mf);
+	} else if (known) { /* a file mapping (or one left out) moved */
+		map_add(c, ti, b, nlen, tag == RP_NONE ? RP_MAP_FILE : tag, mf);
+	} else {
+		c->st->map_unknown++;
+	}
+}
+
+static void on_xcall(struct conv *c, uint32_t ti, const struct atr_event *ev)
+{
+	struct cthread *t = &c->th[ti];
+	/* mappings a filter leaves out stay in the model (their unmaps are
+	   no anomaly), without ops */
+	int replayed = c->in_window && !c->o->keep;
+	uint8_t *p;
+	switch (ev->type) {
+	case ATR_T_MMAP:
+		on_mmap(c, ti, ev, replayed);
+		break;
+	case ATR_T_MREMAP:
+		on_mremap(c, ti, ev, replayed);
+		break;
+	case ATR_T_MUNMAP:
+		if (ev->result == 0 && ev->size &&
+		    !map_cut(c, ti, ev->ptr, ev->ptr + page_up(c, ev->size), NULL) && !c->nomem)
+			c->st->map_unknown++;
+		break;
+	case ATR_T_MADVISE: {
+		if (ev->result != 0 || !ev->size)
+			break;
+		if (!awl_advice_replayed((uint64_t)ev->param)) {
+			c->st->madvise_other++;
+			break;
+		}
+		struct map_ctx x = {.c = c, .ti = ti, .advice = (uint64_t)ev->param};
+		if (!ur_visit(&c->maps, ev->ptr, ev->ptr + page_up(c, ev->size), 0,
+			      replayed ? advise_part : NULL, &x))
+			c->st->map_unknown++;
+		break;
+	}
+	case ATR_T_MALLOPT:
+		if (!c->in_window)
+			break;
+		p = op_begin(c, ti, AWL_OP_MALLOPT);
+		p = awl_put_uv(p, awl_zz(ev->param));
+		p = awl_put_uv(p, awl_zz(ev->value));
+		p = awl_put_uv(p, awl_zz(ev->result));
+		xop_end(c, ti, p, AWL_OP_MALLOPT);
+		break;
+	case ATR_T_MALLOC_TRIM:
+		if (!c->in_window)
+			break;
+		p = op_begin(c, ti, AWL_OP_MALLOC_TRIM);
+		p = awl_put_uv(p, ev->size);
+		p = awl_put_uv(p, ev->result != 0);
+		xop_end(c, ti, p, AWL_OP_MALLOC_TRIM);
+		break;
+	case ATR_T_MALLOC_USABLE_SIZE: {
+		uint64_t src = 0;
+		if (!c->in_window || (ev->ptr && util_hmap_lookup(&c->excl, ev->ptr, NULL)))
+			break; /* a block left out */
+		struct lv_block *b = ev->ptr ? lv_find(&c->live, ev->ptr) : NULL;
+		if (b) {
+			emit_wait_for(c, ti, b->owner, b->when);
+			b->owner = t->widx;
+			b->when = awl_writer_thread_ops(c->w, t->widx);
+			src = (uint64_t)b->tag + 1;
+		} else if (ev->ptr) {
+			c->st->usable_unknown++; /* replayed as malloc_usable_size(NULL) */
+		}
+		p = op_begin(c, ti, AWL_OP_USABLE_SIZE);
+		p = awl_put_uv(p, src);
+		p = awl_put_uv(p, ev->usable);
+		xop_end(c, ti, p, AWL_OP_USABLE_SIZE);
+		break;
+	}
+	default: /* brk, sbrk: the replay's allocator owns its break */
+		c->st->break_moves++;
+		break;
+	}
+}
+
 /* Thread ti makes a call (ev): the time since its previous call returned,
  * less the recorder's own share (think_floor_ns per gap), is think time;
  * gaps add up until they reach RP_THINK_MIN_NS and go out as a THINK op
@@ -650,8 +1043,10 @@ static void on_meta(struct conv *c, uint32_t ti, const struct atr_event *ev)
 static void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
 	struct cthread *t = &c->th[ti];
-	int rea = ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY;
-	/* the reader stamps a realloc with its end (docs/TRACE_FORMAT.md) */
+	int rea = ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY ||
+		  (atr_is_xcall(ev->type) && ev->type != ATR_T_MUNMAP);
+	/* the reader stamps a realloc with its end (docs/TRACE_FORMAT.md), and
+	   the extended calls but munmap */
 	uint64_t start = rea && ev->ts >= ev->duration ? ev->ts - ev->duration : ev->ts;
 	uint64_t ret = rea || !(ev->flags & ATR_FLAG_TIMED) ? ev->ts : ev->ts + ev->duration;
 	if (t->have_ret && start > t->ret_ts + c->floor_ticks) {
@@ -968,11 +1363,13 @@ static int merge_next(struct source *sc, const struct atr_event **ev)
 	e->ts = m->ts;
 	e->duration = (uint64_t)((double)e->duration * m->scale);
 	uint64_t hi = (uint64_t)m->fi << RP_MERGE_SHIFT;
-	if ((e->ptr | e->ret) >> RP_MERGE_SHIFT)
+	/* a failed mmap or mremap returns MAP_FAILED: no address */
+	int failed_map = atr_is_xcall(e->type) && e->ret == UINT64_MAX;
+	if ((e->ptr | (failed_map ? 0 : e->ret)) >> RP_MERGE_SHIFT)
 		sc->bad = 1;
 	if (e->ptr)
 		e->ptr |= hi;
-	if (e->ret)
+	if (e->ret && !failed_map)
 		e->ret |= hi;
 	sc->orig_thread = e->thread;
 	uint64_t key = (uint64_t)m->fi << 32 | e->thread, v;
@@ -1231,6 +1628,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.f = sc.f;
 	c.sp_thread = RP_NONE;
 	c.spawner = RP_NONE;
+	long pg = sysconf(_SC_PAGESIZE);
+	c.page = pg > 0 ? (uint64_t)pg : 4096;
 	lv_init(&c.live, 0); /* convert counts unknown frees itself */
 	lv_init(&c.rel, 0);
 	struct lv_ahead ah;
@@ -1297,6 +1696,11 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 				on_alloc(&c, ti, ev);
 		} else if (ev->type == RP_EV_REALLOC_RELEASE) {
 			on_release(&c, ti, ev);
+		} else if (atr_is_xcall(ev->type)) {
+			st->xcalls++;
+			if (c.in_window)
+				think_before(&c, ti, ev);
+			on_xcall(&c, ti, ev);
 		} else {
 			on_meta(&c, ti, ev);
 		}
@@ -1332,6 +1736,10 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		snprintf(eb, el, "%s: --merge: a pointer above 2^%d, cannot keep processes apart",
 			 trace, RP_MERGE_SHIFT);
 		rc = ATR_E_USAGE;
+	} else if (c.bad_serial) {
+		snprintf(eb, el, "%s: thread serial %" PRIu32 " is implausible (corrupt trace)",
+			 trace, c.bad_serial);
+		rc = ATR_E_RECORD;
 	} else if (c.nomem) {
 		snprintf(eb, el, "%s: out of memory", trace);
 		rc = ATR_E_NOMEM;
@@ -1356,7 +1764,11 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		st->pid = 0;
 	}
 	st->anomalies = st->unknown_frees + st->double_frees + st->dup_allocs +
-			st->unknown_reallocs + st->dj_unknown_records;
+			st->unknown_reallocs + st->dj_unknown_records + st->usable_unknown;
+	st->map_slots = c.nms;
+	st->xops = 0;
+	for (unsigned i = 0; i < AWL_NXOPS; i++)
+		st->xops += c.w->xops[i];
 	if (rc == 0) {
 		struct awl_summary_in s = {
 		    .slots = c.nslots,
@@ -1369,6 +1781,12 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		    .src_exec = in ? in->exec_seq : 0,
 		    .think_ns = c.think_total,
 		    .max_live = c.max_live,
+		    .features =
+			(in && (in->features & ATR_FEAT_XCALLS)) || c.xops ? AWL_FEAT_XOPS : 0,
+		    .map_slots = c.nms,
+		    .file_maps = st->file_maps,
+		    .map_unknown = st->map_unknown,
+		    .map_odd = st->map_odd,
 		};
 		int fr = awl_writer_finish(c.w, &s, eb, el);
 		if (fr < 0)
@@ -1389,6 +1807,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	lv_destroy(&c.live);
 	lv_destroy(&c.rel);
 	util_hmap_destroy(&c.excl);
+	ur_destroy(&c.maps);
+	free(c.ms);
+	free(c.mfree);
 	src_close(&sc);
 	st->seconds = plat_mono_s() - t0;
 	if (rc)

@@ -59,7 +59,17 @@ struct rp_convert_stats {
 	uint64_t lost_records, anomalies, bytes_out;
 	uint64_t think_ns;
 	uint32_t max_live;
-	uint64_t excluded_calls;	/* calls a filter left out */
+	/* the other calls (workload v3, docs/WORKLOAD_FORMAT.md "Mappings") */
+	uint64_t xcalls;	 /* extended call records read */
+	uint64_t xops;		 /* extended ops written */
+	uint64_t map_slots;	 /* mapping slot table */
+	uint64_t file_maps;	 /* file-backed mmaps: not replayed */
+	uint64_t map_unknown;	 /* unmaps/remaps/advice of ranges never mapped in the trace */
+	uint64_t map_odd;	 /* mapping calls replayed as an unmap and a new mapping */
+	uint64_t madvise_other;	 /* madvise with advice the replay does not repeat */
+	uint64_t break_moves;	 /* brk, sbrk: not replayed */
+	uint64_t usable_unknown; /* malloc_usable_size of a block never allocated in the trace */
+	uint64_t excluded_calls; /* calls a filter left out */
 	int window_open, window_closed; /* --from/--to labels: seen */
 	uint32_t no_stacks;		/* processes without stacks (--module, --function
 					   keep none of their allocations) */

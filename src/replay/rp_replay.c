@@ -146,6 +146,11 @@ static inline void stat_add(struct rp_callstat *s, uint64_t d)
 struct alloc_fns {
 	ATR_CALLS(FN_)
 	int (*trim)(size_t);
+	/* the program's controls: NULL when the allocator under test does
+	   not export them (glibc's would act on another heap) */
+	int (*mallopt)(int, int);
+	int (*malloc_trim)(size_t);
+	size_t (*usable)(void *);
 };
 #undef FN_
 static struct alloc_fns A;
@@ -222,6 +227,15 @@ static uint64_t resolve_allocator(void)
 		A.pvalloc = emu_pvalloc;
 		emulated |= 1u << AWL_OP_PVALLOC;
 	}
+	A.mallopt = (int (*)(int, int))dlsym(RTLD_DEFAULT, "mallopt");
+	A.malloc_trim = (int (*)(size_t))dlsym(RTLD_DEFAULT, "malloc_trim");
+	A.usable = (size_t(*)(void *))dlsym(RTLD_DEFAULT, "malloc_usable_size");
+	if (!SAME(mallopt))
+		A.mallopt = NULL;
+	if (!SAME(malloc_trim))
+		A.malloc_trim = NULL;
+	if (!SAME(usable))
+		A.usable = NULL;
 #undef SAME
 	return emulated;
 }
@@ -241,6 +255,13 @@ struct slot {
 	uint64_t size;
 };
 
+/* A mapping slot: where the replay mapped it (NULL: its mmap failed, or
+ * not made), and its AWL_MF_* flags. */
+struct mslot {
+	uint8_t *base;
+	uint32_t mf;
+};
+
 /* Per workload thread, for the whole run: small (1000s of threads). */
 struct rthread {
 	struct replay *rp;
@@ -253,6 +274,8 @@ struct rthread {
  * result when the thread ends, so memory follows the live threads. */
 struct rlocal {
 	struct rp_callstat st[RP_NTYPES + 1];
+	struct rp_xstat x[RP_NXOPS];
+	uint64_t map_bytes, usable_trace, usable_bytes;
 	uint64_t ops, waits, sleeps, unexpected_ok, unexpected_fail;
 	uint64_t create_ns, think_ns, think_debt;
 	size_t wpos;
@@ -264,6 +287,8 @@ struct replay {
 	const struct rp_opts *o;
 	struct slot *slots;
 	size_t slots_bytes;
+	struct mslot *maps;
+	size_t maps_bytes;
 	struct prog *prog;
 	struct rthread *th;
 	uint32_t n;
@@ -530,6 +555,17 @@ static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *
 	r->unexpected_fail += L->unexpected_fail;
 	r->thread_create_ns += L->create_ns;
 	r->think_ns += L->think_ns;
+	r->map_bytes += L->map_bytes;
+	r->usable_trace += L->usable_trace;
+	r->usable_bytes += L->usable_bytes;
+	for (unsigned k = 0; k < RP_NXOPS; k++) {
+		r->x[k].ops += L->x[k].ops;
+		r->x[k].done += L->x[k].done;
+		r->x[k].skipped += L->x[k].skipped;
+		r->x[k].na += L->x[k].na;
+		r->x[k].failed += L->x[k].failed;
+		r->x[k].unlike += L->x[k].unlike;
+	}
 	for (unsigned k = 0; k <= RP_NTYPES; k++) {
 		struct rp_callstat *d = &r->st[k], *s = &L->st[k];
 		if (!s->count)
@@ -547,6 +583,120 @@ static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *
 	pthread_mutex_unlock(&rp->lock);
 	atomic_fetch_add(&rp->zseq, 1);
 	futex(&rp->zseq, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
+static int map_prot(uint32_t mf)
+{
+	return (mf & AWL_MF_READ ? PROT_READ : 0) | (mf & AWL_MF_WRITE ? PROT_WRITE : 0);
+}
+
+static int map_flags(uint32_t mf)
+{
+	return MAP_ANONYMOUS | (mf & AWL_MF_SHARED ? MAP_SHARED : MAP_PRIVATE) |
+	       (mf & AWL_MF_NORESERVE ? MAP_NORESERVE : 0) |
+	       (mf & AWL_MF_POPULATE ? MAP_POPULATE : 0);
+}
+
+/* A mapping the program wrote to gets the blocks' --touch policy. */
+static void touch_map(struct replay *rp, uint32_t mf, uint8_t *p, uint64_t len)
+{
+	if (mf & AWL_MF_WRITE)
+		touch(rp, p, len);
+}
+
+/* One of the program's other calls (workload v3; verified: slots and
+ * ranges are the replay's own). */
+static void run_xop(struct replay *rp, struct rlocal *L, const struct awl_op *op)
+{
+	struct rp_xstat *x = &L->x[op->code - AWL_OP_XFIRST];
+	const struct rp_opts *o = rp->o;
+	x->ops++;
+	if (op->code <= AWL_OP_MALLOC_TRIM ? o->no_mallopt
+					   : op->code != AWL_OP_USABLE_SIZE && o->no_maps) {
+		x->skipped++;
+		return;
+	}
+	if (o->dry_run)
+		return;
+	struct mslot *m = op->code >= AWL_OP_MMAP ? &rp->maps[op->a] : NULL;
+	uint8_t *p;
+	switch (op->code) {
+	case AWL_OP_MALLOPT:
+		if (!A.mallopt) {
+			x->na++;
+			return;
+		}
+		x->unlike +=
+		    A.mallopt((int)awl_unzz(op->a), (int)awl_unzz(op->b)) != awl_unzz(op->c);
+		break;
+	case AWL_OP_MALLOC_TRIM:
+		if (!A.malloc_trim) {
+			x->na++;
+			return;
+		}
+		x->unlike += (A.malloc_trim((size_t)op->a) != 0) != (op->b != 0);
+		break;
+	case AWL_OP_USABLE_SIZE:
+		if (!A.usable) {
+			x->na++;
+			return;
+		}
+		L->usable_bytes += A.usable(op->a ? rp->slots[op->a - 1].p : NULL);
+		L->usable_trace += op->b;
+		break;
+	case AWL_OP_MMAP:
+		p = mmap(NULL, op->b, map_prot((uint32_t)op->c), map_flags((uint32_t)op->c), -1, 0);
+		m->base = p == MAP_FAILED ? NULL : p;
+		m->mf = (uint32_t)op->c;
+		if (!m->base) {
+			x->failed++;
+			return;
+		}
+		L->map_bytes += op->b;
+		touch_map(rp, m->mf, p, op->b);
+		break;
+	case AWL_OP_MMAP_FIXED:
+		if (!m->base || mmap(m->base + op->b, op->c, map_prot((uint32_t)op->d),
+				     map_flags((uint32_t)op->d) | MAP_FIXED, -1, 0) == MAP_FAILED) {
+			/* the range may be gone: the slot is not used again */
+			m->base = NULL;
+			x->failed++;
+			return;
+		}
+		touch_map(rp, (uint32_t)op->d, m->base + op->b, op->c);
+		break;
+	case AWL_OP_MUNMAP:
+		if (!m->base || munmap(m->base + op->b, op->c) != 0) {
+			x->failed++;
+			return;
+		}
+		break;
+	case AWL_OP_MADVISE:
+		if (!m->base || madvise(m->base + op->b, op->c, (int)op->d) != 0) {
+			x->failed++;
+			return;
+		}
+		break;
+	case AWL_OP_MREMAP: {
+		struct mslot *d = &rp->maps[op->d];
+		uint32_t mf = m->mf;
+		p = m->base ? mremap(m->base + op->b, op->c, op->e, MREMAP_MAYMOVE) : MAP_FAILED;
+		d->base = p == MAP_FAILED ? NULL : p;
+		d->mf = mf;
+		if (!d->base) {
+			x->failed++;
+			return;
+		}
+		if (op->e > op->c) {
+			L->map_bytes += op->e - op->c;
+			touch_map(rp, mf, p + op->c, op->e - op->c);
+		}
+		break;
+	}
+	default:
+		return;
+	}
+	x->done++;
 }
 
 static void *run_thread(void *arg)
@@ -628,6 +778,16 @@ static void *run_thread(void *arg)
 			goto next;
 		case AWL_OP_MARKER:
 		case AWL_OP_THREAD_START:
+			goto next;
+		case AWL_OP_MALLOPT:
+		case AWL_OP_MALLOC_TRIM:
+		case AWL_OP_USABLE_SIZE:
+		case AWL_OP_MMAP:
+		case AWL_OP_MMAP_FIXED:
+		case AWL_OP_MUNMAP:
+		case AWL_OP_MREMAP:
+		case AWL_OP_MADVISE:
+			run_xop(rp, L, &op);
 			goto next;
 			/* one case per traced function (atr_calls.h), by argument shape */
 #define DST(f) (f ? &rp->slots[f - 1] : NULL)
@@ -950,13 +1110,22 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	if (rp.slots == MAP_FAILED)
 		rp.slots = NULL;
 	res->slot_table_bytes = rp.slots_bytes;
+	res->xops = (in->features & AWL_FEAT_XOPS) != 0;
+	rp.maps_bytes =
+	    ((in->map_slots ? in->map_slots : 1) * sizeof(*rp.maps) + rp.page - 1) & ~(rp.page - 1);
+	rp.maps =
+	    mmap(NULL, rp.maps_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (rp.maps == MAP_FAILED)
+		rp.maps = NULL;
 	rp.prog = aligned_alloc(64, sizeof(struct prog) * (rp.n ? rp.n : 1));
 	rp.th = calloc(rp.n ? rp.n : 1, sizeof(*rp.th));
 	rp.zombies = calloc(rp.n ? rp.n : 1, sizeof(*rp.zombies));
-	if (!rp.slots || !rp.prog || !rp.th || !rp.zombies) {
+	if (!rp.slots || !rp.maps || !rp.prog || !rp.th || !rp.zombies) {
 		snprintf(eb, el, "%s: out of memory for %" PRIu64 " slots", path, in->slots);
 		if (rp.slots)
 			munmap(rp.slots, rp.slots_bytes);
+		if (rp.maps)
+			munmap(rp.maps, rp.maps_bytes);
 		free(rp.prog);
 		free(rp.th);
 		free(rp.zombies);
@@ -1038,6 +1207,7 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 			if (rp.slots[i].p)
 				A.free(rp.slots[i].p);
 	munmap(rp.slots, rp.slots_bytes);
+	munmap(rp.maps, rp.maps_bytes);
 	pthread_mutex_destroy(&rp.lock);
 	free(rp.prog);
 	free(rp.th);

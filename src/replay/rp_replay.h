@@ -47,7 +47,20 @@ struct rp_opts {
 	unsigned timeline_ms;	/* sampling period (default 10) */
 	enum rp_timing timing;
 	enum rp_think think;
-	unsigned spin; /* pauses before a wait sleeps; 0: RP_SPIN_DEFAULT, UINT_MAX: none */
+	unsigned spin;	/* pauses before a wait sleeps; 0: RP_SPIN_DEFAULT, UINT_MAX: none */
+	int no_mallopt; /* skip the program's mallopt and malloc_trim ops */
+	int no_maps;	/* skip the program's mappings (mmap .. madvise ops) */
+};
+
+/* The program's other calls (workload v3 ops AWL_OP_XFIRST + i). */
+#define RP_NXOPS (AWL_OP_XLAST - AWL_OP_XFIRST + 1)
+struct rp_xstat {
+	uint64_t ops;	  /* in the streams run */
+	uint64_t done;	  /* made */
+	uint64_t skipped; /* --no-mallopt, --no-mappings */
+	uint64_t na;	  /* the allocator under test does not export the function */
+	uint64_t failed;  /* failed here (or its mapping's mmap had) */
+	uint64_t unlike;  /* mallopt, malloc_trim: another result than traced */
 };
 
 struct rp_callstat {
@@ -79,6 +92,10 @@ struct rp_result {
 	uint64_t unexpected_ok, unexpected_fail; /* results that differ from the trace */
 	uint64_t emulated;			 /* calls the allocator lacks, emulated */
 	struct rp_callstat st[RP_NTYPES + 1];
+	struct rp_xstat x[RP_NXOPS];
+	int xops;			     /* the workload has them (AWL_FEAT_XOPS) */
+	uint64_t map_bytes;		     /* mapped by mmap ops and mremap growth */
+	uint64_t usable_trace, usable_bytes; /* malloc_usable_size results: traced, here */
 	uint64_t total_cycles;
 	uint64_t timer_floor; /* ticks subtracted from every timed call */
 	enum rp_timing timing;

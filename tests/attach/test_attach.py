@@ -45,6 +45,14 @@ exactly the malloc and free calls that K more iterations add to an
 LD_PRELOAD recording of the same script (+-1%); the same with --stacks,
 whose trace has stacks through the interpreter.
 
+xcalls: attach_x loops over mmap/mmap64 + munmap of 64 KiB,
+malloc_usable_size, and every 16th time mallopt + malloc_trim, until
+SIGUSR1; attached to for 0.4 s, the trace must hold those calls (the other
+calls, docs/TRACE_FORMAT.md "Extended calls"): each kind > 0 and at most
+what the program made, mmap and munmap within one of each other (every
+other mmap goes through mmap64: both names are redirected), every mmap of
+64 KiB, and 0 unknown frees.
+
 errors: a missing pid, -p with a program, --duration without -p, a second
 attach to the same process, a process that is already preloaded, Ctrl-C
 (SIGINT) ending an attach without --duration, and (as root) an unprivileged
@@ -450,6 +458,40 @@ def case_sample(at, busy, tmp):
     print("record -p --sample 4096: %d estimated mallocs" % s["calls"]["malloc"])
 
 
+def case_xcalls(at, xprog, tmp):
+    p = subprocess.Popen([xprog, "20000"], stdout=subprocess.PIPE, text=True)
+    if p.stdout.readline().strip() != "ready":
+        fail("attach_x did not start")
+    time.sleep(0.15)
+    tdir = os.path.join(tmp, "x")
+    r = record(at, ["-p", str(p.pid), "-o", tdir, "--duration", "0.4"])
+    alive = p.poll() is None
+    if alive:
+        p.send_signal(signal.SIGUSR1)
+    check_permission(r)
+    out, _ = p.communicate(timeout=15)
+    if r.returncode != 0 or p.returncode != 0 or not alive:
+        fail("record -p: record %d, program %d, alive %s: %s" % (r.returncode, p.returncode,
+                                                                 alive, r.stderr))
+    made = dict(zip(*[iter(out.split())] * 2))
+    made = {k: int(v) for k, v in made.items()}
+    s = info(at, tdir)[0]
+    oc = s["other_calls"]
+    got = {"mmap": oc["mmap"], "munmap": oc["munmap"], "usable": oc["malloc_usable_size"],
+           "mallopt": oc["mallopt"], "trim": oc["malloc_trim"]}
+    for k, v in got.items():
+        if not 0 < v <= made[k]:
+            fail("%s: %d traced, the program made %d (%r)" % (k, v, made[k], got))
+    if abs(got["mmap"] - got["munmap"]) > 1 or s["unknown_frees"]:
+        fail("attached trace: %r, unknown frees %d" % (got, s["unknown_frees"]))
+    d = subprocess.run([at, "dump", "--json", tdir], capture_output=True, text=True)
+    sizes = [json.loads(l.rstrip(",")).get("size") for l in d.stdout.splitlines()
+             if '"type":"mmap"' in l.replace(" ", "")]
+    if len(sizes) != got["mmap"] or set(sizes) != {65536}:
+        fail("dump: mmap sizes %r" % sizes[:10])
+    print("record -p: %r of %r other calls traced" % (got, made))
+
+
 def attach_prog(c, name="attach_prog"):
     return c.prog(name, "attach")
 
@@ -463,6 +505,7 @@ CASES = {
     "nopie": lambda c: case_nopie(c.alloctrace, attach_prog(c, "attach_nopie"), c.tmp),
     "sample": lambda c: case_sample(c.alloctrace, attach_prog(c, "attach_busy"), c.tmp),
     "python": lambda c: case_python(c.alloctrace, c.tmp),
+    "xcalls": lambda c: case_xcalls(c.alloctrace, attach_prog(c, "attach_x"), c.tmp),
 }
 
 if __name__ == "__main__":

@@ -76,11 +76,48 @@ static uint64_t rnd(void)
 	return rs;
 }
 
+/* An extended call record (docs/TRACE_FORMAT.md, "Extended calls"). */
+static void ext(struct atw *w, uint32_t s, uint64_t *ts, uint64_t xt, const uint64_t *args,
+		unsigned n)
+{
+	uint64_t words[10] = {(*ts)++ << ATR_TS_SHIFT | ATR_T_EXT, xt};
+	memcpy(words + 2, args, n * sizeof(*args));
+	if (atw_raw(w, s, words, n + 2) < 0)
+		abort();
+}
+
+/* The program's other calls: its mappings (a MAP_FIXED commit, a file
+ * mapping, a move, advice, an unmap by another thread) and controls. */
+static void add_xcalls(struct atw *w, uint32_t a, uint32_t c, uint64_t *ts, uint64_t live)
+{
+	const uint64_t base = 0x7f0000000000ULL, moved = 0x7f0000100000ULL;
+	const uint64_t rw_anon = 3 | (uint64_t)0x22 << 32, fixed = 3 | (uint64_t)0x32 << 32;
+	ext(w, a, ts, ATR_T_MMAP, (const uint64_t[]){base, 65536, 0, rw_anon, 0xffffffffu, 0}, 6);
+	ext(w, a, ts, ATR_T_MMAP,
+	    (const uint64_t[]){base + 8192, 8192, base + 8192, fixed, 0xffffffffu, 0}, 6);
+	ext(w, a, ts, ATR_T_MMAP,
+	    (const uint64_t[]){0x7f0000400000ULL, 4096, 0, 1 | (uint64_t)2 << 32, 3, 0}, 6);
+	ext(w, a, ts, ATR_T_MUNMAP, (const uint64_t[]){base + 61440, 4096, 0}, 3);
+	ext(w, a, ts, ATR_T_MREMAP, (const uint64_t[]){moved, 131072, base, 61440, 1, 0}, 6);
+	ext(w, a, ts, ATR_T_MADVISE, (const uint64_t[]){moved, 8192, 4, 0}, 4);
+	ext(w, a, ts, ATR_T_MALLOPT, (const uint64_t[]){(uint64_t)-3, 65536, 1}, 3);
+	ext(w, a, ts, ATR_T_MALLOC_TRIM, (const uint64_t[]){0, 1}, 2);
+	ext(w, c, ts, ATR_T_MALLOC_USABLE_SIZE, (const uint64_t[]){live, 24}, 2);
+	ext(w, c, ts, ATR_T_MUNMAP, (const uint64_t[]){moved, 131072, 0}, 3);
+	ext(w, c, ts, ATR_T_MUNMAP, (const uint64_t[]){0x7f0000400000ULL, 4096, 0}, 3);
+}
+
 static uint8_t *make_trace(int k, size_t *len)
 {
 	struct atw *w = atw_new(4096);
+	if (k)
+		atw_hdr_u64(w, ATR_H_FEATURES, ATR_FEAT_CLOCK_MONO_NS | ATR_FEAT_XCALLS);
 	uint32_t a = atw_thread(w, 1, 0), b = atw_thread(w, 2, 0), c = atw_thread(w, 3, 0);
 	uint64_t ts = 1;
+	if (k) {
+		atw_malloc(w, a, ts++, 0x880000, 24, 0);
+		add_xcalls(w, a, c, &ts, 0x880000);
+	}
 	for (int i = 0; i < 60 + 40 * k; i++) {
 		uint64_t p = 0x10000 + 16 * (uint64_t)(i % 23);
 		atw_malloc(w, a, ts++, p, (uint64_t)i * 13 % 500, 0);
@@ -224,6 +261,14 @@ int main(int argc, char **argv)
 			if (in->version == AWL_VERSION &&
 			    (!in->think_ns || in->roots >= in->nthreads))
 				abort();
+			/* and the other calls' ops, each kind */
+			for (unsigned x = 0;
+			     k && k < NS - 1 && x < AWL_OP_XLAST - AWL_OP_XFIRST + 1; x++)
+				if (!in->xops[x]) {
+					fprintf(stderr, "seed %d: no %s op\n", k,
+						awl_op_name(AWL_OP_XFIRST + x));
+					abort();
+				}
 			awl_close(f);
 		}
 		maxl = tl[k] > maxl ? tl[k] : maxl;
