@@ -90,7 +90,13 @@ static int grow(struct lv_set *s)
 	s->cap = ncap;
 	s->shift = nsh;
 	s->map_len = nlen;
+	s->limit = lv_limit(ncap);
 	return 0;
+}
+
+void lv_prefetch_hook(void *set, uint64_t ptr)
+{
+	lv_prefetch(set, ptr);
 }
 
 struct lv_block *lv_find(struct lv_set *s, uint64_t ptr)
@@ -119,8 +125,8 @@ static inline void account_born(struct lv_set *s, uint64_t size, uint64_t ts)
 	}
 }
 
-int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts, struct lv_block **blk,
-	    struct lv_block *old)
+int lv_born_slow(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts, struct lv_block **blk,
+		 struct lv_block *old)
 {
 	struct lv_block *b;
 	if (!ptr) {
@@ -163,7 +169,7 @@ replace:
 	return 0;
 }
 
-int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out)
+int lv_died_slow(struct lv_set *s, uint64_t ptr, struct lv_block *out)
 {
 	if (!ptr) {
 		if (!s->has_zero)
