@@ -1532,6 +1532,32 @@ int atr_count_calls_quick(atr_file *f, uint64_t *count)
 	return ATR_OK;
 }
 
+static int unit_cmp(const void *pa, const void *pb)
+{
+	const struct atr_unit_ref *a = pa, *b = pb;
+	return cmp_u64(a->off, b->off);
+}
+
+int atr_read_units(const atr_file *f, struct atr_unit_ref **out, size_t *n)
+{
+	size_t k = 0, total = 0;
+	for (uint32_t t = 0; t < f->nthr; t++)
+		total += f->thr[t].n;
+	struct atr_unit_ref *u = malloc((total ? total : 1) * sizeof(*u));
+	if (!u)
+		return ATR_E_NOMEM;
+	for (uint32_t t = 0; t < f->nthr; t++)
+		for (uint64_t i = 0; i < f->thr[t].n; i++) {
+			const struct atr_sblk *sb = &f->stream[f->thr[t].first + i];
+			u[k].off = sb->off;
+			u[k++].staging = sb->staging;
+		}
+	qsort(u, k, sizeof(*u), unit_cmp);
+	*out = u;
+	*n = k;
+	return ATR_OK;
+}
+
 /* ---- merge iterator ---------------------------------------------------- */
 
 struct atr_iter {

@@ -213,6 +213,15 @@ struct atr_iter_stats {
 };
 void atr_iter_get_stats(const atr_iter *it, struct atr_iter_stats *st);
 
+/* The units a reader reads, sorted by offset: every thread's DATA blocks
+ * (v2: FRAMEs), then its STAGING block if that one is read (a superseded
+ * one is not, nor RETIRED blocks).  *out is malloc'd (free() it). */
+struct atr_unit_ref {
+	uint64_t off;
+	int staging;
+};
+int atr_read_units(const atr_file *f, struct atr_unit_ref **out, size_t *n);
+
 /* Name of a record type: "malloc", "free", ..., "marker". */
 const char *atr_type_name(unsigned type);
 /* Name of a CONTROL record's argument: "start", "stop", "pause", "resume",
