@@ -1398,7 +1398,8 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 
 /* cur_next plus the realloc split: a realloc whose old block dies becomes
  * a release at its start stamp and the realloc at its end stamp. */
-static inline int cur_next_ev(atr_file *f, struct atr_cur *c, struct atr_event *ev)
+static inline __attribute__((always_inline)) int cur_next_ev(atr_file *f, struct atr_cur *c,
+							     struct atr_event *ev)
 {
 	if (c->has_stash) {
 		*ev = c->stash;
@@ -1682,7 +1683,8 @@ void atr_iter_get_stats(const atr_iter *it, struct atr_iter_stats *st)
 }
 
 /* The next event of a cursor inside the iterator's selection. */
-static inline int cur_next_sel(atr_file *f, struct atr_cur *c, struct atr_event *ev)
+static inline __attribute__((always_inline)) int cur_next_sel(atr_file *f, struct atr_cur *c,
+							      struct atr_event *ev)
 {
 	for (;;) {
 		int r = cur_next_ev(f, c, ev);
