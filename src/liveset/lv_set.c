@@ -11,6 +11,8 @@
  * mispredicted branch.  Bigger ones go to 1/2: linear probing at 3/4
  * would walk ~8 entries (4 cache lines) per insert. */
 #define LV_SMALL_CAP 16384u
+/* Entries of the old table ahead whose new home grow() prefetches. */
+#define LV_GROW_AHEAD 16
 /* Tables from this size on are mapped with MADV_HUGEPAGE. */
 #define LV_HUGE_BYTES (2u << 20)
 
@@ -75,7 +77,14 @@ static int grow(struct lv_set *s)
 		return ATR_E_NOMEM;
 	unsigned nsh = 64u - (unsigned)__builtin_ctzll((unsigned long long)ncap);
 	size_t mask = ncap - 1;
+	/* the old table is read in order, the new one written at random:
+	 * its entries are fetched LV_GROW_AHEAD old entries ahead (1e6
+	 * blocks would otherwise wait for 1e6 misses one after another) */
 	for (size_t i = 0; i < s->cap; i++) {
+		if (i + LV_GROW_AHEAD < s->cap && s->tab[i + LV_GROW_AHEAD].ptr) {
+			uint64_t ap = s->tab[i + LV_GROW_AHEAD].ptr;
+			lv_prefetch_line(&nt[(size_t)((ap * 0x9e3779b97f4a7c15ULL) >> nsh)]);
+		}
 		const struct lv_block *b = &s->tab[i];
 		if (!b->ptr)
 			continue;

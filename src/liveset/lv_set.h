@@ -69,11 +69,8 @@ static inline size_t lv_home(const struct lv_set *s, uint64_t ptr)
 
 /* Brings ptr's home entry into the cache: call it some events before the
  * lookup (lv_ahead does). */
-static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)
+static inline void lv_prefetch_line(const void *p)
 {
-	if (!s->cap)
-		return;
-	const void *p = &s->tab[lv_home(s, ptr)];
 	/* GCC 12's dead code elimination drops __builtin_prefetch here (its
 	 * address has no other use): spelled out where we know the insn */
 #if defined(__x86_64__) || defined(__i386__)
@@ -83,6 +80,13 @@ static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)
 #else
 	__builtin_prefetch(p, 1, 3);
 #endif
+}
+
+static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)
+{
+	if (!s->cap)
+		return;
+	lv_prefetch_line(&s->tab[lv_home(s, ptr)]);
 }
 
 /* lv_prefetch as an atr_prefetch_fn (atr_iter_set_prefetch; set: the
