@@ -29,7 +29,7 @@ s = json.dumps(d)
 e = json.loads(s)
 print(len(s), len(e))''' % sys.argv[1])
 PY
-	PYTHONMALLOC=malloc "$REC" record -o py -- python3 pyjson.py >/dev/null
+	PYTHONMALLOC=malloc "$REC" record -o py -- /usr/bin/python3 pyjson.py >/dev/null
 fi
 if [ ! -d cc1plus ]; then
 	python3 - "$SRC/format_bench.py" >t.cpp <<'PY'
