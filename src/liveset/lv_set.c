@@ -194,36 +194,7 @@ int lv_died_slow(struct lv_set *s, uint64_t ptr, struct lv_block *out)
 	}
 	if (!s->cap)
 		return 0;
-	size_t mask = s->cap - 1;
-	size_t j = lv_home(s, ptr);
-	for (;; j = (j + 1) & mask) {
-		const struct lv_block *b = &s->tab[j];
-		if (b->ptr == ptr)
-			break;
-		if (!b->ptr)
-			return 0;
-	}
-	if (out)
-		*out = s->tab[j];
-	s->count--;
-	s->blocks--;
-	s->bytes -= s->tab[j].size;
-	/* backward shift: pull later members of the cluster into the hole
-	 * when their home is not cyclically within (hole, k] */
-	size_t hole = j, k = j;
-	for (;;) {
-		k = (k + 1) & mask;
-		uint64_t kp = s->tab[k].ptr;
-		if (!kp)
-			break;
-		size_t home = lv_home(s, kp);
-		if (((k - home) & mask) >= ((k - hole) & mask)) {
-			s->tab[hole] = s->tab[k];
-			hole = k;
-		}
-	}
-	s->tab[hole].ptr = 0;
-	return 1;
+	return lv_died(s, ptr, out); /* not reached: lv_died takes these */
 }
 
 void lv_unknown(struct lv_set *s)

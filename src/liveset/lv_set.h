@@ -96,9 +96,9 @@ void lv_prefetch_hook(void *set, uint64_t ptr);
 /* ptr's block if it is live, else NULL; valid until the next change. */
 struct lv_block *lv_find(struct lv_set *s, uint64_t ptr);
 
-/* lv_born and lv_died in every case; the inline versions below take the
- * common one (a table with room, a new block, address not 0) and leave
- * the rest to these. */
+/* lv_born in every case, lv_died for address 0 and an empty set; the
+ * inline versions below take the common case (a table with room, a new
+ * block, address not 0) and leave the rest to these. */
 int lv_born_slow(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts, struct lv_block **blk,
 		 struct lv_block *old);
 int lv_died_slow(struct lv_set *s, uint64_t ptr, struct lv_block *out);
