@@ -22,6 +22,7 @@
 #include "atr_v2.h"
 #include "atr_testwriter.h"
 #include "atr_v2conv.h"
+#include "atr_compact.h"
 
 static uint8_t *slurp(const char *name, size_t *len)
 {
@@ -186,6 +187,56 @@ static void test_round_trip(void **state)
 		}
 		free(v1);
 	}
+}
+
+/* Compaction (atr_compact.h): the staging blocks become FRAMEs, the file
+ * shrinks, and every event, count, stack and module reads as in the v1
+ * original.  A compacted file has nothing left to gain; a version-1 file
+ * is left alone. */
+static void test_compact(void **state)
+{
+	(void)state;
+	int compacted = 0;
+	for (size_t i = 0; i < sizeof corpus / sizeof *corpus; i++) {
+		size_t len;
+		uint8_t *v1 = slurp(corpus[i], &len);
+		for (int level = 0; level <= 1; level++) {
+			uint8_t *v2;
+			size_t l2;
+			char err[512] = "";
+			if (atr_v1_to_v2(v1, len, level, &v2, &l2, err, sizeof err))
+				fail_msg("%s: %s", corpus[i], err);
+			char tmp[] = "/tmp/atr-test-compact.XXXXXX";
+			int fd = mkstemp(tmp);
+			assert_true(fd >= 0);
+			assert_int_equal(write(fd, v2, l2), (ssize_t)l2);
+			close(fd);
+			uint64_t before = 0, after = 0;
+			int r = atr_compact(tmp, &before, &after, err, sizeof err);
+			if (r < 0)
+				fail_msg("%s: %s", corpus[i], err);
+			if (r == 1) {
+				compacted++;
+				assert_int_equal(before, l2);
+				assert_true(after < before);
+			}
+			same_events(v1, len, NULL, 0, tmp);
+			assert_int_equal(atr_compact(tmp, NULL, NULL, err, sizeof err), 0);
+			unlink(tmp);
+			free(v2);
+		}
+		/* version 1: left alone */
+		char tmp[] = "/tmp/atr-test-compact.XXXXXX";
+		int fd = mkstemp(tmp);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, v1, len), (ssize_t)len);
+		close(fd);
+		char err[512];
+		assert_int_equal(atr_compact(tmp, NULL, NULL, err, sizeof err), 0);
+		unlink(tmp);
+		free(v1);
+	}
+	assert_true(compacted > 0);
 }
 
 /* EXT records (ATR_XCALLS): each call's words come out in the event's
@@ -502,7 +553,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_codec),	  cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_xcalls),	  cmocka_unit_test(test_truncated_and_flipped),
-	    cmocka_unit_test(test_garbage_frame),
+	    cmocka_unit_test(test_garbage_frame), cmocka_unit_test(test_compact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,9 @@
 # WORK (default /tmp/rpliveset), RUNS (5), LIVES ("10000 100000 1000000"),
 # STEPS (5000000); REC: the alloctrace that records (default: the first).
 # The timing runs hold /tmp/alloctrace-bench.lock, all of them at once.
+# CALLGRIND=1: also one `valgrind --tool=callgrind` run per binary, pass and
+# trace, after the timing runs and outside the lock (instructions per
+# record: repeatable on a noisy machine).
 set -eu
 [ $# -ge 1 ] || { echo "usage: $0 ALLOCTRACE..." >&2; exit 2; }
 W=${WORK:-/tmp/rpliveset}
@@ -58,3 +61,19 @@ PY
 	done
 done
 uptime
+flock -u 9
+# instruction counts: one run each, outside the lock (valgrind is slow)
+[ "${CALLGRIND:-0}" = 1 ] || exit 0
+for L in $LIVES; do
+	recs=$("$1" info --json "$W/t$L" | python3 -c 'import json,sys; print(json.load(sys.stdin)["processes"][0]["records"])')
+	for cmd in convert info; do
+		for b in "$@"; do
+			extra=""
+			[ $cmd = convert ] && extra="-o /dev/null --no-progress --quiet"
+			# shellcheck disable=SC2086
+			ir=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$b" $cmd "$W/t$L" $extra 2>&1 >/dev/null |
+				sed -n 's/.*Collected : *\([0-9]*\).*/\1/p')
+			python3 -c "print('%-8s live %-8s %s: callgrind %d instructions, %.0f per record' % ('$cmd', '$L', '$b', $ir, $ir / $recs))"
+		done
+	done
+done

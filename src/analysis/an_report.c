@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liveset/lv_ahead.h"
 #include "liveset/lv_set.h"
 #include "util_hmap.h"
 #include "util_progress.h"
@@ -358,12 +357,11 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 	rc = atr_iter_new(f, &it);
 	if (rc < 0)
 		goto out;
-	struct lv_ahead ah;
-	lv_ahead_init(&ah, lv_source_iter, it, &s.live);
+	atr_iter_set_prefetch(it, lv_prefetch_hook, &s.live);
 	const struct atr_event *ev;
 	struct util_progress prog;
 	util_progress_start(&prog, "report", in->records_hint);
-	while ((rc = lv_ahead_next(&ah, &ev)) > 0) {
+	while ((rc = atr_iter_next_ref(it, &ev)) > 0) {
 		util_progress_update(&prog, ev->seq);
 		if (flt) {
 			if (flt->have_to &&
@@ -404,7 +402,6 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 			break;
 	}
 	util_progress_done(&prog);
-	lv_ahead_free(&ah);
 	atr_iter_free(it);
 	if (rc > 0)
 		rc = 0; /* ended at --to */

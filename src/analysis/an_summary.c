@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liveset/lv_ahead.h"
 #include "liveset/lv_set.h"
 #include "util_progress.h"
 
@@ -20,12 +19,23 @@ static struct an_thread_stat *thread_of(struct an_summary *s, uint32_t serial)
 	return bsearch(&key, s->threads, s->nthreads, sizeof(key), cmp_serial);
 }
 
+/* thread_of, remembering the last answer: runs of one thread are long */
+static inline struct an_thread_stat *thread_cached(struct an_summary *s, uint32_t serial,
+						   struct an_thread_stat **last)
+{
+	if (*last && (*last)->serial == serial)
+		return *last;
+	struct an_thread_stat *th = thread_of(s, serial);
+	if (th)
+		*last = th;
+	return th;
+}
+
 /* The counters of a call (the live set follows it in lv_event). */
-static void on_call(struct an_summary *s, const struct atr_event *ev)
+static void on_call(struct an_summary *s, const struct atr_event *ev, struct an_thread_stat *th)
 {
 	s->calls[ev->type]++;
 	s->total_calls++;
-	struct an_thread_stat *th = thread_of(s, ev->thread);
 	if (th) {
 		th->calls++;
 		if (!th->tid)
@@ -65,19 +75,19 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 	int r = atr_iter_new(f, &it);
 	if (r < 0)
 		return r;
-	struct lv_ahead ah;
-	lv_ahead_init(&ah, lv_source_iter, it, &live);
+	atr_iter_set_prefetch(it, lv_prefetch_hook, &live);
 	const struct atr_event *ev;
+	struct an_thread_stat *last = NULL;
 	struct util_progress prog;
 	util_progress_start(&prog, "info", atr_get_info(f)->records_hint);
-	while ((r = lv_ahead_next(&ah, &ev)) > 0) {
+	while ((r = atr_iter_next_ref(it, &ev)) > 0) {
 		util_progress_update(&prog, ev->seq);
 		if (ev->type != ATR_EV_REALLOC_RELEASE) {
 			if (!s->records++)
 				s->first_ts = ev->ts;
 			s->last_ts = ev->ts;
 			if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) {
-				on_call(s, ev);
+				on_call(s, ev, thread_cached(s, ev->thread, &last));
 			} else if (atr_is_xcall(ev->type)) {
 				if (an_maps_event(&s->maps, ev) < 0) {
 					r = ATR_E_NOMEM;
@@ -85,7 +95,7 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 				}
 				s->xcalls[ev->type - ATR_T_XCALL_FIRST]++;
 				s->total_calls++;
-				struct an_thread_stat *th = thread_of(s, ev->thread);
+				struct an_thread_stat *th = thread_cached(s, ev->thread, &last);
 				if (th)
 					th->calls++;
 			} else if (ev->type == ATR_T_MARKER) {
@@ -96,7 +106,6 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 			break;
 	}
 	util_progress_done(&prog);
-	lv_ahead_free(&ah);
 	atr_iter_free(it);
 	s->unknown_frees = live.unknown_frees;
 	s->inherited_frees = live.inherited_frees;

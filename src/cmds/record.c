@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "atn_stream.h"
+#include "atr_compact.h"
 #include "atr_format.h"
 #include "atr_reader.h"
 #include "atr_rss.h"
@@ -563,6 +564,37 @@ static void ship_leftovers(const char *spool, const char *collector)
 		util_err("record: cannot remove %s: %s", spool, strerror(errno));
 }
 
+/* The staging blocks of processes that are gone are waste now: each
+ * file is rewritten without them (atr_compact.h).  A process still
+ * running (a daemon child, an attached target) is left alone, and so is
+ * any file a reader would call damaged. */
+static void compact_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d)) != NULL) {
+		if (!is_atr_name(de->d_name))
+			continue;
+		char p[PATH_MAX + 256], eb[512] = "";
+		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+		uint8_t h[ATR_HEADER_SIZE];
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		ssize_t got = fd < 0 ? -1 : pread(fd, h, sizeof h, 0);
+		if (fd >= 0)
+			close(fd);
+		uint32_t pid;
+		if (got != (ssize_t)sizeof h || memcmp(h, ATR_MAGIC, 8) != 0)
+			continue;
+		memcpy(&pid, h + ATR_H_PID, 4);
+		if (pid && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue; /* still running */
+		if (atr_compact(p, NULL, NULL, eb, sizeof eb) < 0)
+			util_err("record: %s (the file is unchanged)", eb);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* The one summary line. */
 /* att_attach's progress and warnings, as it goes. */
 static void attach_note(void *arg, enum att_note kind, const char *msg)
@@ -933,7 +965,9 @@ int cmd_record(int argc, char **argv)
 		ship_leftovers(spool, o.collector);
 		fprintf(stderr, "%s: recorded to %s (the collector wrote the files)\n",
 			util_msg_prog(), o.dir);
-	} else
+	} else {
+		compact_dir(o.dir);
 		report(o.dir);
+	}
 	return rc;
 }

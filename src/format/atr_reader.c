@@ -897,6 +897,12 @@ struct atr_cur {
 	int has_stash;
 	const struct atr_sel *sel; /* atr_iter_new_sel: time window */
 	uint64_t skipped_blocks, skipped_records, decoded_blocks;
+	/* atr_iter_set_prefetch: the record at block offset apos is alead
+	 * records ahead of pos; its addresses went to pf */
+	atr_prefetch_fn pf;
+	void *pfctx;
+	uint64_t apos;
+	unsigned alead;
 	/* statistics of this cursor's walk */
 	uint64_t lost, inversions, records, calls, trunc_records, last_ts;
 };
@@ -1127,6 +1133,54 @@ static void xcall_decode(struct atr_event *ev, unsigned xt, const uint8_t *w)
 	}
 }
 
+/* Walks the loaded block ahead of c->pos, up to ATR_PREFETCH_AHEAD
+ * records, handing their block addresses to the prefetch hook.  Stops at
+ * anything cur_next would look at twice (the end, a zero word, a record it
+ * rejects): it only reads. */
+static void cur_ahead(const atr_file *f, struct atr_cur *c)
+{
+	if (c->apos < c->pos) {
+		c->apos = c->pos;
+		c->alead = 0;
+	}
+	while (c->alead < ATR_PREFETCH_AHEAD) {
+		uint64_t a = c->apos;
+		if (a + 16 > c->end)
+			return;
+		const uint8_t *r = c->b + a;
+		uint64_t w0 = rd64(r), w1 = rd64(r + 8), need;
+		unsigned type = (unsigned)(w0 & ATR_TYPE_MASK);
+		unsigned flags = (unsigned)(w0 & ATR_FLAG_MASK);
+		if (type >= 1 && type <= ATR_T_CALL_LAST) {
+			need = 8ULL * atr_record_words(type, flags);
+			if (a + need > c->end)
+				return;
+			unsigned shape = atr_call_args(type);
+			if (shape != ATR_ARGS_PTR && f->chunk_flags)
+				w1 &= ~(uint64_t)ATR_CHUNK_MASK;
+			if (w1)
+				c->pf(c->pfctx, w1);
+			if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB) {
+				uint64_t old = rd64(r + 24);
+				if (old && old != w1)
+					c->pf(c->pfctx, old);
+			}
+		} else if (!w0) {
+			return;
+		} else if (type == ATR_T_EXT && f->xcalls) {
+			need = 8ULL * atr_ext_words(w1, flags);
+			if (!need)
+				return;
+		} else if (type >= ATR_T_THREAD_START) {
+			need = 16 + (((w1 & 0xffffffffULL) + 7) & ~7ULL);
+		} else {
+			return;
+		}
+		c->apos = a + need;
+		c->alead++;
+	}
+}
+
 /* Decode the next record of the thread: 1 (ev filled), 0 end, < 0 error. */
 static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 {
@@ -1184,7 +1238,11 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 			c->pos = ATR_BLOCK_HEADER_SIZE;
 			c->nrec = 0;
 			c->loaded = 1;
+			c->apos = c->pos;
+			c->alead = 0;
 		}
+		if (c->pf)
+			cur_ahead(f, c);
 		uint64_t pos = c->pos;
 		if (pos + 8 > c->end) {
 			cur_block_done(c);
@@ -1238,6 +1296,7 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 		}
 		c->pos = pos + need;
 		c->nrec++;
+		c->alead -= c->alead > 0;
 		uint64_t ts = w0 >> ATR_TS_SHIFT;
 		if (ts < c->prev_ts) {
 			ts = c->prev_ts;
@@ -1339,7 +1398,8 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 
 /* cur_next plus the realloc split: a realloc whose old block dies becomes
  * a release at its start stamp and the realloc at its end stamp. */
-static int cur_next_ev(atr_file *f, struct atr_cur *c, struct atr_event *ev)
+static inline __attribute__((always_inline)) int cur_next_ev(atr_file *f, struct atr_cur *c,
+							     struct atr_event *ev)
 {
 	if (c->has_stash) {
 		*ev = c->stash;
@@ -1473,6 +1533,32 @@ int atr_count_calls_quick(atr_file *f, uint64_t *count)
 	return ATR_OK;
 }
 
+static int unit_cmp(const void *pa, const void *pb)
+{
+	const struct atr_unit_ref *a = pa, *b = pb;
+	return cmp_u64(a->off, b->off);
+}
+
+int atr_read_units(const atr_file *f, struct atr_unit_ref **out, size_t *n)
+{
+	size_t k = 0, total = 0;
+	for (uint32_t t = 0; t < f->nthr; t++)
+		total += f->thr[t].n;
+	struct atr_unit_ref *u = malloc((total ? total : 1) * sizeof(*u));
+	if (!u)
+		return ATR_E_NOMEM;
+	for (uint32_t t = 0; t < f->nthr; t++)
+		for (uint64_t i = 0; i < f->thr[t].n; i++) {
+			const struct atr_sblk *sb = &f->stream[f->thr[t].first + i];
+			u[k].off = sb->off;
+			u[k++].staging = sb->staging;
+		}
+	qsort(u, k, sizeof(*u), unit_cmp);
+	*out = u;
+	*n = k;
+	return ATR_OK;
+}
+
 /* ---- merge iterator ---------------------------------------------------- */
 
 struct atr_iter {
@@ -1578,6 +1664,14 @@ int atr_iter_new_sel(atr_file *f, const struct atr_sel *sel, atr_iter **out)
 	return ATR_OK;
 }
 
+void atr_iter_set_prefetch(atr_iter *it, atr_prefetch_fn fn, void *ctx)
+{
+	for (uint32_t t = 0; it && t < it->n; t++) {
+		it->cur[t].pf = fn;
+		it->cur[t].pfctx = ctx;
+	}
+}
+
 void atr_iter_get_stats(const atr_iter *it, struct atr_iter_stats *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -1589,7 +1683,8 @@ void atr_iter_get_stats(const atr_iter *it, struct atr_iter_stats *st)
 }
 
 /* The next event of a cursor inside the iterator's selection. */
-static int cur_next_sel(atr_file *f, struct atr_cur *c, struct atr_event *ev)
+static inline __attribute__((always_inline)) int cur_next_sel(atr_file *f, struct atr_cur *c,
+							      struct atr_event *ev)
 {
 	for (;;) {
 		int r = cur_next_ev(f, c, ev);
@@ -1689,7 +1784,8 @@ int atr_iter_next_ref(atr_iter *it, const struct atr_event **out)
 	}
 	if (r == 0)
 		it->heap[0] = it->heap[--it->hn];
-	heap_down(it, 0);
+	if (it->hn > 1)
+		heap_down(it, 0);
 	it->bvalid = 0;
 	return 1;
 }

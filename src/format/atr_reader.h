@@ -180,6 +180,18 @@ int atr_iter_next(atr_iter *it, struct atr_event *ev);
 int atr_iter_next_ref(atr_iter *it, const struct atr_event **ev);
 void atr_iter_free(atr_iter *it);
 
+/* A pass that keeps per-block data in a big map (src/liveset/lv_set.h)
+ * misses the cache on nearly every event once millions of blocks are
+ * live.  With a prefetch hook the iterator calls fn(ctx, addr) for the
+ * block addresses of a thread's records (a free's ptr, an allocation's
+ * ret, a realloc's old block) ATR_PREFETCH_AHEAD records before they are
+ * handed out, while it walks the decoded block anyway: fn brings the
+ * pass's entry into the cache (no copy of the events).  Set it before the
+ * first atr_iter_next*(); fn must not call the iterator. */
+#define ATR_PREFETCH_AHEAD 16
+typedef void (*atr_prefetch_fn)(void *ctx, uint64_t addr);
+void atr_iter_set_prefetch(atr_iter *it, atr_prefetch_fn fn, void *ctx);
+
 /* Iteration restricted to some threads and a time window, using the
  * index (docs/TRACE_FORMAT.md, "The index"): a v2 frame whose thread is
  * not selected, or whose time range lies outside [from_ts, to_ts], is
@@ -200,6 +212,15 @@ struct atr_iter_stats {
 	uint64_t records_skipped; /* records of skipped frames (from their headers) */
 };
 void atr_iter_get_stats(const atr_iter *it, struct atr_iter_stats *st);
+
+/* The units a reader reads, sorted by offset: every thread's DATA blocks
+ * (v2: FRAMEs), then its STAGING block if that one is read (a superseded
+ * one is not, nor RETIRED blocks).  *out is malloc'd (free() it). */
+struct atr_unit_ref {
+	uint64_t off;
+	int staging;
+};
+int atr_read_units(const atr_file *f, struct atr_unit_ref **out, size_t *n);
 
 /* Name of a record type: "malloc", "free", ..., "marker". */
 const char *atr_type_name(unsigned type);

@@ -53,8 +53,34 @@ static int cache_find(const struct v2_state *s, uint64_t p)
 /* Move entry i (or, i < 0, a new entry) to the front. */
 static void cache_use(struct v2_state *s, int i, uint64_t p)
 {
-	int from = i < 0 ? V2_CACHE - 1 : i;
-	memmove(&s->cache[1], &s->cache[0], (size_t)from * sizeof(s->cache[0]));
+	/* spelled out: GCC turns a loop into a call of memmove, one per
+	 * record for at most 7 words */
+	_Static_assert(V2_CACHE == 8, "cache_use spells out 8 entries");
+	switch (i < 0 ? V2_CACHE - 1 : i) {
+	case 7:
+		s->cache[7] = s->cache[6];
+		/* fall through */
+	case 6:
+		s->cache[6] = s->cache[5];
+		/* fall through */
+	case 5:
+		s->cache[5] = s->cache[4];
+		/* fall through */
+	case 4:
+		s->cache[4] = s->cache[3];
+		/* fall through */
+	case 3:
+		s->cache[3] = s->cache[2];
+		/* fall through */
+	case 2:
+		s->cache[2] = s->cache[1];
+		/* fall through */
+	case 1:
+		s->cache[1] = s->cache[0];
+		/* fall through */
+	default:
+		break;
+	}
 	s->cache[0] = p;
 }
 
@@ -322,18 +348,29 @@ static inline uint64_t get_var_slow(struct rbuf *b)
 	return 0;
 }
 
+/* With 8 bytes at hand, a varint of up to 8 bytes without a branch per
+ * byte: the first byte without bit 7 ends it, the 7-bit groups are
+ * gathered by shifts (addresses are 3-4 bytes, sizes 1-3: a loop
+ * mispredicts).  Longer ones and the buffer's end take the loop. */
 static inline uint64_t get_var(struct rbuf *b)
 {
-	if (__builtin_expect(b->end - b->p >= 2, 1)) {
-		unsigned c0 = b->p[0];
-		if (!(c0 & 0x80)) {
+	if (__builtin_expect(b->end - b->p >= 8, 1)) {
+		uint64_t w;
+		memcpy(&w, b->p, 8); /* little-endian hosts only (atr_v2.h) */
+		if (!(w & 0x80)) {
 			b->p++;
-			return c0;
+			return w & 0x7f;
 		}
-		unsigned c1 = b->p[1];
-		if (!(c1 & 0x80)) {
-			b->p += 2;
-			return (c0 & 0x7f) | (uint64_t)c1 << 7;
+		uint64_t stop = ~w & 0x8080808080808080ULL;
+		if (__builtin_expect(stop != 0, 1)) {
+			unsigned bits = (unsigned)__builtin_ctzll(stop) + 1; /* 8 * bytes */
+			b->p += bits >> 3;
+			if (bits < 64)
+				w &= (1ULL << bits) - 1;
+			return (w & 0x7f) | ((w >> 1) & 0x3f80) | ((w >> 2) & 0x1fc000) |
+			       ((w >> 3) & 0xfe00000) | ((w >> 4) & 0x7f0000000ULL) |
+			       ((w >> 5) & 0x3f800000000ULL) | ((w >> 6) & 0x1fc0000000000ULL) |
+			       ((w >> 7) & 0xfe000000000000ULL);
 		}
 	}
 	return get_var_slow(b);

@@ -11,6 +11,8 @@
  * mispredicted branch.  Bigger ones go to 1/2: linear probing at 3/4
  * would walk ~8 entries (4 cache lines) per insert. */
 #define LV_SMALL_CAP 16384u
+/* Entries of the old table ahead whose new home grow() prefetches. */
+#define LV_GROW_AHEAD 16
 /* Tables from this size on are mapped with MADV_HUGEPAGE. */
 #define LV_HUGE_BYTES (2u << 20)
 
@@ -75,7 +77,14 @@ static int grow(struct lv_set *s)
 		return ATR_E_NOMEM;
 	unsigned nsh = 64u - (unsigned)__builtin_ctzll((unsigned long long)ncap);
 	size_t mask = ncap - 1;
+	/* the old table is read in order, the new one written at random:
+	 * its entries are fetched LV_GROW_AHEAD old entries ahead (1e6
+	 * blocks would otherwise wait for 1e6 misses one after another) */
 	for (size_t i = 0; i < s->cap; i++) {
+		if (i + LV_GROW_AHEAD < s->cap && s->tab[i + LV_GROW_AHEAD].ptr) {
+			uint64_t ap = s->tab[i + LV_GROW_AHEAD].ptr;
+			lv_prefetch_line(&nt[(size_t)((ap * 0x9e3779b97f4a7c15ULL) >> nsh)]);
+		}
 		const struct lv_block *b = &s->tab[i];
 		if (!b->ptr)
 			continue;
@@ -90,7 +99,13 @@ static int grow(struct lv_set *s)
 	s->cap = ncap;
 	s->shift = nsh;
 	s->map_len = nlen;
+	s->limit = lv_limit(ncap);
 	return 0;
+}
+
+void lv_prefetch_hook(void *set, uint64_t ptr)
+{
+	lv_prefetch(set, ptr);
 }
 
 struct lv_block *lv_find(struct lv_set *s, uint64_t ptr)
@@ -119,8 +134,8 @@ static inline void account_born(struct lv_set *s, uint64_t size, uint64_t ts)
 	}
 }
 
-int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts, struct lv_block **blk,
-	    struct lv_block *old)
+int lv_born_slow(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts, struct lv_block **blk,
+		 struct lv_block *old)
 {
 	struct lv_block *b;
 	if (!ptr) {
@@ -163,7 +178,7 @@ replace:
 	return 0;
 }
 
-int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out)
+int lv_died_slow(struct lv_set *s, uint64_t ptr, struct lv_block *out)
 {
 	if (!ptr) {
 		if (!s->has_zero)
@@ -179,36 +194,7 @@ int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out)
 	}
 	if (!s->cap)
 		return 0;
-	size_t mask = s->cap - 1;
-	size_t j = lv_home(s, ptr);
-	for (;; j = (j + 1) & mask) {
-		const struct lv_block *b = &s->tab[j];
-		if (b->ptr == ptr)
-			break;
-		if (!b->ptr)
-			return 0;
-	}
-	if (out)
-		*out = s->tab[j];
-	s->count--;
-	s->blocks--;
-	s->bytes -= s->tab[j].size;
-	/* backward shift: pull later members of the cluster into the hole
-	 * when their home is not cyclically within (hole, k] */
-	size_t hole = j, k = j;
-	for (;;) {
-		k = (k + 1) & mask;
-		uint64_t kp = s->tab[k].ptr;
-		if (!kp)
-			break;
-		size_t home = lv_home(s, kp);
-		if (((k - home) & mask) >= ((k - hole) & mask)) {
-			s->tab[hole] = s->tab[k];
-			hole = k;
-		}
-	}
-	s->tab[hole].ptr = 0;
-	return 1;
+	return lv_died(s, ptr, out); /* not reached: lv_died takes these */
 }
 
 void lv_unknown(struct lv_set *s)

@@ -55,6 +55,7 @@ struct lv_set {
 	 * inherited from the parent, else unknown */
 	uint64_t unknown_frees, inherited_frees, pre_attach_frees;
 	uint32_t status; /* the trace's ATR_STATUS_* (0: none known) */
+	size_t limit;	 /* entries before the table grows (0: no table) */
 };
 
 /* status: atr_get_info(f)->status, which says how to count unknown frees. */
@@ -68,11 +69,8 @@ static inline size_t lv_home(const struct lv_set *s, uint64_t ptr)
 
 /* Brings ptr's home entry into the cache: call it some events before the
  * lookup (lv_ahead does). */
-static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)
+static inline void lv_prefetch_line(const void *p)
 {
-	if (!s->cap)
-		return;
-	const void *p = &s->tab[lv_home(s, ptr)];
 	/* GCC 12's dead code elimination drops __builtin_prefetch here (its
 	 * address has no other use): spelled out where we know the insn */
 #if defined(__x86_64__) || defined(__i386__)
@@ -84,17 +82,97 @@ static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)
 #endif
 }
 
+static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)
+{
+	if (!s->cap)
+		return;
+	lv_prefetch_line(&s->tab[lv_home(s, ptr)]);
+}
+
+/* lv_prefetch as an atr_prefetch_fn (atr_iter_set_prefetch; set: the
+ * struct lv_set *). */
+void lv_prefetch_hook(void *set, uint64_t ptr);
+
 /* ptr's block if it is live, else NULL; valid until the next change. */
 struct lv_block *lv_find(struct lv_set *s, uint64_t ptr);
+
+/* lv_born in every case, lv_died for address 0 and an empty set; the
+ * inline versions below take the common case (a table with room, a new
+ * block, address not 0) and leave the rest to these. */
+int lv_born_slow(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts, struct lv_block **blk,
+		 struct lv_block *old);
+int lv_died_slow(struct lv_set *s, uint64_t ptr, struct lv_block *out);
+
 /* ptr becomes live (size requested at ts): *blk (if blk) receives its block
  * (ptr, size set, when = ts, tag = owner = 0; valid until the next change).
  * Returns 1, or 0 if ptr was live already: the old block is replaced (copied
- * to *old if old, counted in dup_allocs); ATR_E_NOMEM. */
-int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts, struct lv_block **blk,
-	    struct lv_block *old);
+ * to *old if old, counted in dup_allocs); ATR_E_NOMEM.  Inline: a pass
+ * makes one or two of these calls per event. */
+static inline int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts,
+			  struct lv_block **blk, struct lv_block *old)
+{
+	if (__builtin_expect(!ptr || s->count + 1 > s->limit, 0))
+		return lv_born_slow(s, ptr, size, ts, blk, old);
+	size_t mask = s->cap - 1;
+	struct lv_block *b;
+	for (size_t j = lv_home(s, ptr);; j = (j + 1) & mask) {
+		b = &s->tab[j];
+		if (b->ptr == ptr) /* live already: replaced */
+			return lv_born_slow(s, ptr, size, ts, blk, old);
+		if (!b->ptr)
+			break;
+	}
+	s->count++;
+	*b = (struct lv_block){.ptr = ptr, .size = size, .when = ts};
+	s->blocks++;
+	s->bytes += size;
+	if (s->bytes > s->peak_bytes) {
+		s->peak_bytes = s->bytes;
+		s->peak_ts = ts;
+	}
+	if (blk)
+		*blk = b;
+	return 1;
+}
+
 /* ptr dies: 1 and its block in *out (if out), or 0 if it was not live
  * (nothing is counted: see lv_unknown). */
-int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out);
+static inline int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out)
+{
+	if (__builtin_expect(!ptr || !s->cap, 0))
+		return lv_died_slow(s, ptr, out);
+	size_t mask = s->cap - 1;
+	size_t j = lv_home(s, ptr);
+	for (;; j = (j + 1) & mask) {
+		const struct lv_block *b = &s->tab[j];
+		if (b->ptr == ptr)
+			break;
+		if (!b->ptr)
+			return 0;
+	}
+	if (out)
+		*out = s->tab[j];
+	s->count--;
+	s->blocks--;
+	s->bytes -= s->tab[j].size;
+	/* backward shift: pull later members of the cluster into the hole
+	 * when their home is not cyclically within (hole, k] */
+	size_t hole = j, k = j;
+	for (;;) {
+		k = (k + 1) & mask;
+		uint64_t kp = s->tab[k].ptr;
+		if (!kp)
+			break;
+		size_t home = lv_home(s, kp);
+		if (((k - home) & mask) >= ((k - hole) & mask)) {
+			s->tab[hole] = s->tab[k];
+			hole = k;
+		}
+	}
+	s->tab[hole].ptr = 0;
+	return 1;
+}
+
 /* Counts a release of a block that is not live (by the trace's status). */
 void lv_unknown(struct lv_set *s);
 

@@ -1078,6 +1078,10 @@ static uint64_t busy_records(atr_file *f)
 	return n;
 }
 
+/* Pointers of process fi live at fi << RP_MERGE_SHIFT: user-space
+ * addresses are below 2^47 (x86-64 and aarch64 without a hint). */
+#define RP_MERGE_SHIFT 47
+
 /* One process of a --merge: its events with times on the first file's
  * clock, addresses and thread serials moved into their own ranges. */
 struct msrc {
@@ -1093,7 +1097,15 @@ struct msrc {
 		uint32_t serial, tid;
 	} * thr;
 	size_t nthr, ended;
+	const struct lv_set *pf_set; /* the prefetch hook's (msrc_prefetch) */
 };
+
+/* The live set's entry of a block of this process, at its merged address. */
+static void msrc_prefetch(void *ctx, uint64_t addr)
+{
+	const struct msrc *m = ctx;
+	lv_prefetch(m->pf_set, addr | (uint64_t)m->fi << RP_MERGE_SHIFT);
+}
 
 /* Where the events come from: an alloctrace trace (one process, or all of
  * them with --merge), or a dj/malloc trace (dj_trace.h: recognised by its
@@ -1112,18 +1124,14 @@ struct source {
 	struct atr_event cur;
 	uint32_t orig_thread; /* the latest event's serial in its process */
 	int bad;	      /* a pointer outside the merge's range */
-	/* the events lv_ahead holds (read, not yet handed out): each one's
-	 * serial in its process and its file, in order */
+	/* the latest event's serial in its process and its file (the
+	 * filters' keep() wants them; a dj trace, read ahead by lv_ahead, has
+	 * no filters) */
 	struct src_orig {
 		uint32_t thread;
 		atr_file *f;
-	} q[LV_AHEAD];
-	unsigned qhead, qn;
+	} orig;
 };
-
-/* Pointers of process fi live at fi << RP_MERGE_SHIFT: user-space
- * addresses are below 2^47 (x86-64 and aarch64 without a hint). */
-#define RP_MERGE_SHIFT 47
 
 static int pick_trace(const char *trace, const struct rp_convert_opts *o,
 		      struct rp_convert_stats *st, atr_file **out, char *eb, size_t el)
@@ -1453,11 +1461,8 @@ static int src_next(void *src, const struct atr_event **ev)
 		th = (*ev)->thread;
 		f = sc->f;
 	}
-	/* lv_ahead reads ahead: the event's own serial and file wait in
-	 * order with it */
-	struct src_orig *q = &sc->q[(sc->qhead + sc->qn++) % LV_AHEAD];
-	q->thread = th;
-	q->f = f;
+	sc->orig.thread = th;
+	sc->orig.f = f;
 	return r;
 }
 
@@ -1468,17 +1473,10 @@ static const char *src_error(const struct source *sc)
 	return sc->dj ? dj_trace_error(sc->dj) : atr_last_error(sc->f);
 }
 
-/* The event lv_ahead hands out: its serial and file (src_orig_of). */
-static void src_pop(struct source *sc)
-{
-	sc->qhead = (sc->qhead + 1) % LV_AHEAD;
-	sc->qn--;
-}
-
 /* The serial in its process and the file of the event handed out last. */
 static const struct src_orig *src_orig_of(const struct source *sc)
 {
-	return &sc->q[(sc->qhead + LV_AHEAD - 1) % LV_AHEAD];
+	return &sc->orig;
 }
 
 static void src_close(struct source *sc)
@@ -1632,8 +1630,17 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.page = pg > 0 ? (uint64_t)pg : 4096;
 	lv_init(&c.live, 0); /* convert counts unknown frees itself */
 	lv_init(&c.rel, 0);
+	/* the live set's entries of coming events are fetched ahead: by the
+	 * reader while it walks its decoded blocks, by lv_ahead for a dj
+	 * trace */
 	struct lv_ahead ah;
 	lv_ahead_init(&ah, src_next, &sc, &c.live);
+	if (sc.it)
+		atr_iter_set_prefetch(sc.it, lv_prefetch_hook, &c.live);
+	for (size_t i = 0; i < sc.nm; i++) {
+		sc.m[i].pf_set = &c.live;
+		atr_iter_set_prefetch(sc.m[i].it, msrc_prefetch, &sc.m[i]);
+	}
 	c.filtered = o->keep || o->have_from || o->have_to;
 	c.in_window = !o->have_from;
 	c.to_ts = UINT64_MAX;
@@ -1662,13 +1669,12 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	const struct atr_event *ev = NULL;
 	uint64_t first_ts = 0, last_ts = 0, total_hint = in ? in->records_hint : 0;
 	double last_prog = t0;
-	while ((r = lv_ahead_next(&ah, &ev)) > 0) {
+	while ((r = sc.dj ? lv_ahead_next(&ah, &ev) : src_next(&sc, &ev)) > 0) {
 		if (ev->type != RP_EV_REALLOC_RELEASE) {
 			if (!st->records++)
 				first_ts = ev->ts;
 			last_ts = ev->ts;
 		}
-		src_pop(&sc);
 		if ((o->have_from || o->have_to) && ev->type != RP_EV_REALLOC_RELEASE &&
 		    window_edge(&c, ev))
 			break; /* --to */

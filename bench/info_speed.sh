@@ -1,0 +1,82 @@
+#!/bin/sh
+# `alloctrace info` throughput on the v2 traces of bench/format_bench.py
+# (issue 9's goal: >= 30 M records per CPU second): python3 JSON
+# (PYTHONMALLOC=malloc), cc1plus -O2 on a preprocessed C++ file, xfreebench
+# (8 threads, cross-thread frees).  Records them once with REC, then RUNS
+# interleaved runs of `info` per binary; prints M records per CPU second
+# (user+sys: the machine is shared), median (min-max), and max RSS.
+#   bench/info_speed.sh ALLOCTRACE_BEFORE ALLOCTRACE_AFTER...
+# WORK (default /tmp/atinfospeed), RUNS (5), PYN (300000 records of JSON),
+# XFREE (1000000 blocks per producer); REC: the alloctrace that records
+# (default: the first).  Timing runs hold /tmp/alloctrace-bench.lock.
+# CALLGRIND=1: also one `valgrind --tool=callgrind` run per binary and
+# trace, after the timing runs and outside the lock (instructions per
+# record: repeatable on a noisy machine).
+set -eu
+[ $# -ge 1 ] || { echo "usage: $0 ALLOCTRACE..." >&2; exit 2; }
+W=${WORK:-/tmp/atinfospeed}
+RUNS=${RUNS:-5}
+SRC=$(cd "$(dirname "$0")" && pwd)
+REC=${REC:-$1}
+mkdir -p "$W"
+cd "$W"
+if [ ! -d py ]; then
+	python3 - "${PYN:-300000}" >pyjson.py <<'PY'
+import sys
+print('''import json
+d = [{"id": i, "name": "item%%d" %% i, "tags": ["x", "y", str(i)], "v": i * 0.5} for i in range(%s)]
+s = json.dumps(d)
+e = json.loads(s)
+print(len(s), len(e))''' % sys.argv[1])
+PY
+	PYTHONMALLOC=malloc "$REC" record -o py -- /usr/bin/python3 pyjson.py >/dev/null
+fi
+if [ ! -d cc1plus ]; then
+	python3 - "$SRC/format_bench.py" >t.cpp <<'PY'
+import re, sys
+print(re.search(r"CXX = r'''\n(.*?)'''", open(sys.argv[1]).read(), re.S).group(1))
+PY
+	g++ -O2 -E t.cpp -o t.ii
+	"$REC" record -o cc1plus -- "$(g++ -print-prog-name=cc1plus)" -quiet -O2 t.ii -o /dev/null
+fi
+if [ ! -d xfree ]; then
+	gcc -O2 -pthread -o xfreebench "$SRC/xfreebench.c"
+	"$REC" record -o xfree -- ./xfreebench 4 "${XFREE:-1000000}" >/dev/null
+fi
+exec 9>/tmp/alloctrace-bench.lock
+flock 9
+uptime
+for t in py cc1plus xfree; do
+	recs=$("$1" info --json "$t" | python3 -c 'import json,sys; print(sum(p["records"] for p in json.load(sys.stdin)["processes"]))')
+	for b in "$@"; do : >"$W/info.$t.$(echo "$b" | md5sum | cut -c1-8)"; done
+	i=0
+	while [ $i -lt "$RUNS" ]; do
+		for b in "$@"; do
+			/usr/bin/time -f "%e %U %S %M" -o "$W/time" env ALLOCTRACE_NO_PROGRESS=1 "$b" info "$t" >/dev/null
+			cat "$W/time" >>"$W/info.$t.$(echo "$b" | md5sum | cut -c1-8)"
+		done
+		i=$((i + 1))
+	done
+	for b in "$@"; do
+		python3 - "$b" "$t" "$recs" "$W/info.$t.$(echo "$b" | md5sum | cut -c1-8)" <<'PY'
+import statistics, sys
+b, t, recs, path = sys.argv[1:5]
+rows = [list(map(float, l.split())) for l in open(path) if l.strip()]
+cpu = sorted(int(recs) / max(r[1] + r[2], 0.005) / 1e6 for r in rows)
+print("info %-8s %s: %d records, %5.1f M rec/CPU s (%.1f-%.1f), max RSS %d KB, %d runs" %
+      (t, b, int(recs), statistics.median(cpu), cpu[0], cpu[-1], max(r[3] for r in rows), len(rows)))
+PY
+	done
+done
+uptime
+flock -u 9
+# instruction counts: one run each, outside the lock (valgrind is slow)
+[ "${CALLGRIND:-0}" = 1 ] || exit 0
+for t in py cc1plus xfree; do
+	recs=$("$1" info --json "$t" | python3 -c 'import json,sys; print(sum(p["records"] for p in json.load(sys.stdin)["processes"]))')
+	for b in "$@"; do
+		ir=$(ALLOCTRACE_NO_PROGRESS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$b" info "$t" 2>&1 >/dev/null |
+			sed -n 's/.*Collected : *\([0-9]*\).*/\1/p')
+		python3 -c "print('info %-8s %s: callgrind %d instructions, %.0f per record' % ('$t', '$b', $ir, $ir / $recs))"
+	done
+done
