@@ -40,7 +40,10 @@ LOCK = "/tmp/alloctrace-bench.lock"
 
 
 def sh(cmd, **kw):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode:
+        raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr[-2000:]))
+    return r
 
 
 def atr_calls(alloctrace, path):
@@ -54,6 +57,9 @@ def atr_calls(alloctrace, path):
     return best
 
 
+# the encoder's functions (src/format/atr_v2.c), wherever the compiler left
+# them out of line
+ENC = re.compile(r"^(atr_v2_encode|put_var|put_secondary|put_xword|enc_|cache_use)")
 LINE = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*?)\s+\[(.*)\]\s*$")
 
 
@@ -102,6 +108,7 @@ def main():
     ap.add_argument("--zstd-level", help="ALLOCTRACE_ZSTD_LEVEL for the traced runs")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the traced runs")
     ap.add_argument("--cases", default="mixed1,mixed8,xfree,malloc")
+    ap.add_argument("--keep", help="copy the callgrind outputs to this directory")
     ap.add_argument("--out")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
@@ -151,11 +158,14 @@ def main():
                env=env, cwd=work)
             n = atr_calls(atr, f)
             ir = self_ir(cg)
-            enc = sum(v for (o, fn), v in ir.items() if "liballoctrace" in o and fn.startswith("atr_v2_encode"))
+            if a.keep:
+                os.makedirs(a.keep, exist_ok=True)
+                subprocess.run(["cp", cg, os.path.join(a.keep, c + ".cg")], check=True)
+            enc = sum(v for (o, fn), v in ir.items() if "liballoctrace" in o and ENC.match(fn))
             zs = sum(v for (o, fn), v in ir.items() if "libzstd" in o)
             lib_all = sum(v for (o, fn), v in ir.items() if "liballoctrace" in o)
             rest = sorted(((v, fn) for (o, fn), v in ir.items()
-                           if "liballoctrace" in o and not fn.startswith("atr_v2_encode")), reverse=True)
+                           if "liballoctrace" in o and not ENC.match(fn)), reverse=True)
             top = ", ".join("%s %.0f" % (fn, v / n) for v, fn in rest[:5])
             tot = (lib_all + zs) / n
             ir_per_call[c] = tot

@@ -29,7 +29,7 @@ SETS = [
     ("level 3", 3, 0, 0, 0, 0),
     ("level 2", 2, 0, 0, 0, 0),
     ("level 1", 1, 0, 0, 0, 0),
-    ("level 1, minMatch 7", 1, 0, 0, 0, 7),
+    ("level 1 minMatch 7", 1, 0, 0, 0, 7),
     ("level -1", -1, 0, 0, 0, 0),
     ("level -2", -2, 0, 0, 0, 0),
     ("level -3", -3, 0, 0, 0, 0),
@@ -38,6 +38,7 @@ SETS = [
 ]
 
 PYJSON = r'''
+import json
 d = [{"id": i, "name": "item%d" % i, "tags": ["x", "y", str(i)], "v": i * 0.5} for i in range(PYN)]
 s = json.dumps(d)
 e = json.loads(s)
@@ -62,7 +63,10 @@ int main() {
 
 
 def sh(cmd, **kw):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode:
+        raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr[-2000:]))
+    return r
 
 
 def totals(cg):
