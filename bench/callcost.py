@@ -105,6 +105,7 @@ def main():
     ap.add_argument("--time-calls", type=int, default=2000000, help="calls per case in the timed runs")
     ap.add_argument("--runs", type=int, default=5, help="timed rounds (0: none)")
     ap.add_argument("--no-time", action="store_true")
+    ap.add_argument("--no-count", action="store_true", help="timed rounds only (no callgrind of the traced runs)")
     ap.add_argument("--zstd-level", help="ALLOCTRACE_ZSTD_LEVEL for the traced runs")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the traced runs")
     ap.add_argument("--cases", default="mixed1,mixed8,xfree,malloc")
@@ -150,7 +151,7 @@ def main():
         p("| case | calls | encoder | zstd | rest of liballoctrace | **total** | top functions of the rest |")
         p("|---|---:|---:|---:|---:|---:|---|")
         ir_per_call = {}
-        for c in cases:
+        for c in ([] if a.no_count else cases):
             f = os.path.join(work, c + ".atr")
             cg = os.path.join(work, c + ".cg")
             env = dict(traced, ALLOCTRACE_FILE=f)
@@ -200,8 +201,9 @@ def main():
             t = res[(c, "traced")]
             wm = med([(x[0] - uw) / n * 1e9 for x in t])
             cm = med([(x[1] - uc) / n * 1e9 for x in t])
-            p("| %s | %s | %.0f | %.1f (%.1f..%.1f) | %.1f (%.1f..%.1f) | %.0f |" % (
-                names[c], format(n, ","), uc / n * 1e9, *wm, *cm, ir_per_call[c]))
+            p("| %s | %s | %.0f | %.1f (%.1f..%.1f) | %.1f (%.1f..%.1f) | %s |" % (
+                names[c], format(n, ","), uc / n * 1e9, *wm, *cm,
+                "%.0f" % ir_per_call[c] if c in ir_per_call else "-"))
         cpus = [x[1] for x in res[("ipns", "untraced")]]
         p("\nThis CPU on the untraced mallocbench: %s instructions in %.3f s CPU (median; %.3f..%.3f) ="
           " **%.2f instructions/ns**." % (format(ipns_ir, ","), statistics.median(cpus), min(cpus), max(cpus),
