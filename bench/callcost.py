@@ -36,14 +36,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_util import finish, sh  # noqa: E402
 LOCK = "/tmp/alloctrace-bench.lock"
-
-
-def sh(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if r.returncode:
-        raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr[-2000:]))
-    return r
 
 
 def atr_calls(alloctrace, path):
@@ -210,12 +205,7 @@ def main():
                                           ipns_ir / statistics.median(cpus) / 1e9))
         p("Load average at the end: %s." % " ".join(open("/proc/loadavg").read().split()[0:3]))
     finally:
-        subprocess.run(["rm", "-rf", work])
-        text = "\n".join(out) + "\n"
-        sys.stdout.write(text)
-        if a.out:
-            with open(a.out, "w") as fo:
-                fo.write(text)
+        finish(work, out, a.out)
     return 0
 
 

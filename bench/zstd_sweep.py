@@ -22,6 +22,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_util import finish, sh  # noqa: E402
+from format_bench import CXX, PYJSON  # noqa: E402
 ROOT = os.path.dirname(HERE)
 
 # (name, level, strategy, windowLog, targetLength, minMatch); 0: the level's own
@@ -36,38 +39,6 @@ SETS = [
     ("level -5", -5, 0, 0, 0, 0),
     ("level -10", -10, 0, 0, 0, 0),
 ]
-
-PYJSON = r'''
-import json
-d = [{"id": i, "name": "item%d" % i, "tags": ["x", "y", str(i)], "v": i * 0.5} for i in range(PYN)]
-s = json.dumps(d)
-e = json.loads(s)
-print(len(s), len(e))
-'''
-
-CXX = r'''
-#include <map>
-#include <string>
-#include <vector>
-template <class T> struct Tree {
-  std::map<std::string, std::vector<T>> m;
-  void add(const std::string &k, T v) { m[k].push_back(v); }
-};
-int main() {
-  Tree<int> t;
-  for (int i = 0; i < 100; i++)
-    t.add(std::to_string(i), i);
-  return (int)t.m.size();
-}
-'''
-
-
-def sh(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if r.returncode:
-        raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr[-2000:]))
-    return r
-
 
 def totals(cg):
     for line in open(cg):
@@ -126,6 +97,8 @@ def main():
                 kv = dict(t.split("=") for t in r.stdout.split())
                 calls = int(kv["calls"])
                 raw = int(kv["raw"]) + 64 * int(kv["frames"])
+                if not calls:
+                    raise RuntimeError("%s: no full block was flushed: give it more calls" % name)
                 rows[(s[0], name)] = (totals(cg) / calls, int(kv["unit"]) / calls, raw / calls, calls)
         p("zstd_sweep.py, %s; build %s\n" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), build))
         p("Cells: zstd instructions per call / trace bytes per call (frames: headers + payloads).\n")
@@ -139,12 +112,7 @@ def main():
         p("\nCalls in frames: " + ", ".join(
             "%s %s" % (n, format(rows[(sets[0][0], n)][3], ",")) for n, _, _ in progs) + ".")
     finally:
-        subprocess.run(["rm", "-rf", work])
-        text = "\n".join(out) + "\n"
-        sys.stdout.write(text)
-        if a.out:
-            with open(a.out, "w") as fo:
-                fo.write(text)
+        finish(work, out, a.out)
     return 0
 
 
