@@ -23,8 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_util import finish, sh  # noqa: E402
-from format_bench import CXX, PYJSON  # noqa: E402
+from bench_util import finish, real_programs, sh  # noqa: E402
 ROOT = os.path.dirname(HERE)
 
 # (name, level, strategy, windowLog, targetLength, minMatch); 0: the level's own
@@ -66,12 +65,7 @@ def main():
         sh([cc, "-O2", "-I", ROOT + "/src/format", "-o", "zstd_sweep", HERE + "/zstd_sweep.c", "-lzstd"], cwd=work)
         sh([cc, "-O2", "-pthread", "-o", "xfreebench", HERE + "/xfreebench.c"], cwd=work)
         sh([cc, "-O2", "-pthread", "-o", "mixedbench", HERE + "/mixedbench.c"], cwd=work)
-        with open(os.path.join(work, "pyjson.py"), "w") as f:
-            f.write(PYJSON.replace("PYN", str(a.pyn)))
-        with open(os.path.join(work, "t.cpp"), "w") as f:
-            f.write(CXX)
-        sh(["g++", "-O2", "-E", "t.cpp", "-o", "t.ii"], cwd=work)
-        cc1plus = sh(["g++", "-print-prog-name=cc1plus"]).stdout.strip()
+        cc1plus = real_programs(work, a.pyn)
         progs = [
             ("python3 JSON", ["/usr/bin/python3", "pyjson.py"], {"PYTHONMALLOC": "malloc"}),
             ("cc1plus -O2", [cc1plus, "-quiet", "-O2", "t.ii", "-o", "/dev/null"], {}),
