@@ -34,32 +34,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_util import real_programs  # noqa: E402
 LOCK = "/tmp/alloctrace-bench.lock"
-
-PYJSON = r'''
-import json
-d = [{"id": i, "name": "item%d" % i, "tags": ["x", "y", str(i)], "v": i * 0.5} for i in range(PYN)]
-s = json.dumps(d)
-e = json.loads(s)
-print(len(s), len(e))
-'''
-
-CXX = r'''
-#include <map>
-#include <string>
-#include <vector>
-template <class T> struct Tree {
-  std::map<std::string, std::vector<T>> m;
-  void add(const std::string &k, T v) { m[k].push_back(v); }
-};
-int main() {
-  Tree<int> t;
-  for (int i = 0; i < 100; i++)
-    t.add(std::to_string(i), i);
-  return (int)t.m.size();
-}
-'''
-
 
 def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
@@ -126,12 +103,7 @@ def main():
         sh([cc, "-O2", "-pthread", "-o", "mixedbench", os.path.join(HERE, "mixedbench.c")], cwd=work)
         sh([cc, "-O2", "-pthread", "-o", "xfreebench", os.path.join(HERE, "xfreebench.c")], cwd=work)
         sh([cc, "-O2", "-shared", "-fPIC", "-o", "libmtrace_start.so", os.path.join(HERE, "mtrace_start.c")], cwd=work)
-        with open(os.path.join(work, "pyjson.py"), "w") as f:
-            f.write(PYJSON.replace("PYN", str(a.pyn)))
-        with open(os.path.join(work, "t.cpp"), "w") as f:
-            f.write(CXX)
-        sh(["g++", "-O2", "-E", "t.cpp", "-o", "t.ii"], cwd=work)
-        cc1plus = sh(["g++", "-print-prog-name=cc1plus"]).stdout.strip()
+        cc1plus = real_programs(work, a.pyn)
         base = dict(os.environ)
         base.pop("LD_PRELOAD", None)
 

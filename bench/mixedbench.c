@@ -19,13 +19,14 @@ static long per_thread;
 
 struct res {
 	uint64_t calls;
+	unsigned index; /* seeds the thread's generator */
 };
 
 static void *worker(void *arg)
 {
 	struct res *r = arg;
 	void *slot[SLOTS] = {0};
-	uint64_t x = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)arg;
+	uint64_t x = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)(r->index + 1) * 0xd1b54a32d192ed03ULL);
 	uint64_t calls = 0;
 	while ((long)calls < per_thread) {
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -74,6 +75,8 @@ int main(int argc, char **argv)
 	pthread_t th[64];
 	struct res r[64];
 	memset(r, 0, sizeof r);
+	for (int t = 0; t < nt; t++)
+		r[t].index = (unsigned)t;
 	for (int t = 0; t < nt; t++)
 		if (pthread_create(&th[t], NULL, worker, &r[t]))
 			return 1;

@@ -168,6 +168,9 @@ CASES = {
     "forker_nochildren_env": Case("forker", direct=True, roots_only=True,
                                   env={"ALLOCTRACE_NO_CHILDREN": "1"}),
     "threads_timing": Case("threads", ["4"], record_args=["--timing"]),
+    # zstd's fast (negative) levels and no zstd: the same exact counts
+    "threads_zstd_fast": Case("threads", ["8"], record_args=["--zstd-level", "-5"] + BUF4),
+    "calls_zstd0": Case("calls", record_args=["--zstd-level", "0"] + BUF4, check=check_errno_same),
     # --stacks adds STACK/MODULE records, never a call (docs/STACKS.md)
     "calls_stacks": Case("calls", record_args=["--stacks"] + BUF4, check=check_errno_same),
     "threads_stacks": Case("threads", ["8"], record_args=["--stacks"]),

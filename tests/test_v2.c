@@ -548,12 +548,73 @@ static void test_codec(void **state)
 	}
 }
 
+/* The encoder gives back the very bytes of frames the recorder wrote
+ * (the v2 files of the corpus): decode, re-encode, compare.  Too small an
+ * output fails cleanly at every size near the end (the path where a record
+ * might not fit). */
+static const char *const v2_corpus[] = {"v2-real-mt-timing", "v2-real-xcalls", "v2-seed-stacks",
+					"v2-seed1-raw"};
+
+static void test_reencode(void **state)
+{
+	(void)state;
+	size_t frames = 0;
+	for (size_t i = 0; i < sizeof v2_corpus / sizeof *v2_corpus; i++) {
+		size_t len;
+		uint8_t *b = slurp(v2_corpus[i], &len);
+		uint64_t feat;
+		memcpy(&feat, b + ATR_H_FEATURES, 8);
+		for (size_t off = ATR_HEADER_SIZE; off + 64 <= len; off += ATR_UNIT_ALIGN) {
+			uint32_t mg, kind, used, cs, chk;
+			memcpy(&mg, b + off + ATR_B_MAGIC, 4);
+			memcpy(&kind, b + off + ATR_B_KIND, 4);
+			memcpy(&used, b + off + ATR_B_USED, 4);
+			memcpy(&cs, b + off + ATR_U_CSIZE, 4);
+			memcpy(&chk, b + off + ATR_U_CHECK, 4);
+			if (mg != ATR_BLOCK_MAGIC || kind != ATR_BLOCK_FRAME ||
+			    chk != atr_unit_check(b + off) || cs > len - off - 64)
+				continue;
+			const uint8_t *pl = b + off + 64;
+			uint8_t *enc = malloc(ATR_V2_ENC_BOUND(used));
+			size_t elen = cs;
+			if (feat & ATR_FEAT_ZSTD) {
+				elen = ZSTD_decompress(enc, ATR_V2_ENC_BOUND(used), pl, cs);
+				assert_false(ZSTD_isError(elen));
+			} else {
+				memcpy(enc, pl, cs);
+			}
+			uint8_t *v1 = malloc(used + 64), *again = malloc(ATR_V2_ENC_BOUND(used));
+			struct atr_v2_meta m, m2;
+			const char *why = NULL;
+			assert_int_equal(atr_v2_decode(enc, elen, feat, v1, used, &m, &why),
+					 (long)used);
+			assert_int_equal(
+			    atr_v2_encode(v1, used, feat, again, ATR_V2_ENC_BOUND(used), &m2),
+			    elen);
+			assert_memory_equal(again, enc, elen);
+			assert_memory_equal(&m, &m2, sizeof m);
+			assert_int_equal(atr_v2_encode(v1, used, feat, again, elen, &m2), elen);
+			assert_memory_equal(again, enc, elen);
+			for (size_t cap = elen > 200 ? elen - 200 : 0; cap < elen; cap++)
+				assert_int_equal(atr_v2_encode(v1, used, feat, again, cap, &m2), 0);
+			free(enc);
+			free(v1);
+			free(again);
+			frames++;
+			off += ((64 + (size_t)cs + 7) & ~(size_t)7) - ATR_UNIT_ALIGN;
+		}
+		free(b);
+	}
+	assert_true(frames >= 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_codec),	  cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_xcalls),	  cmocka_unit_test(test_truncated_and_flipped),
 	    cmocka_unit_test(test_garbage_frame), cmocka_unit_test(test_compact),
+	    cmocka_unit_test(test_reencode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,7 +62,8 @@ static void record_usage(FILE *out)
 		"                     allocated (e.g. 512k), and the frees of those blocks;\n"
 		"                     analysis shows estimated totals (docs/SAMPLING.md)\n"
 		"      --zstd-level N  compression of full blocks, 0 (none: compact\n"
-		"                     encoding only, least CPU) to 19; default 1\n"
+		"                     encoding only, least CPU) to 19, or -1 to -100\n"
+		"                     (zstd's fast levels); default 1\n"
 		"      --buffer-kb N  per-thread block size in KiB (power of two, 4..65536;\n"
 		"                     default 256)\n"
 		"      --no-rss       do not sample PROG's RSS/VmSize every 10 ms into\n"
@@ -786,9 +787,9 @@ int cmd_record(int argc, char **argv)
 		case O_ZSTD: {
 			char *end;
 			errno = 0;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (errno || *end || end == optarg || v > 19) {
-				util_err("record: --zstd-level %s: must be 0 to 19", optarg);
+			long v = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || v > 19 || v < -100) {
+				util_err("record: --zstd-level %s: must be -100 to 19", optarg);
 				return 2;
 			}
 			o.zstd_level = optarg;

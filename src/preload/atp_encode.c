@@ -63,7 +63,9 @@ static int zctx_setup(struct atp_zctx *z)
 		if (!z->cctx ||
 		    ZSTD_isError(
 			ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, g.zstd_level)) ||
-		    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1))) {
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1)) ||
+		    (g.zstd_level == 1 && ZSTD_isError(ZSTD_CCtx_setParameter(
+					      z->cctx, ZSTD_c_minMatch, ATP_ZSTD_MINMATCH)))) {
 			g.real.munmap(m, z_total);
 			return -ENOMEM;
 		}

@@ -17,38 +17,14 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* Write an allocation record: w0, ret, size word, extras, [slack] [dur].
- * ts is the ordering stamp (docs/TRACE_FORMAT.md, "Order").  fail is what
- * a failed call (r == NULL) stores in the slack field (posix_memalign's
- * error code, else 0).
- *
- * glibc: the chunk header (size field one word before the block, low 3
- * bits flags, IS_MMAPPED = 2: mmapped chunks lose one more word) gives the
- * usable size without a call, and its IS_MMAPPED and NON_MAIN_ARENA bits
- * ride in ret's low bits (ATR_FEAT_CHUNK_FLAGS); a chunk of a non-main heap
- * other than (or beyond) the one this thread used last gets a HEAP record
- * first.  The header word is read once, here. */
-static inline void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags, uint64_t ts,
-			     uint64_t dur, void *r, size_t size, uint64_t fail, unsigned nextra,
-			     uint64_t e1, uint64_t e2)
+/* Write an allocation record: w0, ret, size word, extras, [slack] [stack]
+ * [dur], with ret's chunk flags and the slack known: any size and slack,
+ * --stacks.  The general case, out of line. */
+static __attribute__((noinline)) void rec_alloc_write(struct atp_thread *t, unsigned type,
+						      unsigned flags, uint64_t ts, uint64_t dur,
+						      uint64_t rv, size_t size, uint64_t slack,
+						      unsigned nextra, uint64_t e1, uint64_t e2)
 {
-	uint64_t rv = (uint64_t)(uintptr_t)r, slack = fail;
-	if (ATP_LIKELY(g.glibc) && r) {
-		size_t h = ((size_t *)r)[-1];
-		size_t usable = (h & ~(size_t)7) - ((h & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
-		slack = usable >= size ? usable - size : UINT64_MAX;
-		rv |= h & ATR_CHUNK_MASK;
-		if ((h & ATR_CHUNK_MASK) == ATR_CHUNK_NON_MAIN) {
-			uint64_t cend =
-			    (uint64_t)(uintptr_t)r - 2 * sizeof(size_t) + (h & ~(size_t)7);
-			if (ATP_UNLIKELY((rv & ~(ATR_ARENA_HEAP_MAX - 1)) != t->heap_lo ||
-					 cend > t->heap_hi))
-				atp_heap_note(t, ts, r, cend);
-		}
-	} else if (r) {
-		size_t usable = g.real.usable_size ? g.real.usable_size(r) : 0;
-		slack = g.real.usable_size && usable >= size ? usable - size : UINT64_MAX;
-	}
 	/* unknown slack (UINT64_MAX) shifts into 0xffff, the narrow unknown */
 	int narrow =
 	    size <= ATR_SIZE_MASK && (slack < ATR_SLACK_NARROW_UNKNOWN || slack == UINT64_MAX);
@@ -76,6 +52,69 @@ static inline void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags
 	if (flags & ATR_FLAG_TIMED)
 		p[i] = dur;
 	atp_commit(t, p, tot, atp_w0(ts, type | flags));
+}
+
+/* An allocation record.  ts is the ordering stamp (docs/TRACE_FORMAT.md,
+ * "Order").  fail is what a failed call (r == NULL) stores in the slack
+ * field (posix_memalign's error code, else 0).
+ *
+ * glibc: the chunk header (size field one word before the block, low 3
+ * bits flags, IS_MMAPPED = 2: mmapped chunks lose one more word) gives the
+ * usable size without a call, and its IS_MMAPPED and NON_MAIN_ARENA bits
+ * ride in ret's low bits (ATR_FEAT_CHUNK_FLAGS); a chunk of a non-main heap
+ * other than (or beyond) the one this thread used last gets a HEAP record
+ * first.  The header word is read once, here.
+ *
+ * Inlined into the hot hooks (malloc, calloc, realloc), where type and the
+ * extras are constants: the usual record (narrow, slack known, no stack id)
+ * is written right here, anything else by rec_alloc_write. */
+static inline __attribute__((always_inline)) void
+rec_alloc_inl(struct atp_thread *t, unsigned type, unsigned flags, uint64_t ts, uint64_t dur,
+	      void *r, size_t size, uint64_t fail, unsigned nextra, uint64_t e1, uint64_t e2)
+{
+	uint64_t rv = (uint64_t)(uintptr_t)r, slack = fail;
+	if (ATP_LIKELY(g.glibc) && r) {
+		size_t h = ((size_t *)r)[-1];
+		size_t usable = (h & ~(size_t)7) - ((h & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
+		slack = usable >= size ? usable - size : UINT64_MAX;
+		rv |= h & ATR_CHUNK_MASK;
+		if ((h & ATR_CHUNK_MASK) == ATR_CHUNK_NON_MAIN) {
+			uint64_t cend =
+			    (uint64_t)(uintptr_t)r - 2 * sizeof(size_t) + (h & ~(size_t)7);
+			if (ATP_UNLIKELY((rv & ~(ATR_ARENA_HEAP_MAX - 1)) != t->heap_lo ||
+					 cend > t->heap_hi))
+				atp_heap_note(t, ts, r, cend);
+		}
+	} else if (r) {
+		size_t usable = g.real.usable_size ? g.real.usable_size(r) : 0;
+		slack = g.real.usable_size && usable >= size ? usable - size : UINT64_MAX;
+	}
+	if (ATP_LIKELY(size <= ATR_SIZE_MASK && slack < ATR_SLACK_NARROW_UNKNOWN && !g.stacks)) {
+		unsigned tot = atr_call_words(type) + !!(flags & ATR_FLAG_TIMED);
+		uint64_t *p = atp_reserve(t, tot, ts);
+		if (ATP_UNLIKELY(!p))
+			return;
+		p[1] = rv;
+		p[2] = (uint64_t)size | slack << ATR_SIZE_BITS;
+		if (nextra > 0)
+			p[3] = e1;
+		if (nextra > 1)
+			p[4] = e2;
+		if (flags & ATR_FLAG_TIMED)
+			p[tot - 1] = dur;
+		atp_commit(t, p, tot, atp_w0(ts, type | flags));
+		return;
+	}
+	rec_alloc_write(t, type, flags, ts, dur, rv, size, slack, nextra, e1, e2);
+}
+
+/* The same for the other calls: one shared copy. */
+static __attribute__((noinline)) void rec_alloc(struct atp_thread *t, unsigned type, unsigned flags,
+						uint64_t ts, uint64_t dur, void *r, size_t size,
+						uint64_t fail, unsigned nextra, uint64_t e1,
+						uint64_t e2)
+{
+	rec_alloc_inl(t, type, flags, ts, dur, r, size, fail, nextra, e1, e2);
 }
 
 #define TIMED_FLAG() (g.timing ? ATR_FLAG_TIMED : 0u)
@@ -238,10 +277,11 @@ static void *malloc_any(size_t size)
 	if (g.sample_rate)
 		SAMPLED(g.real.malloc(size), size, ATR_T_MALLOC, 0, 0);
 	t->guard = 1;
-	uint64_t t0 = g.timing ? atp_now() : 0;
+	unsigned timed = TIMED_FLAG(); /* read once: the real call is opaque */
+	uint64_t t0 = timed ? atp_now() : 0;
 	void *r = g.real.malloc(size);
 	uint64_t t1 = atp_now();
-	rec_alloc(t, ATR_T_MALLOC, TIMED_FLAG(), t1, t1 - t0, r, size, 0, 0, 0, 0);
+	rec_alloc_inl(t, ATR_T_MALLOC, timed, t1, t1 - t0, r, size, 0, 0, 0, 0);
 	t->guard = 0;
 	return r;
 }
@@ -296,13 +336,14 @@ static void *calloc_any(size_t nmemb, size_t size)
 		SAMPLED(g.real.calloc(nmemb, size), tot, ATR_T_CALLOC, 1, nmemb);
 	}
 	t->guard = 1;
-	uint64_t t0 = g.timing ? atp_now() : 0;
+	unsigned timed = TIMED_FLAG();
+	uint64_t t0 = timed ? atp_now() : 0;
 	void *r = g.real.calloc(nmemb, size);
 	uint64_t t1 = atp_now();
 	size_t total;
 	if (__builtin_mul_overflow(nmemb, size, &total))
 		total = SIZE_MAX;
-	rec_alloc(t, ATR_T_CALLOC, TIMED_FLAG(), t1, t1 - t0, r, total, 0, 1, nmemb, 0);
+	rec_alloc_inl(t, ATR_T_CALLOC, timed, t1, t1 - t0, r, total, 0, 1, nmemb, 0);
 	t->guard = 0;
 	return r;
 }
@@ -329,8 +370,8 @@ EXPORT void *realloc(void *ptr, size_t size)
 	uint64_t t0 = atp_now();
 	void *r = g.real.realloc(ptr, size);
 	uint64_t t1 = atp_now();
-	rec_alloc(t, ATR_T_REALLOC, ATR_FLAG_TIMED, t0, t1 - t0, r, size, 0, 1,
-		  (uint64_t)(uintptr_t)ptr, 0);
+	rec_alloc_inl(t, ATR_T_REALLOC, ATR_FLAG_TIMED, t0, t1 - t0, r, size, 0, 1,
+		      (uint64_t)(uintptr_t)ptr, 0);
 	t->guard = 0;
 	return r;
 }

@@ -274,15 +274,34 @@ static const char *env(const char *name)
 	return v && *v ? v : NULL;
 }
 
-static uint64_t env_u64(const char *name, uint64_t dflt)
+static uint64_t env_u64_of(const char *v, uint64_t dflt)
 {
-	const char *v = env(name);
-	if (!v)
-		return dflt;
 	uint64_t r = 0;
+	if (!*v)
+		return dflt;
 	for (; *v >= '0' && *v <= '9'; v++)
 		r = r * 10 + (uint64_t)(*v - '0');
 	return *v ? dflt : r;
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = env(name);
+	return v ? env_u64_of(v, dflt) : dflt;
+}
+
+/* ALLOCTRACE_ZSTD_LEVEL: 0 (no zstd), 1..19, or -1..-100 (zstd's fast
+ * levels); anything else: the default. */
+static int env_zstd_level(void)
+{
+	const char *v = env("ALLOCTRACE_ZSTD_LEVEL");
+	if (!v)
+		return ATP_ZSTD_LEVEL_DEFAULT;
+	int neg = *v == '-';
+	uint64_t r = env_u64_of(v + neg, UINT64_MAX);
+	if (r > (neg ? 100u : 19u))
+		return ATP_ZSTD_LEVEL_DEFAULT;
+	return neg ? -(int)r : (int)r;
 }
 
 static int env_flag(const char *name, int dflt)
@@ -661,9 +680,7 @@ void atp_init(void)
 	if (kb < (ATR_BLOCK_SIZE_MIN >> 10) || kb > (ATR_BLOCK_SIZE_MAX >> 10) || (kb & (kb - 1)))
 		kb = ATR_BLOCK_SIZE_DEFAULT >> 10;
 	g.block_size = (uint32_t)(kb << 10);
-	g.zstd_level = (int)env_u64("ALLOCTRACE_ZSTD_LEVEL", ATP_ZSTD_LEVEL_DEFAULT);
-	if (g.zstd_level > 19)
-		g.zstd_level = ATP_ZSTD_LEVEL_DEFAULT;
+	g.zstd_level = env_zstd_level();
 	long pg = sysconf(_SC_PAGESIZE);
 	g.page = pg >= 4096 ? (uint64_t)pg : 4096;
 	atp_encode_init();

@@ -29,6 +29,10 @@
 #define ATP_ZSTD_LEVEL_DEFAULT 1  /* bench/RESULTS.md: level 1 vs 3 */
 #define ATP_MAX_SPARE	       64 /* retired staging blocks kept for reuse */
 #define ATP_MREMAP_DONTUNMAP   4  /* Linux 5.7; older headers lack it */
+/* Level 1's minimum match (zstd's own is 5 for blocks this size): 3-42%
+ * fewer instructions for 0.3-3% more bytes (bench/RESULTS.md, "zstd's
+ * share"). */
+#define ATP_ZSTD_MINMATCH 7
 
 /* The real functions, in ATR_CALLS order, then the other calls in
  * ATR_XCALLS order (record -p exchanges them with the target in this
