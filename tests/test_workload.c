@@ -350,7 +350,7 @@ static void test_recorded_waves(void **state)
 	char eb[512];
 	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
 	const struct awl_info *in = awl_get_info(f);
-	assert_int_equal(in->version, 2);
+	assert_int_equal(in->version, AWL_VERSION);
 	assert_int_equal(in->nthreads, WAVES * K + 1);
 	assert_int_equal(in->roots, 1);
 	assert_int_equal(in->max_live, K + 1);

@@ -28,7 +28,7 @@
 #include "atr_calls.h"
 
 #define AWL_MAGIC	  "ALCWORKL" /* 8 bytes, no NUL */
-#define AWL_VERSION	  2u	     /* written; readers also take 1 */
+#define AWL_VERSION	  3u	     /* written; readers also take 1 and 2 */
 #define AWL_VERSION_MIN	  1u
 #define AWL_HEADER_SIZE	  256u
 #define AWL_CHUNK_MAGIC	  0x4b435741u /* "AWCK" */
