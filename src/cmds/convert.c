@@ -135,6 +135,12 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 		fprintf(stderr,
 			"convert: threads alive at once: at most %" PRIu32 "; think time %.3f s\n",
 			st.max_live, (double)st.think_ns / 1e9);
+		if (st.touch_ops)
+			fprintf(stderr,
+				"convert: %s large blocks get TOUCH ops, %s of them with the "
+				"pages the program had resident\n",
+				util_fmt_u64(a, sizeof(a), st.touch_ops),
+				util_fmt_u64(b, sizeof(b), st.touch_counted));
 		if (st.anomalies || st.lost_records)
 			fprintf(stderr,
 				"convert: anomalies: %" PRIu64 " unknown frees, %" PRIu64

@@ -43,7 +43,10 @@
 #define AWL_MAX_SLOTS	  (1ULL << 40)
 
 /* header.features: a reader rejects bits it does not know */
-#define AWL_FEATURES_KNOWN 0ULL
+/* v3: TOUCH ops carry the trace's resident pages of large blocks (replay
+ * --touch trace); bit 0 is another group's */
+#define AWL_FEAT_TOUCH	   2ULL
+#define AWL_FEATURES_KNOWN AWL_FEAT_TOUCH
 /* header.flags */
 #define AWL_FLAG_COMPLETE 1u
 
@@ -95,7 +98,10 @@ enum awl_opcode {
 	AWL_OP_SPAWN = 21,	  /* v2: thread index: start that thread now */
 	AWL_OP_THINK = 22,	  /* v2: ns the traced thread spent between
 				     the last call's return and the next call */
-	AWL_OP_LAST = 22,
+	AWL_OP_TOUCH = 23,	  /* v3: KiB + 1 (0: unknown) the program had
+				     resident of the block the next op (an
+				     allocation) returns */
+	AWL_OP_LAST = 23,
 };
 
 #undef AWL_OP_CALL_
@@ -149,8 +155,17 @@ struct awl_wthread {
 	uint64_t ops, calls, chunks;
 	uint32_t chunk_ops;
 	size_t len;
-	uint8_t *buf; /* AWL_CHUNK_HDR + AWL_CHUNK_TARGET + 4096 */
+	uint8_t *buf;	    /* AWL_CHUNK_HDR + AWL_CHUNK_TARGET + 4096 */
+	uint64_t *chunk_at; /* file offsets of its chunks (awl_writer_patch) */
+	size_t chunk_cap;
 };
+
+/* A file patch waiting for the stdio buffer to be flushed. */
+struct awl_wpatch {
+	uint64_t off;
+	uint8_t n, bytes[15];
+};
+#define AWL_PATCH_QUEUE 4096
 
 struct awl_writer {
 	FILE *fp;
@@ -162,6 +177,8 @@ struct awl_writer {
 	uint64_t ops, chunks;
 	uint64_t calls[AWL_OP_CALL_LAST + 1];
 	int ioerr;
+	struct awl_wpatch *patch; /* AWL_PATCH_QUEUE of them, or NULL */
+	size_t npatch;
 };
 
 /* Creates (truncates) path.  0, or -1 with errbuf filled. */
@@ -207,7 +224,15 @@ static inline void awl_writer_count_call(struct awl_writer *w, uint32_t t, unsig
 	}
 }
 
+/* Bytes written for thread t up to p (in the buffer awl_writer_reserve
+ * gave) as a mark: awl_writer_patch(mark, bytes, n) rewrites the n bytes
+ * there later, in the buffer or in the file, whichever holds them then
+ * (convert fills in a TOUCH op's count when the block is released). */
+uint64_t awl_writer_mark(const struct awl_writer *w, uint32_t t, const uint8_t *p);
+void awl_writer_patch(struct awl_writer *w, uint64_t mark, const uint8_t *bytes, size_t n);
+
 struct awl_summary_in {
+	uint64_t features; /* AWL_FEAT_* */
 	uint64_t slots, ideal_peak, waits, anomalies, duration_ns, think_ns;
 	uint32_t src_pid, src_exec, max_live;
 };

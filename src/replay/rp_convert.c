@@ -27,6 +27,9 @@
 #define RP_STEAL_MIN 64
 #define RP_NONE	     UINT32_MAX
 #define RECENT_FREES 4096
+/* Thread serials are 1, 2, ... per process: one far beyond the workload's
+ * thread limit is a corrupt trace (and would size the serial table). */
+#define RP_MAX_SERIAL (1u << 24)
 /* The slot of a block a filter left out (a realloc's old block): it and
  * every later op on it are left out (struct rp_convert_opts). */
 #define RP_EXCLUDED UINT32_MAX /* a tag: slots are below it */
@@ -109,6 +112,7 @@ struct conv {
 	size_t recent_pos;
 	uint64_t reports[8];
 	int nomem;
+	uint32_t bad_serial; /* a serial >= RP_MAX_SERIAL (corrupt trace) */
 	atr_file *f;
 	/* thread lifetimes: a start (SPAWN) waits for the start before it and
 	   for the exits since; an exit (THREAD_EXIT) for the latest start.  So
@@ -131,6 +135,12 @@ struct conv {
 	int filtered, in_window;
 	uint64_t from_ts, to_ts;
 	struct util_hmap excl; /* blocks left out: ptr -> 1 */
+	/* TOUCH ops (the trace has RESIDENT records): a block of at least
+	   touch_min usable bytes gets one before its allocation, its count
+	   filled in at its release (awl_writer_patch); releases of blocks of
+	   at least touch_lo requested bytes look their slot up */
+	uint64_t touch_min, touch_lo, page_kib;
+	struct util_hmap touch; /* slot -> writer mark of the count */
 };
 
 enum { REP_UNKNOWN, REP_DOUBLE, REP_DUP, REP_UREALLOC };
@@ -239,6 +249,10 @@ static uint32_t thread_of(struct conv *c, const struct atr_event *ev)
 	if (s < c->nserial && c->by_serial[s] != RP_NONE)
 		return c->by_serial[s];
 	if (s >= c->nserial) {
+		if (s >= RP_MAX_SERIAL) { /* corrupt: serials count a process's threads */
+			c->bad_serial = s;
+			return RP_NONE;
+		}
 		uint32_t nn = c->nserial ? c->nserial : 64;
 		while (nn <= s)
 			nn *= 2;
@@ -343,6 +357,57 @@ static inline void emit_wait_for(struct conv *c, uint32_t ti, uint32_t owner, ui
 		emit_wait_slow(c, ti, owner, when);
 }
 
+/* --------------------------------------------------------- TOUCH ops */
+/* The count field of a TOUCH op: a varint padded to this many bytes, so
+ * that it can be filled in later in place (42 bits of KiB). */
+#define RP_TOUCH_WIDTH 6
+
+static void put_uv_fixed(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < RP_TOUCH_WIDTH - 1; i++, v >>= 7)
+		p[i] = (uint8_t)((v & 0x7f) | 0x80);
+	p[RP_TOUCH_WIDTH - 1] = (uint8_t)(v & 0x7f);
+}
+
+/* Thread ti's next op allocates a block of usable bytes into slot: a
+ * large one gets a TOUCH op first, its count unknown (0) until the
+ * block's release says how many pages the program had resident. */
+static void touch_place(struct conv *c, uint32_t ti, uint64_t slot, uint64_t usable)
+{
+	if (!c->touch_min || usable < c->touch_min)
+		return;
+	uint32_t wi = c->th[ti].widx;
+	uint8_t *p = awl_writer_reserve(c->w, wi, 1 + RP_TOUCH_WIDTH);
+	*p++ = AWL_OP_TOUCH;
+	uint64_t mark = awl_writer_mark(c->w, wi, p);
+	put_uv_fixed(p, 0);
+	awl_writer_commit(c->w, wi, p + RP_TOUCH_WIDTH);
+	if (util_hmap_insert(&c->touch, slot, mark, NULL) < 0)
+		c->nomem = 1;
+	c->st->touch_ops++;
+}
+
+/* Block b dies (released by ev, NULL: dropped): its TOUCH, if it has one,
+ * gets ev's resident count. */
+static void touch_release(struct conv *c, const struct lv_block *b, const struct atr_event *ev)
+{
+	uint64_t mark;
+	if (!c->touch_min || b->size < c->touch_lo || !util_hmap_remove(&c->touch, b->tag, &mark))
+		return;
+	if (!ev || !ev->span_pages)
+		return; /* no count: the replay touches it as --touch first */
+	uint64_t kib = (uint64_t)ev->resident_pages * c->page_kib + 1;
+	uint8_t v[RP_TOUCH_WIDTH];
+	put_uv_fixed(v, kib < (1ULL << 42) ? kib : (1ULL << 42) - 1);
+	awl_writer_patch(c->w, mark, v, sizeof(v));
+	c->st->touch_counted++;
+}
+
+static uint64_t usable_of(const struct atr_event *ev)
+{
+	return ev->usable != UINT64_MAX && ev->usable ? ev->usable : ev->size;
+}
+
 /* ptr becomes live in slot, used last by thread ti's op idx (an_summary's
  * make_live).  A ptr that is still live means the trace missed its
  * release: its old slot is dropped. */
@@ -361,6 +426,7 @@ static void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev,
 		c->st->dup_allocs++;
 		report(c, REP_DUP, ev,
 		       "allocation returned a block that is still live (old one dropped)");
+		touch_release(c, &old, NULL);
 		uint32_t wi = c->th[ti].widx;
 		emit_wait_for(c, ti, old.owner, old.when);
 		uint8_t *p = awl_writer_reserve(c->w, wi, 16);
@@ -417,9 +483,11 @@ static const uint8_t op_of_type[ATR_T_CALL_LAST + 1] = {ATR_CALLS(OP_OF_)};
 /* A call's argument shape (atr_calls.h) decides both the record's words
  * and the op's fields. */
 
-/* A FREE op of block b (already taken out of the live set). */
-static void free_block(struct conv *c, uint32_t ti, const struct lv_block *b)
+/* A FREE op of block b (already taken out of the live set) for ev. */
+static void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
+		       const struct atr_event *ev)
 {
+	touch_release(c, b, ev);
 	emit_wait_for(c, ti, b->owner, b->when);
 	uint64_t idx = awl_writer_thread_ops(c->w, c->th[ti].widx);
 	uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
@@ -441,7 +509,7 @@ static void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		unknown_free(c, ev, ev->ptr);
 		return;
 	}
-	free_block(c, ti, &b);
+	free_block(c, ti, &b, ev);
 }
 
 static void split_array(uint64_t total, uint64_t nmemb, uint64_t *n, uint64_t *el)
@@ -462,6 +530,7 @@ static void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		if (c->nomem)
 			return;
 		emit_wait_for(c, ti, f.owner, f.when);
+		touch_place(c, ti, f.slot, usable_of(ev));
 	} else {
 		c->st->failed_allocs++;
 	}
@@ -524,6 +593,7 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 			}
 		} else if (addr_take(c, ev->ptr, &sb)) {
 			src = (uint64_t)sb.tag + 1;
+			touch_release(c, &sb, ev); /* in place, or realloc(p, 0) */
 		} else {
 			c->st->unknown_reallocs++;
 			report(c, REP_UREALLOC, ev,
@@ -545,6 +615,7 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 			emit_wait_for(c, ti, f.owner, f.when);
 			dst = (uint64_t)f.slot + 1;
 		}
+		touch_place(c, ti, dst - 1, usable_of(ev));
 	}
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
 	unsigned op = op_of_type[ev->type];
@@ -588,6 +659,7 @@ static void on_release(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		return;
 	}
 	if (ev->ptr && addr_take(c, ev->ptr, &b)) {
+		touch_release(c, &b, ev); /* the realloc's old block */
 		if (lv_born(&c->rel, rel_key(ti, ev->ptr), b.size, b.when, &rb, NULL) < 0) {
 			c->nomem = 1;
 			return;
@@ -1204,7 +1276,7 @@ static int filter_call(struct conv *c, const struct source *sc, uint32_t ti,
 	} else if (moved && ev->ptr) {
 		/* a kept block ends here: its free */
 		if (*rel || addr_take(c, ev->ptr, rb)) {
-			free_block(c, ti, rb);
+			free_block(c, ti, rb, ev);
 			freed = 1;
 		}
 	}
@@ -1212,6 +1284,27 @@ static int filter_call(struct conv *c, const struct source *sc, uint32_t ti,
 	if (ev->ret)
 		exclude(c, ev->ret);
 	return 0;
+}
+
+/* TOUCH ops when every process converted has RESIDENT records with the
+ * same page size (docs/WORKLOAD_FORMAT.md). */
+static void touch_setup(struct conv *c, const struct source *sc)
+{
+	uint64_t min = 0;
+	uint32_t page = 0;
+	size_t n = sc->m ? sc->nm : sc->f ? 1 : 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct atr_info *in = atr_get_info(sc->m ? sc->m[i].f : sc->f);
+		if (!in->resident_min || in->page_size < 1024 || in->page_size % 1024 ||
+		    (page && in->page_size != page))
+			return;
+		page = in->page_size;
+		if (in->resident_min > min)
+			min = in->resident_min;
+	}
+	c->touch_min = min;
+	c->touch_lo = min / 2; /* usable <= 2 x requested for any allocator we know */
+	c->page_kib = page / 1024;
 }
 
 int rp_convert(const char *trace, const char *out, const struct rp_convert_opts *o,
@@ -1238,6 +1331,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.filtered = o->keep || o->have_from || o->have_to;
 	c.in_window = !o->have_from;
 	c.to_ts = UINT64_MAX;
+	touch_setup(&c, &sc);
 	if (sc.f) {
 		if (o->have_from && !o->from_label)
 			c.from_ts = secs_ticks(sc.f, o->from_s);
@@ -1274,7 +1368,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		    window_edge(&c, ev))
 			break; /* --to */
 		uint32_t ti = thread_of(&c, ev);
-		if (c.nomem)
+		if (c.nomem || c.bad_serial)
 			break;
 		struct cthread *t = &c.th[ti];
 		t->last_seq = st->records;
@@ -1332,6 +1426,10 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		snprintf(eb, el, "%s: --merge: a pointer above 2^%d, cannot keep processes apart",
 			 trace, RP_MERGE_SHIFT);
 		rc = ATR_E_USAGE;
+	} else if (c.bad_serial) {
+		snprintf(eb, el, "%s: thread serial %" PRIu32 " out of range (corrupt trace)",
+			 trace, c.bad_serial);
+		rc = ATR_E_RECORD;
 	} else if (c.nomem) {
 		snprintf(eb, el, "%s: out of memory", trace);
 		rc = ATR_E_NOMEM;
@@ -1369,6 +1467,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		    .src_exec = in ? in->exec_seq : 0,
 		    .think_ns = c.think_total,
 		    .max_live = c.max_live,
+		    .features = c.touch_min ? AWL_FEAT_TOUCH : 0,
 		};
 		int fr = awl_writer_finish(c.w, &s, eb, el);
 		if (fr < 0)
@@ -1389,6 +1488,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	lv_destroy(&c.live);
 	lv_destroy(&c.rel);
 	util_hmap_destroy(&c.excl);
+	util_hmap_destroy(&c.touch);
 	src_close(&sc);
 	st->seconds = plat_mono_s() - t0;
 	if (rc)

@@ -59,10 +59,11 @@ struct rp_convert_stats {
 	uint64_t lost_records, anomalies, bytes_out;
 	uint64_t think_ns;
 	uint32_t max_live;
-	uint64_t excluded_calls;	/* calls a filter left out */
-	int window_open, window_closed; /* --from/--to labels: seen */
-	uint32_t no_stacks;		/* processes without stacks (--module, --function
-					   keep none of their allocations) */
+	uint64_t touch_ops, touch_counted; /* TOUCH ops; those with a count */
+	uint64_t excluded_calls;	   /* calls a filter left out */
+	int window_open, window_closed;	   /* --from/--to labels: seen */
+	uint32_t no_stacks;		   /* processes without stacks (--module, --function
+					      keep none of their allocations) */
 	/* a dj/malloc trace (docs/DJ_COMPAT.md) */
 	int dj, dj_alloctrace_export;
 	uint64_t dj_inversions_fixed, dj_inversions_pending, dj_reallocs_merged;
