@@ -489,6 +489,61 @@ static void test_recorded_threads(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* awl_writer_mark/patch: a field rewritten after its chunk went to the
+ * file (convert's TOUCH counts) lands in the right bytes, as does one
+ * still in the buffer. */
+static void test_writer_patch(void **state)
+{
+	(void)state;
+	char wl[300], eb[512];
+	path_in(wl, sizeof(wl), "patch.wl");
+	struct awl_writer *w;
+	assert_int_equal(awl_writer_open(wl, &w, eb, sizeof(eb)), 0);
+	assert_int_equal(awl_writer_add_thread(w, 1, 1), 0);
+	enum { N = 40000 };
+	uint64_t marks[N];
+	for (int i = 0; i < N; i++) {
+		uint8_t *p = awl_writer_reserve(w, 0, 32);
+		*p++ = AWL_OP_TOUCH;
+		marks[i] = awl_writer_mark(w, 0, p);
+		for (int k = 0; k < 5; k++) /* 6 bytes, padded 0 */
+			*p++ = 0x80;
+		*p++ = 0;
+		awl_writer_commit(w, 0, p);
+		p = awl_writer_reserve(w, 0, 32);
+		*p++ = AWL_OP_MALLOC;
+		p = awl_put_uv(p, (uint64_t)i + 1);
+		p = awl_put_uv(p, 100000);
+		awl_writer_commit(w, 0, p);
+		awl_writer_count_call(w, 0, AWL_OP_MALLOC);
+	}
+	for (int i = 0; i < N; i++) { /* value i + 1, padded to 6 bytes */
+		uint8_t v[6];
+		uint64_t x = (uint64_t)i + 1;
+		for (int k = 0; k < 5; k++, x >>= 7)
+			v[k] = (uint8_t)((x & 0x7f) | 0x80);
+		v[5] = (uint8_t)x;
+		awl_writer_patch(w, marks[i], v, sizeof(v));
+	}
+	struct awl_summary_in s = {.slots = N + 1, .features = AWL_FEAT_TOUCH};
+	assert_int_equal(awl_writer_finish(w, &s, eb, sizeof(eb)), 0);
+	awl_writer_close(w);
+	awl_file *f;
+	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+	assert_true(awl_get_info(f)->chunks > 3); /* most patches went to the file */
+	assert_int_equal(awl_verify(f, eb, sizeof(eb)), 0);
+	struct awl_stream st;
+	struct awl_op op;
+	assert_int_equal(awl_stream_init(f, 0, &st), 0);
+	int i = 0;
+	while (awl_stream_next(&st, &op) > 0)
+		if (op.code == AWL_OP_TOUCH)
+			assert_int_equal(op.a, (uint64_t)++i);
+	assert_int_equal(i, N);
+	awl_stream_free(&st);
+	awl_close(f);
+}
+
 /* Max RSS (KiB) of `alloctrace replay --kv WL` with glibc's mmap threshold
  * at 64 KiB (extra: more options). */
 static long replay_rss(const char *tool, const char *wl, const char *extra)
@@ -607,6 +662,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_input),	   cmocka_unit_test(test_recorded_threads),
 	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
 	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_touch_resident),
+	    cmocka_unit_test(test_writer_patch),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
