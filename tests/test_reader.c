@@ -561,6 +561,58 @@ static void test_unknown_meta_skipped(void **state)
 	unload(&t);
 }
 
+/* RESIDENT (type 27): not an event; its count goes to the free or
+ * realloc of its block that follows (a moved realloc's release too), is
+ * dropped before another call, and a malformed one is corrupt. */
+static void test_resident(void **state)
+{
+	(void)state;
+	struct atw *w = atw_new(4096);
+	uint32_t s = atw_thread(w, 1, 0);
+	atw_malloc(w, s, 1, 0x10000, 65536, 0);
+	atw_malloc(w, s, 2, 0x30000, 65536, 0);
+	uint64_t p1[2] = {0x10000, 17};
+	atw_meta(w, s, 3, ATR_T_RESIDENT, 5, p1, 16);
+	atw_meta(w, s, 3, ATR_T_MARKER, 0, "x", 1); /* meta records may come between */
+	atw_free(w, s, 3, 0x10000);
+	uint64_t p2[2] = {0x30000, 17};
+	atw_meta(w, s, 4, ATR_T_RESIDENT, 17, p2, 16);
+	atw_realloc(w, s, 4, 0x30000, 0x50000, 131072, 2);
+	uint64_t p3[2] = {0x50000, 33};
+	atw_meta(w, s, 8, ATR_T_RESIDENT, 2, p3, 16);
+	atw_malloc(w, s, 9, 0x70000, 8, 0); /* not its release: dropped */
+	atw_free(w, s, 10, 0x50000);
+	struct trace t;
+	assert_int_equal(load(&t, w, 1), 0);
+	assert_int_equal(t.rc, 0);
+	assert_int_equal(t.n, 8); /* start, 2 mallocs, marker, free, realloc, malloc, free */
+	assert_int_equal(t.ev[4].type, ATR_T_FREE);
+	assert_int_equal(t.ev[4].resident_pages, 5);
+	assert_int_equal(t.ev[4].span_pages, 17);
+	assert_int_equal(t.ev[5].type, ATR_T_REALLOC);
+	assert_int_equal(t.ev[5].resident_pages, 17);
+	assert_int_equal(t.nrel, 1);
+	assert_int_equal(t.rel[0].ptr, 0x30000);
+	assert_int_equal(t.rel[0].resident_pages, 17);
+	assert_int_equal(t.rel[0].span_pages, 17);
+	assert_int_equal(t.ev[7].type, ATR_T_FREE);
+	assert_int_equal(t.ev[7].span_pages, 0);
+	unload(&t);
+
+	/* bad: short payload, count above the span, block 0 */
+	static const uint64_t bad[3][3] = {{8, 0x10, 4}, {16, 0x10, 4}, {16, 0, 4}};
+	for (int k = 0; k < 3; k++) {
+		w = atw_new(4096);
+		s = atw_thread(w, 1, 0);
+		uint64_t pay[2] = {bad[k][1], bad[k][2]};
+		atw_meta(w, s, 1, ATR_T_RESIDENT, k == 1 ? 5 : 1, pay, (uint32_t)bad[k][0]);
+		atw_free(w, s, 1, 0x10);
+		char msg[512];
+		assert_int_equal(iter_error(w, msg, sizeof(msg)), ATR_E_RECORD);
+		assert_non_null(strstr(msg, "bad RESIDENT record"));
+	}
+}
+
 /* ATR_FEAT_CHUNK_FLAGS: bits 1-2 of ret are glibc's chunk flags; the
  * reader masks them off ret and reports them; without the feature ret is
  * taken as it is. */
@@ -817,6 +869,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_headers),
 	    cmocka_unit_test(test_unknown_call_type),
 	    cmocka_unit_test(test_unknown_meta_skipped),
+	    cmocka_unit_test(test_resident),
 	    cmocka_unit_test(test_chunk_flags),
 	    cmocka_unit_test(test_overrun_record),
 	    cmocka_unit_test(test_clock_inversion),

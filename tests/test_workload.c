@@ -545,6 +545,172 @@ static void test_mapping_model(void **state)
 	awl_close(f);
 }
 
+/* awl_writer_mark/patch: a field rewritten after its chunk went to the
+ * file (convert's TOUCH counts) lands in the right bytes, as does one
+ * still in the buffer. */
+static void test_writer_patch(void **state)
+{
+	(void)state;
+	char wl[300], eb[512];
+	path_in(wl, sizeof(wl), "patch.wl");
+	struct awl_writer *w;
+	assert_int_equal(awl_writer_open(wl, &w, eb, sizeof(eb)), 0);
+	assert_int_equal(awl_writer_add_thread(w, 1, 1), 0);
+	enum { N = 40000 };
+	uint64_t marks[N];
+	for (int i = 0; i < N; i++) {
+		uint8_t *p = awl_writer_reserve(w, 0, 32);
+		*p++ = AWL_OP_TOUCH;
+		marks[i] = awl_writer_mark(w, 0, p);
+		for (int k = 0; k < 5; k++) /* 6 bytes, padded 0 */
+			*p++ = 0x80;
+		*p++ = 0;
+		awl_writer_commit(w, 0, p);
+		p = awl_writer_reserve(w, 0, 32);
+		*p++ = AWL_OP_MALLOC;
+		p = awl_put_uv(p, (uint64_t)i + 1);
+		p = awl_put_uv(p, 100000);
+		awl_writer_commit(w, 0, p);
+		awl_writer_count_call(w, 0, AWL_OP_MALLOC);
+	}
+	for (int i = 0; i < N; i++) { /* value i + 1, padded to 6 bytes */
+		uint8_t v[6];
+		uint64_t x = (uint64_t)i + 1;
+		for (int k = 0; k < 5; k++, x >>= 7)
+			v[k] = (uint8_t)((x & 0x7f) | 0x80);
+		v[5] = (uint8_t)x;
+		awl_writer_patch(w, marks[i], v, sizeof(v));
+	}
+	struct awl_summary_in s = {.slots = N + 1, .features = AWL_FEAT_TOUCH};
+	assert_int_equal(awl_writer_finish(w, &s, eb, sizeof(eb)), 0);
+	awl_writer_close(w);
+	awl_file *f;
+	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+	assert_true(awl_get_info(f)->chunks > 3); /* most patches went to the file */
+	assert_int_equal(awl_verify(f, eb, sizeof(eb)), 0);
+	struct awl_stream st;
+	struct awl_op op;
+	assert_int_equal(awl_stream_init(f, 0, &st), 0);
+	int i = 0;
+	while (awl_stream_next(&st, &op) > 0)
+		if (op.code == AWL_OP_TOUCH)
+			assert_int_equal(op.a, (uint64_t)++i);
+	assert_int_equal(i, N);
+	awl_stream_free(&st);
+	awl_close(f);
+}
+
+/* Max RSS (KiB) of `alloctrace replay --kv WL` with glibc's mmap threshold
+ * at 64 KiB (extra: more options). */
+static long replay_rss(const char *tool, const char *wl, const char *extra)
+{
+	char cmd[2048], line[256];
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' replay --kv --timing off --tunable glibc.malloc.mmap_threshold=65536 %s "
+		 "'%s'",
+		 tool, extra, wl);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	long kb = -1;
+	while (fgets(line, sizeof(line), p))
+		if (sscanf(line, "max_rss_kb %ld", &kb) == 1)
+			break;
+	while (fgets(line, sizeof(line), p))
+		;
+	assert_int_equal(pclose(p), 0);
+	assert_true(kb > 0);
+	return kb;
+}
+
+/* tests/progs/touchpages: 64 mmap'd blocks of 128 pages, block i with
+ * 1 + (7 i) % 8 pages written.  The trace carries exactly those resident
+ * counts, the workload the same in TOUCH ops, and a replay under glibc
+ * with mmap'd chunks writes what the program wrote: its Max RSS above a
+ * --touch none replay stays within the program's pages, where --touch
+ * first writes all 32 MiB. */
+static void test_touch_resident(void **state)
+{
+	(void)state;
+	enum { N = 64, PAGES = 128 };
+	char tool[1200], prog[1200], trace[1024], wl[300];
+	if (!built("touchpages", tool, sizeof(tool), prog, sizeof(prog))) {
+		print_message("skipped: alloctrace or tests/progs/touchpages not built\n");
+		skip();
+	}
+	record_prog(tool, prog, "64 128", "touch", trace, sizeof(trace));
+	/* the trace: block i's free says touched(i) of 128; block 0's
+	   realloc says 1, the new block's free 5 of 256 */
+	atr_file *af;
+	char eb[512];
+	assert_int_equal(atr_open(trace, &af, eb, sizeof(eb)), 0);
+	assert_true(atr_get_info(af)->resident_min > 0);
+	atr_iter *it;
+	assert_int_equal(atr_iter_new(af, &it), 0);
+	struct atr_event ev;
+	int frees = 0, reallocs = 0;
+	long touched_kib = 0;
+	while (atr_iter_next(it, &ev) > 0) {
+		if (ev.type == ATR_T_REALLOC) {
+			assert_int_equal(ev.resident_pages, 1);
+			assert_int_equal(ev.span_pages, PAGES);
+			reallocs++;
+		} else if (ev.type == ATR_T_FREE && ev.span_pages) {
+			int i = frees++;
+			unsigned want = i == 0 ? 5 : 1 + (7 * i) % 8;
+			assert_int_equal(ev.resident_pages, want);
+			assert_int_equal(ev.span_pages, i == 0 ? 2 * PAGES : PAGES);
+			touched_kib += 4 * (1 + (7 * i) % 8);
+		}
+	}
+	atr_iter_free(it);
+	atr_close(af);
+	assert_int_equal(reallocs, 1);
+	assert_int_equal(frees, N);
+	/* the workload: a TOUCH before each large allocation, KiB + 1 */
+	path_in(wl, sizeof(wl), "touch.wl");
+	struct rp_convert_stats st;
+	convert_ok(trace, wl, &st); /* (check_exact would count its mallopt) */
+	assert_int_equal(st.touch_ops, N + 1);
+	assert_int_equal(st.touch_counted, N + 1);
+	awl_file *f;
+	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+	assert_int_equal(awl_verify(f, eb, sizeof(eb)), 0);
+	assert_true(awl_get_info(f)->features & AWL_FEAT_TOUCH);
+	struct awl_stream s;
+	struct awl_op op;
+	assert_int_equal(awl_stream_init(f, 0, &s), 0);
+	int touches = 0, after = 0;
+	uint64_t want[N + 1];
+	for (int i = 0; i < N; i++)
+		want[i] = 4 * (uint64_t)(1 + (7 * i) % 8) + 1;
+	want[0] = 4 * 1 + 1; /* block 0 before its realloc */
+	want[N] = 4 * 5 + 1; /* the realloc's new block */
+	while (awl_stream_next(&s, &op) > 0) {
+		if (after) {
+			assert_true(op.code == AWL_OP_MALLOC || op.code == AWL_OP_REALLOC);
+			after = 0;
+		}
+		if (op.code == AWL_OP_TOUCH) {
+			assert_true(touches <= N);
+			assert_int_equal(op.a, want[touches]);
+			touches++;
+			after = 1;
+		}
+	}
+	awl_stream_free(&s);
+	awl_close(f);
+	assert_int_equal(touches, N + 1);
+	/* the replays: each a process of its own (Max RSS) */
+	long none = replay_rss(tool, wl, "--touch none");
+	long tr = replay_rss(tool, wl, ""); /* the default: trace */
+	long first = replay_rss(tool, wl, "--touch first");
+	print_message("touch: Max RSS none %ld KiB, trace %ld KiB (program wrote %ld), first %ld "
+		      "KiB\n",
+		      none, tr, touched_kib, first);
+	assert_true(tr - none <= touched_kib + 1024);
+	assert_true(first - none >= N * PAGES * 4 * 3 / 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -552,6 +718,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_input),	   cmocka_unit_test(test_recorded_threads),
 	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
 	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
+	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -41,7 +41,9 @@ static void compare_usage(FILE *out)
 	    "allocator (median, min-max) and the RSS of each allocator's first run\n"
 	    "over time.\n"
 	    "--clickhouse URL [--database DB] also stores every run in ClickHouse\n"
-	    "(table replay_runs, view replay_medians: docs/CLICKHOUSE.md).\n");
+	    "(table replay_runs, view replay_medians: docs/CLICKHOUSE.md).\n"
+	    "--touch trace|first|all|none is passed to every replay (default: trace\n"
+	    "for workloads with TOUCH ops, else first).\n");
 }
 
 /* Replay options every run gets: --no-mallopt, --no-mappings. */

@@ -148,6 +148,12 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 			    util_fmt_u64(b, sizeof(b), st.xops), st.map_slots, st.file_maps,
 			    st.break_moves, st.madvise_other, st.map_unknown, st.map_odd,
 			    st.usable_unknown);
+		if (st.touch_ops)
+			fprintf(stderr,
+				"convert: %s large blocks get TOUCH ops, %s of them with the "
+				"pages the program had resident\n",
+				util_fmt_u64(a, sizeof(a), st.touch_ops),
+				util_fmt_u64(b, sizeof(b), st.touch_counted));
 		if (st.anomalies || st.lost_records)
 			fprintf(stderr,
 				"convert: anomalies: %" PRIu64 " unknown frees, %" PRIu64

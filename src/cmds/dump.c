@@ -18,12 +18,14 @@ static void dump_usage(FILE *out)
 	fprintf(out, "usage: alloctrace dump [--json] [--thread T] [--from S] [--to S]\n"
 		     "                      [--seek-stats] FILE_OR_DIR...\n"
 		     "Print every record of each process in global time order, one per line:\n"
-		     "  SEQ  SECONDS Tn call(args) = result [usable=N] [stack=N] [dur=Nns]\n"
+		     "  SEQ  SECONDS Tn call(args) = result [usable=N] [stack=N]\n"
+		     "       [resident=PAGES/SPAN] [dur=Nns]\n"
 		     "with a '#' header line per process.  Times are seconds since the\n"
 		     "process started.\n"
 		     "  --json   JSON Lines: one object per record (keys seq, ts_ns, pid,\n"
 		     "           thread, tid, type, then type-specific: ptr, ret, size,\n"
-		     "           nmemb, align, usable, stack, err, duration_ns, label, ...);\n"
+		     "           nmemb, align, usable, stack, err, resident_pages,\n"
+		     "           span_pages, duration_ns, label, ...);\n"
 		     "           pointers are strings \"0x...\", sizes are numbers\n"
 		     "  --thread T  records of that thread only: kernel tid, or T<serial>\n"
 		     "           (repeat for several)\n"
@@ -273,6 +275,9 @@ static void text_event(FILE *o, const atr_file *f, const struct atr_event *ev)
 			if (ev->stack_id)
 				fprintf(o, " stack=%" PRIu32, ev->stack_id);
 		}
+		if (ev->span_pages) /* the released (old) block's, RESIDENT */
+			fprintf(o, " resident=%" PRIu32 "/%" PRIu32, ev->resident_pages,
+				ev->span_pages);
 		if (ev->flags & ATR_FLAG_TIMED)
 			fprintf(o, " dur=%" PRIu64 "ns", to_ns(f, ev->duration));
 		fputc('\n', o);
@@ -471,6 +476,10 @@ static void json_event(struct json_writer *w, const atr_file *f, const struct at
 				json_key(w, "err");
 				json_i64(w, ev->err);
 			}
+		}
+		if (ev->span_pages) {
+			json_num(w, "resident_pages", ev->resident_pages);
+			json_num(w, "span_pages", ev->span_pages);
 		}
 		if (ev->flags & ATR_FLAG_TIMED)
 			json_num(w, "duration_ns", to_ns(f, ev->duration));

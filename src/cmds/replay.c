@@ -34,7 +34,10 @@ static void replay_usage(FILE *out)
 	    "                         (workload version 3): the allocator's defaults\n"
 	    "      --no-mappings      skip the program's own mappings (mmap, munmap, mremap,\n"
 	    "                         madvise; workload version 3): the heap's RSS alone\n"
-	    "      --touch MODE       none | first (default: first byte of each page) | all\n"
+	    "      --touch MODE       how allocated blocks are written: trace (default for\n"
+	    "                         workloads with TOUCH ops: large blocks as many pages as\n"
+	    "                         the program had resident, the others as first) | first\n"
+	    "                         (default otherwise: first byte of each page) | all | none\n"
 	    "      --timing MODE      serial (default: fenced clock reads, their floor\n"
 	    "                         subtracted) | fast (unfenced: cheap calls read as the\n"
 	    "                         clock's latency) | off (no per-call times, least overhead)\n"
@@ -125,16 +128,17 @@ static void print_xops(const struct rp_opts *o, const struct rp_result *r)
 		       util_fmt_u64(b, sizeof(b), r->usable_trace));
 	(void)o;
 }
+static const char *const touch_names[] = {"none", "first", "all", "trace", "auto"};
 
 static void print_text(const char *wl, const char *alloc, const struct rp_opts *o,
 		       const struct rp_result *r)
 {
 	char a[32], b[32], c[32];
-	static const char *const tn[] = {"none", "first", "all"};
+	const char *const *tn = touch_names;
 	static const char *const tmn[] = {"serial", "fast", "off"};
 	printf("replay %s: allocator %s, %" PRIu32
 	       " thread%s, touch %s, clock %s (%.3f ticks/ns), timing %s",
-	       wl, alloc, r->threads, r->threads == 1 ? "" : "s", tn[o->touch], r->clock,
+	       wl, alloc, r->threads, r->threads == 1 ? "" : "s", tn[r->touch], r->clock,
 	       r->ticks_per_ns, tmn[r->timing]);
 	if (r->timing == RP_TIMING_OFF)
 		printf(" (no per-call times)\n");
@@ -249,6 +253,8 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_string(&w, tun ? tun : "");
 	json_key(&w, "dry_run");
 	json_bool(&w, o->dry_run);
+	json_key(&w, "touch");
+	json_string(&w, touch_names[r->touch]);
 	json_key(&w, "threads");
 	json_u64(&w, r->threads);
 	json_key(&w, "ops");
@@ -421,7 +427,7 @@ int cmd_replay(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct rp_opts o = {.touch = RP_TOUCH_FIRST};
+	struct rp_opts o = {.touch = RP_TOUCH_AUTO};
 	const char *alloc = "glibc";
 	struct util_buf tun = {0};
 	int json = 0, kv = 0, dj = 0, extras = 0, c, rc = 2;
@@ -462,8 +468,11 @@ int cmd_replay(int argc, char **argv)
 				o.touch = RP_TOUCH_FIRST;
 			else if (!strcmp(optarg, "all"))
 				o.touch = RP_TOUCH_ALL;
+			else if (!strcmp(optarg, "trace"))
+				o.touch = RP_TOUCH_TRACE;
 			else {
-				util_err("replay: bad --touch '%s' (none, first, all)", optarg);
+				util_err("replay: bad --touch '%s' (trace, first, all, none)",
+					 optarg);
 				goto out;
 			}
 			break;
@@ -589,6 +598,10 @@ int cmd_replay(int argc, char **argv)
 		goto out;
 	}
 	warn_descheduled(res);
+	if (o.touch == RP_TOUCH_TRACE && !res->has_touch)
+		util_warn("replay: %s has no TOUCH ops (its trace has no resident counts): "
+			  "--touch trace wrote every block as first",
+			  argv[optind]);
 	if (kv)
 		print_kv(res);
 	else if (json)

@@ -101,6 +101,11 @@ enum {
 	ATR_H_END_TICKS = 112,	   /* u64 raw clock at destructor */
 	ATR_H_SAMPLE_RATE = 120,   /* u64 ATR_FEAT_SAMPLED: mean bytes between
 				      samples (>= 1); 0 without the feature */
+	ATR_H_RESIDENT_MIN = 128,  /* u64 RESIDENT records are written for releases
+				      of blocks of at least this many usable
+				      bytes; 0: none (older recorders) */
+	ATR_H_PAGE_SIZE = 136,	   /* u32 the recorder's page size (RESIDENT
+				      counts are in these pages); 0 unknown */
 	ATR_H_EXE = 256,	   /* char[256] executable path, NUL-terminated */
 	ATR_H_CMDLINE = 512,	   /* u32 length, then bytes (args split by NUL) */
 	ATR_H_CMDLINE_MAX = 4096 - 512 - 4,
@@ -202,6 +207,10 @@ enum atr_type {
 				    heap other than (or beyond the size of) the
 				    one it used last; payload u64 heap start,
 				    u64 heap_info.ar_ptr, u64 heap_info.size */
+	ATR_T_RESIDENT = 27,	 /* arg = pages of the block resident when it
+				    was released (saturated at 2^32-1);
+				    payload u64 the block, u64 pages it spans;
+				    right before that free or realloc record */
 	ATR_T_META_LAST = 31,
 };
 #undef ATR_T_CALL_

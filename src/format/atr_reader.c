@@ -117,6 +117,7 @@ static const char *const atr_names[32] = {
     [ATR_T_MODULE] = "module",
     [ATR_T_BRK] = "break", /* not "brk": that is the call */
     [ATR_T_HEAP] = "heap",
+    [ATR_T_RESIDENT] = "resident", /* not an event: attached to the release */
 };
 
 static const char *const atr_xnames[ATR_NXCALLS] = {
@@ -312,6 +313,8 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 	in->header_errno = rd32(h + ATR_H_ERRNO);
 	in->untraced_calls = rd64(h + ATR_H_UNTRACED);
 	in->file_size = f->size;
+	in->resident_min = rd64(h + ATR_H_RESIDENT_MIN);
+	in->page_size = rd32(h + ATR_H_PAGE_SIZE);
 
 	/* exe: NUL-terminated within 256 bytes, else truncated */
 	const uint8_t *e = h + ATR_H_EXE;
@@ -895,6 +898,10 @@ struct atr_cur {
 	double wf_calls, wf_bytes; /* sampled: weights' carried fractions */
 	struct atr_event stash;	   /* a realloc waiting behind its release */
 	int has_stash;
+	/* a RESIDENT record waiting for the release it precedes */
+	int res_pending;
+	uint32_t res_pages, res_span;
+	uint64_t res_ptr;
 	const struct atr_sel *sel; /* atr_iter_new_sel: time window */
 	uint64_t skipped_blocks, skipped_records, decoded_blocks;
 	/* atr_iter_set_prefetch: the record at block offset apos is alead
@@ -1181,6 +1188,20 @@ static void cur_ahead(const atr_file *f, struct atr_cur *c)
 	}
 }
 
+/* A call record after a RESIDENT record: the count is its block's if it
+ * releases (free) or reallocates that block; else (the release's record
+ * was lost) it is dropped. */
+static void res_attach(struct atr_cur *c, struct atr_event *ev)
+{
+	c->res_pending = 0;
+	unsigned shape = atr_call_args(ev->type);
+	if ((shape == ATR_ARGS_PTR || shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB) &&
+	    ev->ptr == c->res_ptr) {
+		ev->resident_pages = c->res_pages;
+		ev->span_pages = c->res_span;
+	}
+}
+
 /* Decode the next record of the thread: 1 (ev filled), 0 end, < 0 error. */
 static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 {
@@ -1303,6 +1324,19 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 			c->inversions++;
 		}
 		c->prev_ts = ts;
+		if (type == ATR_T_RESIDENT) {
+			/* not an event: its count goes with the free or realloc
+			   of the block that follows it (meta records between) */
+			uint64_t w1 = rd64(r + 8), span;
+			if ((uint32_t)w1 != 16 || (span = rd64(r + 24)) == 0 || (w1 >> 32) > span ||
+			    !rd64(r + 16))
+				return cur_corrupt(f, c, "bad RESIDENT record: word 1 ", w1);
+			c->res_pending = 1;
+			c->res_ptr = rd64(r + 16);
+			c->res_pages = (uint32_t)(w1 >> 32);
+			c->res_span = span > UINT32_MAX ? UINT32_MAX : (uint32_t)span;
+			continue;
+		}
 		if (type >= ATR_T_THREAD_START && !atr_names[type])
 			continue; /* unknown meta type: skipped (forward compatible) */
 
@@ -1337,6 +1371,8 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 			unsigned shape = atr_call_args(type);
 			if (shape == ATR_ARGS_PTR) {
 				ev->ptr = rd64(r + 8);
+				if (__builtin_expect(c->res_pending, 0))
+					res_attach(c, ev);
 			} else {
 				ev->ret = rd64(r + 8);
 				if (f->chunk_flags) {
@@ -1379,6 +1415,8 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 				default:
 					break;
 				}
+				if (__builtin_expect(c->res_pending, 0))
+					res_attach(c, ev);
 			}
 			cur_weigh(f, c, ev);
 		} else {
@@ -1430,6 +1468,8 @@ static inline __attribute__((always_inline)) int cur_next_ev(atr_file *f, struct
 	rel.tid = ev->tid;
 	rel.ts = ev->ts;
 	rel.ptr = ev->ptr;
+	rel.resident_pages = ev->resident_pages; /* the old block's count, */
+	rel.span_pages = ev->span_pages;	 /* on both events */
 	*ev = rel;
 	return 1;
 }

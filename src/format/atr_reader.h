@@ -61,8 +61,12 @@ struct atr_info {
 				       backwards and were clamped (walk) */
 	uint64_t calls;		    /* call records (walk) */
 	int walked;
-	uint64_t sample_rate; /* ATR_FEAT_SAMPLED: mean bytes between
-				 samples; 0 = a full trace */
+	uint64_t sample_rate;  /* ATR_FEAT_SAMPLED: mean bytes between
+				  samples; 0 = a full trace */
+	uint64_t resident_min; /* releases of blocks of at least this many
+				  usable bytes carry resident counts
+				  (atr_event.span_pages); 0: none */
+	uint32_t page_size;    /* the recorder's page size, 0 unknown */
 };
 
 /* Synthetic event of the iterator (not a record, not a call): the old
@@ -100,6 +104,13 @@ struct atr_event {
 	 * flag bits (ATR_CHUNK_MMAPPED, ATR_CHUNK_NON_MAIN) of ret; 0
 	 * otherwise */
 	uint8_t chunk_flags;
+	/* free, realloc/reallocarray of a large block ptr and the
+	 * ATR_EV_REALLOC_RELEASE before a realloc (both carry it; apply it
+	 * once), docs/TRACE_FORMAT.md, RESIDENT records: of the span_pages
+	 * pages the block overlaps, resident_pages were resident when it was
+	 * released (the recorder's pages, atr_info.page_size).  span_pages
+	 * 0: no count. */
+	uint32_t resident_pages, span_pages;
 	/* allocations (every call type but free): the calls and bytes this
 	 * record stands for.  A full trace: 1 and size.  A sampled trace
 	 * (atr_sample_rate() > 0): 1/p and size/p for the sampling

@@ -83,6 +83,8 @@ const char *awl_op_name(unsigned code)
 		return "mremap";
 	case AWL_OP_MADVISE:
 		return "madvise";
+	case AWL_OP_TOUCH:
+		return "touch";
 	default:
 		return "?";
 	}
@@ -161,6 +163,18 @@ void awl_writer_flush_thread(struct awl_writer *w, uint32_t ti)
 	put32(t->buf + 4, ti);
 	put32(t->buf + 8, (uint32_t)(t->len - AWL_CHUNK_HDR));
 	put32(t->buf + 12, t->chunk_ops);
+	if (t->chunks == t->chunk_cap) {
+		size_t nc = t->chunk_cap ? t->chunk_cap * 2 : 16;
+		uint64_t *na = realloc(t->chunk_at, nc * sizeof(*na));
+		if (!na) {
+			w->ioerr = w->ioerr ? w->ioerr : ENOMEM;
+		} else {
+			t->chunk_at = na;
+			t->chunk_cap = nc;
+		}
+	}
+	if (t->chunks < t->chunk_cap)
+		t->chunk_at[t->chunks] = w->off;
 	if (fwrite(t->buf, 1, t->len, w->fp) != t->len && !w->ioerr)
 		w->ioerr = errno ? errno : EIO;
 	w->off += t->len;
@@ -168,6 +182,65 @@ void awl_writer_flush_thread(struct awl_writer *w, uint32_t ti)
 	t->chunk_ops = 0;
 	t->chunks++;
 	w->chunks++;
+}
+
+/* A mark: thread (16 bits), chunk index (31 bits), offset in the chunk
+ * (17 bits: < WBUF_SIZE). */
+#define MARK_OFF_BITS	17
+#define MARK_CHUNK_BITS 31
+_Static_assert(WBUF_SIZE <= (1u << MARK_OFF_BITS), "chunk offsets fit a mark");
+_Static_assert(AWL_MAX_THREADS <= (1u << (64 - MARK_OFF_BITS - MARK_CHUNK_BITS)),
+	       "thread indices fit a mark");
+
+uint64_t awl_writer_mark(const struct awl_writer *w, uint32_t t, const uint8_t *p)
+{
+	const struct awl_wthread *th = &w->th[t];
+	uint64_t chunk = th->chunks & ((1ULL << MARK_CHUNK_BITS) - 1);
+	return (uint64_t)t << (MARK_OFF_BITS + MARK_CHUNK_BITS) | chunk << MARK_OFF_BITS |
+	       (uint64_t)(p - th->buf);
+}
+
+/* Queued file patches go out once everything before them is in the file. */
+static void patches_apply(struct awl_writer *w)
+{
+	if (!w->npatch)
+		return;
+	if (fflush(w->fp) != 0 && !w->ioerr)
+		w->ioerr = errno ? errno : EIO;
+	int fd = fileno(w->fp);
+	for (size_t i = 0; i < w->npatch && !w->ioerr; i++) {
+		const struct awl_wpatch *q = &w->patch[i];
+		if (pwrite(fd, q->bytes, q->n, (off_t)q->off) != (ssize_t)q->n)
+			w->ioerr = errno ? errno : EIO;
+	}
+	w->npatch = 0;
+}
+
+void awl_writer_patch(struct awl_writer *w, uint64_t mark, const uint8_t *bytes, size_t n)
+{
+	uint32_t t = (uint32_t)(mark >> (MARK_OFF_BITS + MARK_CHUNK_BITS));
+	uint64_t chunk = (mark >> MARK_OFF_BITS) & ((1ULL << MARK_CHUNK_BITS) - 1);
+	size_t off = (size_t)(mark & ((1u << MARK_OFF_BITS) - 1));
+	if (t >= w->nth || n > sizeof(w->patch[0].bytes))
+		return;
+	struct awl_wthread *th = &w->th[t];
+	if (chunk == (th->chunks & ((1ULL << MARK_CHUNK_BITS) - 1))) {
+		if (off + n <= th->len)
+			memcpy(th->buf + off, bytes, n); /* still in the buffer */
+		return;
+	}
+	if (chunk >= th->chunks || chunk >= th->chunk_cap)
+		return;
+	if (!w->patch && !(w->patch = malloc(AWL_PATCH_QUEUE * sizeof(*w->patch)))) {
+		w->ioerr = w->ioerr ? w->ioerr : ENOMEM;
+		return;
+	}
+	if (w->npatch == AWL_PATCH_QUEUE)
+		patches_apply(w);
+	struct awl_wpatch *q = &w->patch[w->npatch++];
+	q->off = th->chunk_at[chunk] + off;
+	q->n = (uint8_t)n;
+	memcpy(q->bytes, bytes, n);
 }
 
 uint64_t awl_writer_ops(const struct awl_writer *w)
@@ -185,6 +258,7 @@ int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char
 {
 	for (uint32_t i = 0; i < w->nth; i++)
 		awl_writer_flush_thread(w, i);
+	patches_apply(w);
 	uint64_t table = w->off;
 	uint8_t rec[AWL_THREAD_REC];
 	put32(rec, AWL_TABLE_MAGIC);
@@ -227,7 +301,7 @@ int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char
 	put32(hdr + AWL_H_ROOTS, roots);
 	for (unsigned i = 0; i <= AWL_OP_CALL_LAST; i++)
 		put64(hdr + AWL_H_CALLS + 8 * i, w->calls[i]);
-	put64(hdr + AWL_H_FEATURES, s->features);
+	put64(hdr + AWL_H_FEATURES, s->features & AWL_FEATURES_KNOWN);
 	put64(hdr + AWL_H_MAP_SLOTS, s->map_slots);
 	for (unsigned i = 0; i < AWL_NXOPS; i++)
 		put64(hdr + AWL_H_XOPS + 8 * i, w->xops[i]);
@@ -253,9 +327,12 @@ void awl_writer_close(struct awl_writer *w)
 		return;
 	if (w->fp)
 		fclose(w->fp);
-	for (uint32_t i = 0; i < w->nth; i++)
+	for (uint32_t i = 0; i < w->nth; i++) {
 		free(w->th[i].buf);
+		free(w->th[i].chunk_at);
+	}
 	free(w->th);
+	free(w->patch);
 	free(w->iobuf);
 	free(w->path);
 	free(w);
@@ -354,6 +431,11 @@ static int load(awl_file *f, char *eb, size_t el)
 	in->features = get64(h + AWL_H_FEATURES);
 	if (in->features & ~AWL_FEATURES_KNOWN) {
 		seterr(eb, el, "%s: unknown feature bits 0x%" PRIx64, nm, in->features);
+		return -1;
+	}
+	if ((in->features & AWL_FEAT_TOUCH) && in->version < 3) {
+		seterr(eb, el, "%s: feature TOUCH in a version %" PRIu32 " workload", nm,
+		       in->version);
 		return -1;
 	}
 	in->flags = get32(h + AWL_H_FLAGS);
@@ -653,7 +735,7 @@ static const signed char op_fields[32] = {
     [AWL_OP_THREAD_EXIT] = 0,
     [AWL_OP_SPAWN] = 1,
     [AWL_OP_THINK] = 1,
-    [AWL_OP_THINK + 1] = -1,
+    [AWL_OP_TOUCH] = 1,
     [AWL_OP_MALLOPT] = 3,
     [AWL_OP_MALLOC_TRIM] = 2,
     [AWL_OP_USABLE_SIZE] = 2,
@@ -722,6 +804,7 @@ int awl_stream_next(struct awl_stream *s, struct awl_op *op)
 	op->code = s->buf[s->pos++];
 	int nf = op->code < 32 ? op_fields[op->code] : -1;
 	if (nf < 0 || (op->code >= AWL_OP_SPAWN && s->f->info.version < 2) ||
+	    (op->code == AWL_OP_TOUCH && !(s->f->info.features & AWL_FEAT_TOUCH)) ||
 	    (op->code >= AWL_OP_XFIRST && !(s->f->info.features & AWL_FEAT_XOPS)))
 		return serr(s, "unknown op code");
 	uint64_t *fl[5] = {&op->a, &op->b, &op->c, &op->d, &op->e};
@@ -755,6 +838,7 @@ struct vthread {
 	struct awl_stream s;
 	struct awl_op op;
 	int have, end, spawned;
+	int touch;		 /* the last op was a TOUCH: an allocation must follow */
 	struct util_hmap waited; /* thread -> ops waited for */
 };
 
@@ -962,6 +1046,14 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 						break;
 					}
 					if (r == 0) {
+						if (v->touch) {
+							seterr(eb, el,
+							       "%s: thread %" PRIu32
+							       " ends with a TOUCH",
+							       f->name, t);
+							rc = -1;
+							break;
+						}
 						v->end = 1;
 						ended++;
 						progress = 1;
@@ -972,6 +1064,16 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 				struct awl_op *op = &v->op;
 				uint64_t idx = v->s.done - 1;
 				const char *nm = f->name;
+				if (v->touch && (op->code > AWL_OP_CALL_LAST ||
+						 awl_op_args(op->code) == ATR_ARGS_PTR)) {
+					seterr(eb, el,
+					       "%s: thread %" PRIu32 " op %" PRIu64
+					       ": a TOUCH not followed by an allocation",
+					       nm, t, idx);
+					rc = -1;
+					break;
+				}
+				v->touch = op->code == AWL_OP_TOUCH;
 				if (op->code == AWL_OP_WAIT) {
 					if (op->a >= n || op->a == t || op->b > f->th[op->a].ops) {
 						seterr(eb, el,

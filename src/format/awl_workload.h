@@ -47,7 +47,10 @@
 #define AWL_FEAT_XOPS                                                                              \
 	1ULL /* v3: the trace recorded the other calls (ops 24..31 may                             \
 		appear, their counts in the header are exact) */
-#define AWL_FEATURES_KNOWN AWL_FEAT_XOPS
+/* v3: TOUCH ops carry the trace's resident pages of large blocks (replay
+ * --touch trace) */
+#define AWL_FEAT_TOUCH	   2ULL
+#define AWL_FEATURES_KNOWN (AWL_FEAT_XOPS | AWL_FEAT_TOUCH)
 /* header.flags */
 #define AWL_FLAG_COMPLETE 1u
 
@@ -108,7 +111,9 @@ enum awl_opcode {
 	AWL_OP_SPAWN = 21,	  /* v2: thread index: start that thread now */
 	AWL_OP_THINK = 22,	  /* v2: ns the traced thread spent between
 				     the last call's return and the next call */
-	/* 23: reserved (another op of version 3) */
+	AWL_OP_TOUCH = 23,	  /* v3: KiB + 1 (0: unknown) the program had
+				     resident of the block the next op (an
+				     allocation) returns */
 	/* v3 (AWL_FEAT_XOPS): the other calls of the program (ATR_XCALLS);
 	 * "map" is a slot of the mapping slot table, off/len a range inside
 	 * what that slot's mmap mapped */
@@ -198,8 +203,17 @@ struct awl_wthread {
 	uint64_t ops, calls, chunks;
 	uint32_t chunk_ops;
 	size_t len;
-	uint8_t *buf; /* AWL_CHUNK_HDR + AWL_CHUNK_TARGET + 4096 */
+	uint8_t *buf;	    /* AWL_CHUNK_HDR + AWL_CHUNK_TARGET + 4096 */
+	uint64_t *chunk_at; /* file offsets of its chunks (awl_writer_patch) */
+	size_t chunk_cap;
 };
+
+/* A file patch waiting for the stdio buffer to be flushed. */
+struct awl_wpatch {
+	uint64_t off;
+	uint8_t n, bytes[15];
+};
+#define AWL_PATCH_QUEUE 4096
 
 struct awl_writer {
 	FILE *fp;
@@ -212,6 +226,8 @@ struct awl_writer {
 	uint64_t calls[AWL_OP_CALL_LAST + 1];
 	uint64_t xops[AWL_NXOPS];
 	int ioerr;
+	struct awl_wpatch *patch; /* AWL_PATCH_QUEUE of them, or NULL */
+	size_t npatch;
 };
 
 /* Creates (truncates) path.  0, or -1 with errbuf filled. */
@@ -263,6 +279,12 @@ static inline void awl_writer_count_xop(struct awl_writer *w, unsigned op)
 	if (op >= AWL_OP_XFIRST && op < AWL_OP_XFIRST + AWL_NXOPS)
 		w->xops[op - AWL_OP_XFIRST]++;
 }
+/* Bytes written for thread t up to p (in the buffer awl_writer_reserve
+ * gave) as a mark: awl_writer_patch(mark, bytes, n) rewrites the n bytes
+ * there later, in the buffer or in the file, whichever holds them then
+ * (convert fills in a TOUCH op's count when the block is released). */
+uint64_t awl_writer_mark(const struct awl_writer *w, uint32_t t, const uint8_t *p);
+void awl_writer_patch(struct awl_writer *w, uint64_t mark, const uint8_t *bytes, size_t n);
 
 struct awl_summary_in {
 	uint64_t slots, ideal_peak, waits, anomalies, duration_ns, think_ns;

@@ -119,6 +119,17 @@ static __attribute__((noinline)) void rec_alloc(struct atp_thread *t, unsigned t
 
 #define TIMED_FLAG() (g.timing ? ATR_FLAG_TIMED : 0u)
 
+/* realloc: a large old block's resident pages, before the real call may
+ * move or free it (the count is the old block's, whatever happens). */
+static inline void resident_before(struct atp_thread *t, uint64_t ts, void *ptr)
+{
+	if (ptr) {
+		uint64_t u = atp_resident_size(ptr);
+		if (ATP_UNLIKELY(u))
+			atp_resident_note(t, ts, ptr, u);
+	}
+}
+
 /* --sample (atp_sample.c, docs/TRACE_FORMAT.md "Sampled traces"): every
  * hook first calls the real function, then atp_sample_skip() (subtract,
  * compare: no clock, no store to the trace).  A sampled allocation is
@@ -180,6 +191,7 @@ static void *sampled_realloc(struct atp_thread *t, unsigned type, void *ptr, siz
 	t->guard = 1;
 	uint64_t t0 = atp_now();
 	atp_sset_del((uint64_t)(uintptr_t)ptr);
+	resident_before(t, t0, ptr);
 	void *r = g.real.realloc(ptr, size);
 	int e = errno;
 	uint64_t t1 = atp_now();
@@ -216,7 +228,10 @@ static __attribute__((noinline)) void sampled_free(struct atp_thread *t, void *p
 	int e = errno;
 	t->guard = 1;
 	atp_sset_del((uint64_t)(uintptr_t)ptr);
-	sampled_free_rec(t, atp_now(), ptr);
+	uint64_t ts = atp_now(), u = atp_resident_size(ptr);
+	if (u)
+		atp_resident_note(t, ts, ptr, u);
+	sampled_free_rec(t, ts, ptr);
 	g.real.free(ptr);
 	t->guard = 0;
 	errno = e;
@@ -304,6 +319,11 @@ static void free_any(void *ptr)
 	}
 	t->guard = 1;
 	uint64_t t0 = atp_now();
+	if (ptr) {
+		uint64_t u = atp_resident_size(ptr);
+		if (ATP_UNLIKELY(u))
+			atp_resident_note(t, t0, ptr, u);
+	}
 	if (ATP_LIKELY(!g.timing)) {
 		uint64_t *p = atp_reserve(t, 2, t0);
 		if (ATP_LIKELY(p != NULL)) {
@@ -368,6 +388,7 @@ EXPORT void *realloc(void *ptr, size_t size)
 		return sampled_realloc(t, ATR_T_REALLOC, ptr, size, 0);
 	t->guard = 1;
 	uint64_t t0 = atp_now();
+	resident_before(t, t0, ptr);
 	void *r = g.real.realloc(ptr, size);
 	uint64_t t1 = atp_now();
 	rec_alloc_inl(t, ATR_T_REALLOC, ATR_FLAG_TIMED, t0, t1 - t0, r, size, 0, 1,
@@ -399,6 +420,7 @@ EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
 		r = NULL;
 		errno = ENOMEM;
 	} else {
+		resident_before(t, t0, ptr);
 		r = g.real.realloc(ptr, total);
 	}
 	uint64_t t1 = atp_now();

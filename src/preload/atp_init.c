@@ -472,6 +472,8 @@ static void fill_header(uint8_t *h)
 	g.features = feat;
 	atp_put_u64(h + ATR_H_FEATURES, feat);
 	atp_put_u64(h + ATR_H_SAMPLE_RATE, g.sample_rate);
+	atp_put_u64(h + ATR_H_RESIDENT_MIN, g.resident_min);
+	atp_put_u32(h + ATR_H_PAGE_SIZE, (uint32_t)g.page);
 	atp_put_u32(h + ATR_H_BLOCK_SIZE, g.block_size);
 	atp_put_u32(h + ATR_H_STATUS, (g.no_children ? ATR_STATUS_NO_CHILDREN : 0) | g.open_status);
 	atp_put_u32(h + ATR_H_PID, (uint32_t)g.pid);
@@ -683,6 +685,9 @@ void atp_init(void)
 	g.zstd_level = env_zstd_level();
 	long pg = sysconf(_SC_PAGESIZE);
 	g.page = pg >= 4096 ? (uint64_t)pg : 4096;
+	/* RESIDENT records (atp_resident.c): 0 turns them off */
+	g.resident_min = env_u64("ALLOCTRACE_RESIDENT_MIN", ATP_RESIDENT_MIN_DEFAULT);
+	g.resident_cmin = g.resident_min ? g.resident_min + sizeof(size_t) : UINT64_MAX;
 	atp_encode_init();
 	const char *d = env("ALLOCTRACE_DIR"), *f = env("ALLOCTRACE_FILE");
 	if (!f)

@@ -33,6 +33,10 @@
  * fewer instructions for 0.3-3% more bytes (bench/RESULTS.md, "zstd's
  * share"). */
 #define ATP_ZSTD_MINMATCH 7
+/* Releases of blocks this large get a RESIDENT record (bench/RESULTS.md:
+ * 4 pages, where jemalloc's page runs begin; the cost is one mincore per
+ * such release) */
+#define ATP_RESIDENT_MIN_DEFAULT (16u << 10)
 
 /* The real functions, in ATR_CALLS order, then the other calls in
  * ATR_XCALLS order (record -p exchanges them with the target in this
@@ -152,6 +156,10 @@ struct atp_global {
 	char file[ATP_PATH_MAX]; /* ALLOCTRACE_FILE / MTRACE_CTL_FILE, or "" */
 	uint64_t sample_rate;	 /* ALLOCTRACE_SAMPLE: mean bytes between samples,
 				    0 = trace every call */
+	/* ALLOCTRACE_RESIDENT_MIN: releases of blocks of at least this many
+	 * usable bytes get a RESIDENT record (0: none); resident_cmin is the
+	 * glibc chunk size that may hold one (UINT64_MAX: none) */
+	uint64_t resident_min, resident_cmin;
 	struct atp_slot slots[ATP_MAX_SLOTS];
 	/* staging blocks of exited threads: still written by the calls glibc
 	 * makes after the last key destructor, then reused by a new thread
@@ -304,6 +312,31 @@ static inline int atp_sample_skip(struct atp_thread *t, size_t size)
 		return 1;
 	}
 	return !atp_sample_hit(t, size);
+}
+
+/* atp_resident.c: the RESIDENT record (pages of ptr resident, mincore)
+ * before the release of a block of usable bytes; guard set. */
+void atp_resident_note(struct atp_thread *t, uint64_t ts, const void *ptr,
+		       uint64_t usable) ATP_HIDDEN;
+uint64_t atp_resident_usable_other(const void *ptr) ATP_HIDDEN;
+
+/* The usable size of ptr (not NULL) if its release gets a RESIDENT
+ * record, else 0.  glibc: the chunk header word, which free reads
+ * anyway: no lookup, one compare on the small-block path.  Other
+ * allocators: only page-aligned blocks are asked (their large blocks are
+ * page runs; a small block is rarely page-aligned). */
+static inline uint64_t atp_resident_size(const void *ptr)
+{
+	if (ATP_LIKELY(g.glibc)) {
+		size_t h = ((const size_t *)ptr)[-1];
+		if (ATP_LIKELY((h & ~(size_t)7) < g.resident_cmin))
+			return 0;
+		uint64_t u = (h & ~(size_t)7) - ((h & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
+		return u >= g.resident_min ? u : 0;
+	}
+	if (ATP_LIKELY((uintptr_t)ptr & (g.page - 1)))
+		return 0;
+	return atp_resident_usable_other(ptr);
 }
 
 /* atp_util.c: no-libc-allocation helpers */

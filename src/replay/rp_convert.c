@@ -146,6 +146,12 @@ struct conv {
 	uint32_t nmfree, mfreecap;
 	uint64_t page;
 	int xops; /* an extended op was written */
+	/* TOUCH ops (the trace has RESIDENT records): a block of at least
+	   touch_min usable bytes gets one before its allocation, its count
+	   filled in at its release (awl_writer_patch); releases of blocks of
+	   at least touch_lo requested bytes look their slot up */
+	uint64_t touch_min, touch_lo, page_kib;
+	struct util_hmap touch; /* slot -> writer mark of the count */
 };
 
 /* A mapping slot: its last use (the WAIT its next user may need), the
@@ -373,6 +379,57 @@ static inline void emit_wait_for(struct conv *c, uint32_t ti, uint32_t owner, ui
 		emit_wait_slow(c, ti, owner, when);
 }
 
+/* --------------------------------------------------------- TOUCH ops */
+/* The count field of a TOUCH op: a varint padded to this many bytes, so
+ * that it can be filled in later in place (42 bits of KiB). */
+#define RP_TOUCH_WIDTH 6
+
+static void put_uv_fixed(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < RP_TOUCH_WIDTH - 1; i++, v >>= 7)
+		p[i] = (uint8_t)((v & 0x7f) | 0x80);
+	p[RP_TOUCH_WIDTH - 1] = (uint8_t)(v & 0x7f);
+}
+
+/* Thread ti's next op allocates a block of usable bytes into slot: a
+ * large one gets a TOUCH op first, its count unknown (0) until the
+ * block's release says how many pages the program had resident. */
+static void touch_place(struct conv *c, uint32_t ti, uint64_t slot, uint64_t usable)
+{
+	if (!c->touch_min || usable < c->touch_min)
+		return;
+	uint32_t wi = c->th[ti].widx;
+	uint8_t *p = awl_writer_reserve(c->w, wi, 1 + RP_TOUCH_WIDTH);
+	*p++ = AWL_OP_TOUCH;
+	uint64_t mark = awl_writer_mark(c->w, wi, p);
+	put_uv_fixed(p, 0);
+	awl_writer_commit(c->w, wi, p + RP_TOUCH_WIDTH);
+	if (util_hmap_insert(&c->touch, slot, mark, NULL) < 0)
+		c->nomem = 1;
+	c->st->touch_ops++;
+}
+
+/* Block b dies (released by ev, NULL: dropped): its TOUCH, if it has one,
+ * gets ev's resident count. */
+static void touch_release(struct conv *c, const struct lv_block *b, const struct atr_event *ev)
+{
+	uint64_t mark;
+	if (!c->touch_min || b->size < c->touch_lo || !util_hmap_remove(&c->touch, b->tag, &mark))
+		return;
+	if (!ev || !ev->span_pages)
+		return; /* no count: the replay touches it as --touch first */
+	uint64_t kib = (uint64_t)ev->resident_pages * c->page_kib + 1;
+	uint8_t v[RP_TOUCH_WIDTH];
+	put_uv_fixed(v, kib < (1ULL << 42) ? kib : (1ULL << 42) - 1);
+	awl_writer_patch(c->w, mark, v, sizeof(v));
+	c->st->touch_counted++;
+}
+
+static uint64_t usable_of(const struct atr_event *ev)
+{
+	return ev->usable != UINT64_MAX && ev->usable ? ev->usable : ev->size;
+}
+
 /* ptr becomes live in slot, used last by thread ti's op idx (an_summary's
  * make_live).  A ptr that is still live means the trace missed its
  * release: its old slot is dropped. */
@@ -391,6 +448,7 @@ static void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev,
 		c->st->dup_allocs++;
 		report(c, REP_DUP, ev,
 		       "allocation returned a block that is still live (old one dropped)");
+		touch_release(c, &old, NULL);
 		uint32_t wi = c->th[ti].widx;
 		emit_wait_for(c, ti, old.owner, old.when);
 		uint8_t *p = awl_writer_reserve(c->w, wi, 16);
@@ -447,9 +505,11 @@ static const uint8_t op_of_type[ATR_T_CALL_LAST + 1] = {ATR_CALLS(OP_OF_)};
 /* A call's argument shape (atr_calls.h) decides both the record's words
  * and the op's fields. */
 
-/* A FREE op of block b (already taken out of the live set). */
-static void free_block(struct conv *c, uint32_t ti, const struct lv_block *b)
+/* A FREE op of block b (already taken out of the live set) for ev. */
+static void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
+		       const struct atr_event *ev)
 {
+	touch_release(c, b, ev);
 	emit_wait_for(c, ti, b->owner, b->when);
 	uint64_t idx = awl_writer_thread_ops(c->w, c->th[ti].widx);
 	uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
@@ -471,7 +531,7 @@ static void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		unknown_free(c, ev, ev->ptr);
 		return;
 	}
-	free_block(c, ti, &b);
+	free_block(c, ti, &b, ev);
 }
 
 static void split_array(uint64_t total, uint64_t nmemb, uint64_t *n, uint64_t *el)
@@ -492,6 +552,7 @@ static void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		if (c->nomem)
 			return;
 		emit_wait_for(c, ti, f.owner, f.when);
+		touch_place(c, ti, f.slot, usable_of(ev));
 	} else {
 		c->st->failed_allocs++;
 	}
@@ -554,6 +615,7 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 			}
 		} else if (addr_take(c, ev->ptr, &sb)) {
 			src = (uint64_t)sb.tag + 1;
+			touch_release(c, &sb, ev); /* in place, or realloc(p, 0) */
 		} else {
 			c->st->unknown_reallocs++;
 			report(c, REP_UREALLOC, ev,
@@ -575,6 +637,7 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 			emit_wait_for(c, ti, f.owner, f.when);
 			dst = (uint64_t)f.slot + 1;
 		}
+		touch_place(c, ti, dst - 1, usable_of(ev));
 	}
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
 	unsigned op = op_of_type[ev->type];
@@ -618,6 +681,7 @@ static void on_release(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		return;
 	}
 	if (ev->ptr && addr_take(c, ev->ptr, &b)) {
+		touch_release(c, &b, ev); /* the realloc's old block */
 		if (lv_born(&c->rel, rel_key(ti, ev->ptr), b.size, b.when, &rb, NULL) < 0) {
 			c->nomem = 1;
 			return;
@@ -1599,7 +1663,7 @@ static int filter_call(struct conv *c, const struct source *sc, uint32_t ti,
 	} else if (moved && ev->ptr) {
 		/* a kept block ends here: its free */
 		if (*rel || addr_take(c, ev->ptr, rb)) {
-			free_block(c, ti, rb);
+			free_block(c, ti, rb, ev);
 			freed = 1;
 		}
 	}
@@ -1607,6 +1671,27 @@ static int filter_call(struct conv *c, const struct source *sc, uint32_t ti,
 	if (ev->ret)
 		exclude(c, ev->ret);
 	return 0;
+}
+
+/* TOUCH ops when every process converted has RESIDENT records with the
+ * same page size (docs/WORKLOAD_FORMAT.md). */
+static void touch_setup(struct conv *c, const struct source *sc)
+{
+	uint64_t min = 0;
+	uint32_t page = 0;
+	size_t n = sc->m ? sc->nm : sc->f ? 1 : 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct atr_info *in = atr_get_info(sc->m ? sc->m[i].f : sc->f);
+		if (!in->resident_min || in->page_size < 1024 || in->page_size % 1024 ||
+		    (page && in->page_size != page))
+			return;
+		page = in->page_size;
+		if (in->resident_min > min)
+			min = in->resident_min;
+	}
+	c->touch_min = min;
+	c->touch_lo = min / 2; /* usable <= 2 x requested for any allocator we know */
+	c->page_kib = page / 1024;
 }
 
 int rp_convert(const char *trace, const char *out, const struct rp_convert_opts *o,
@@ -1644,6 +1729,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.filtered = o->keep || o->have_from || o->have_to;
 	c.in_window = !o->have_from;
 	c.to_ts = UINT64_MAX;
+	touch_setup(&c, &sc);
 	if (sc.f) {
 		if (o->have_from && !o->from_label)
 			c.from_ts = secs_ticks(sc.f, o->from_s);
@@ -1679,7 +1765,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		    window_edge(&c, ev))
 			break; /* --to */
 		uint32_t ti = thread_of(&c, ev);
-		if (c.nomem)
+		if (c.nomem || c.bad_serial)
 			break;
 		struct cthread *t = &c.th[ti];
 		t->last_seq = st->records;
@@ -1788,7 +1874,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		    .think_ns = c.think_total,
 		    .max_live = c.max_live,
 		    .features =
-			(in && (in->features & ATR_FEAT_XCALLS)) || c.xops ? AWL_FEAT_XOPS : 0,
+			((in && (in->features & ATR_FEAT_XCALLS)) || c.xops ? AWL_FEAT_XOPS : 0) |
+			(c.touch_min ? AWL_FEAT_TOUCH : 0),
 		    .map_slots = c.nms,
 		    .file_maps = st->file_maps,
 		    .map_unknown = st->map_unknown,
@@ -1816,6 +1903,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	ur_destroy(&c.maps);
 	free(c.ms);
 	free(c.mfree);
+	util_hmap_destroy(&c.touch);
 	src_close(&sc);
 	st->seconds = plat_mono_s() - t0;
 	if (rc)

@@ -69,10 +69,11 @@ struct rp_convert_stats {
 	uint64_t madvise_other;	 /* madvise with advice the replay does not repeat */
 	uint64_t break_moves;	 /* brk, sbrk: not replayed */
 	uint64_t usable_unknown; /* malloc_usable_size of a block never allocated in the trace */
-	uint64_t excluded_calls; /* calls a filter left out */
-	int window_open, window_closed; /* --from/--to labels: seen */
-	uint32_t no_stacks;		/* processes without stacks (--module, --function
-					   keep none of their allocations) */
+	uint64_t touch_ops, touch_counted; /* TOUCH ops; those with a count */
+	uint64_t excluded_calls;	   /* calls a filter left out */
+	int window_open, window_closed;	   /* --from/--to labels: seen */
+	uint32_t no_stacks;		   /* processes without stacks (--module, --function
+					      keep none of their allocations) */
 	/* a dj/malloc trace (docs/DJ_COMPAT.md) */
 	int dj, dj_alloctrace_export;
 	uint64_t dj_inversions_fixed, dj_inversions_pending, dj_reallocs_merged;

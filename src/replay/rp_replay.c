@@ -297,6 +297,7 @@ struct replay {
 	_Atomic int abort;
 	_Atomic int stop_sampler;
 	size_t page;
+	enum rp_touch touch;  /* o->touch, AUTO resolved */
 	uint64_t timer_floor; /* ticks an empty timed region measures */
 	unsigned spin, ncpu;
 	int membar; /* membarrier(PRIVATE_EXPEDITED) registered */
@@ -430,14 +431,25 @@ static inline void publish(struct replay *rp, uint32_t t, uint64_t done)
 	}
 }
 
-static inline void touch(struct replay *rp, void *p, uint64_t size)
+/* kib: a TOUCH op's field before this allocation (KiB + 1 the program had
+ * resident of the block; 0: none or unknown). */
+static inline void touch(struct replay *rp, void *p, uint64_t size, uint64_t kib)
 {
 	if (!p || !size)
 		return;
 	volatile char *c = p;
-	if (rp->o->touch == RP_TOUCH_ALL) {
+	if (rp->touch == RP_TOUCH_TRACE && kib) {
+		/* the first pages the block overlaps, as many as were resident */
+		uint64_t n = ((kib - 1) * 1024 + rp->page - 1) / rp->page;
+		uintptr_t a = (uintptr_t)p, end = a + size, q = (a & ~(uintptr_t)(rp->page - 1));
+		if (!n)
+			return;
+		c[0] = 1;
+		while (--n && (q += rp->page) < end)
+			*(volatile char *)q = 1;
+	} else if (rp->touch == RP_TOUCH_ALL) {
 		memset(p, 0x5a, size);
-	} else if (rp->o->touch == RP_TOUCH_FIRST) {
+	} else if (rp->touch != RP_TOUCH_NONE) {
 		for (uint64_t i = 0; i < size; i += rp->page)
 			c[i] = 1;
 		c[size - 1] = 1;
@@ -601,7 +613,7 @@ static int map_flags(uint32_t mf)
 static void touch_map(struct replay *rp, uint32_t mf, uint8_t *p, uint64_t len)
 {
 	if (mf & AWL_MF_WRITE)
-		touch(rp, p, len);
+		touch(rp, p, len, 0);
 }
 
 /* One of the program's other calls (workload v3; verified: slots and
@@ -733,6 +745,7 @@ static void *run_thread(void *arg)
 	uint64_t t_start = plat_mono_ns(), c_start = thread_cpu_ns();
 	long sw_start = thread_nivcsw();
 	int64_t live = 0;
+	uint64_t pending_kib = 0;
 	/* the decoder's buffer: its own mapping, not the allocator's, and
 	   gone when the thread is */
 	const struct awl_thread *at = awl_get_thread(rp->f, me->t);
@@ -751,6 +764,8 @@ static void *run_thread(void *arg)
 	while (buf && !atomic_load_explicit(&rp->abort, memory_order_relaxed) &&
 	       (r = awl_stream_next(&s, &op)) > 0) {
 		uint64_t t0 = 0, t1 = 0;
+		uint64_t touch_kib = pending_kib; /* a TOUCH just before: its count */
+		pending_kib = 0;
 		void *res = NULL;
 		struct slot *dst = NULL, *src = NULL;
 		uint64_t size = 0;
@@ -788,6 +803,9 @@ static void *run_thread(void *arg)
 		case AWL_OP_MREMAP:
 		case AWL_OP_MADVISE:
 			run_xop(rp, L, &op);
+			goto next;
+		case AWL_OP_TOUCH: /* for the allocation that follows */
+			pending_kib = op.a;
 			goto next;
 			/* one case per traced function (atr_calls.h), by argument shape */
 #define DST(f) (f ? &rp->slots[f - 1] : NULL)
@@ -903,7 +921,7 @@ static void *run_thread(void *arg)
 				dst->size = size;
 				live += (int64_t)size;
 				if (res)
-					touch(rp, res, size);
+					touch(rp, res, size, touch_kib);
 				else
 					L->unexpected_fail++;
 			} else if (res) {
@@ -1091,6 +1109,11 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	rp.version = in->version;
 	rp.res = res;
 	rp.page = (size_t)sysconf(_SC_PAGESIZE);
+	res->has_touch = (in->features & AWL_FEAT_TOUCH) != 0;
+	rp.touch = o->touch != RP_TOUCH_AUTO ? o->touch
+		   : res->has_touch	     ? RP_TOUCH_TRACE
+					     : RP_TOUCH_FIRST;
+	res->touch = rp.touch;
 	rp.timer_floor = timer_floor(o->timing);
 	rp.spin = o->spin == UINT_MAX ? 0 : o->spin ? o->spin : RP_SPIN_DEFAULT;
 	rp.ncpu = usable_cpus();

@@ -19,7 +19,11 @@
 #include "atr_err.h"
 #include "awl_workload.h"
 
-enum rp_touch { RP_TOUCH_NONE, RP_TOUCH_FIRST, RP_TOUCH_ALL };
+/* How the replay writes a block it allocated.  TRACE: a block with a
+ * TOUCH op (the workload's AWL_FEAT_TOUCH: large blocks) as many pages as
+ * the program had resident, the others as FIRST.  AUTO: TRACE if the
+ * workload has TOUCH ops, else FIRST (workloads from older traces). */
+enum rp_touch { RP_TOUCH_NONE, RP_TOUCH_FIRST, RP_TOUCH_ALL, RP_TOUCH_TRACE, RP_TOUCH_AUTO };
 /* How a call is timed: SERIAL (default) fences the clock reads so the call
  * runs between them and subtracts the empty-region floor; FAST reads the
  * clock without fences (cheaper, but a call that takes less than the clock
@@ -83,6 +87,8 @@ struct rp_result {
 	uint64_t think_ns, think_trace_ns;	   /* spent; in the workload */
 	uint64_t trace_duration_ns;		   /* the traced run, first to last record */
 	int version;				   /* workload format version */
+	enum rp_touch touch;			   /* the mode used (AUTO resolved) */
+	int has_touch;				   /* the workload has TOUCH ops */
 	uint64_t wall_ns, cycles, thread_ns_sum;
 	uint64_t thread_cpu_ns_sum;		 /* CPU time of the replay threads */
 	uint64_t invol_switches;		 /* their involuntary context switches */

@@ -112,6 +112,10 @@ static uint8_t *make_trace(int k, size_t *len)
 	struct atw *w = atw_new(4096);
 	if (k)
 		atw_hdr_u64(w, ATR_H_FEATURES, ATR_FEAT_CLOCK_MONO_NS | ATR_FEAT_XCALLS);
+	if (k % 2 == 0) { /* RESIDENT records: TOUCH ops in the workload */
+		atw_hdr_u64(w, ATR_H_RESIDENT_MIN, 16384);
+		atw_hdr_u32(w, ATR_H_PAGE_SIZE, 4096);
+	}
 	uint32_t a = atw_thread(w, 1, 0), b = atw_thread(w, 2, 0), c = atw_thread(w, 3, 0);
 	uint64_t ts = 1;
 	if (k) {
@@ -134,6 +138,17 @@ static uint8_t *make_trace(int k, size_t *len)
 		}
 		if (i % 17 == 0)
 			atw_marker(w, b, ts++, "m");
+		if (i % 8 == 0) { /* a large block, released by free or a realloc */
+			uint64_t q = 0x4000000 + 0x100000 * (uint64_t)(i % 5);
+			uint64_t pay[2] = {q, 40};
+			atw_malloc(w, a, ts++, q, 150000, 16);
+			atw_meta(w, c, ts, ATR_T_RESIDENT, (uint32_t)(i % 41), pay, 16);
+			if (i % 16)
+				atw_free(w, c, ts++, q);
+			else
+				atw_realloc(w, c, ts, q, q + 0x80000, 70000, 2), ts += 3,
+				    atw_free(w, a, ts++, q + 0x80000);
+		}
 		if (i % 9 == 0)
 			ts += 3000 + 1000 * (uint64_t)k; /* think time */
 	}
@@ -259,7 +274,8 @@ int main(int argc, char **argv)
 			}
 			const struct awl_info *in = awl_get_info(f);
 			if (in->version == AWL_VERSION &&
-			    (!in->think_ns || in->roots >= in->nthreads))
+			    (!in->think_ns || in->roots >= in->nthreads ||
+			     !(in->features & AWL_FEAT_TOUCH) != (k % 2 != 0)))
 				abort();
 			/* and the other calls' ops, each kind */
 			for (unsigned x = 0;

@@ -1,0 +1,59 @@
+/* touchpages.c - large blocks with known numbers of pages written
+ * (RESIDENT records, the workload's TOUCH ops, replay --touch trace).
+ *
+ * usage: touchpages [N [PAGES]]   (default 64 128)
+ *
+ * mmap_threshold 64 KiB (fixed, so glibc's dynamic threshold never moves
+ * blocks to the heap): N blocks of PAGES pages each are mmap'd chunks;
+ * block i gets its first touched(i) = 1 + (7 i) % 8 pages written (page 0
+ * holds the chunk header).  Then block 0 is reallocated to twice its size
+ * (its old count is touched(0)) and its first 5 pages written, and every
+ * block is freed in order.  Prints "touched KIB span KIB": what a replay
+ * should write and what the blocks span.
+ */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define PAGE 4096
+
+static int touched(int i)
+{
+	return 1 + (7 * i) % 8;
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 64;
+	int pages = argc > 2 ? atoi(argv[2]) : 128;
+	if (n < 1 || n > 4096 || pages < 9)
+		return 2;
+	if (mallopt(M_MMAP_THRESHOLD, 64 << 10) != 1)
+		return 3;
+	/* the chunk (header included) fills exactly `pages` pages */
+	size_t size = (size_t)pages * PAGE - 64;
+	volatile char **b = malloc((size_t)n * sizeof(*b));
+	if (!b)
+		return 4;
+	long kib = 0;
+	for (int i = 0; i < n; i++) {
+		b[i] = malloc(size);
+		if (!b[i])
+			return 4;
+		for (int j = 0; j < touched(i); j++)
+			b[i][(size_t)j * PAGE] = 1;
+		kib += touched(i) * (PAGE / 1024);
+	}
+	volatile char *r = realloc((void *)b[0], 2 * size);
+	if (!r)
+		return 4;
+	for (int j = 0; j < 5; j++)
+		r[(size_t)j * PAGE] = 1;
+	b[0] = r;
+	for (int i = 0; i < n; i++)
+		free((void *)b[i]);
+	free(b);
+	printf("touched %ld span %ld\n", kib, (long)n * pages * (PAGE / 1024));
+	return 0;
+}
