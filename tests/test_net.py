@@ -17,12 +17,24 @@
              left in its spool, so every call the program reported before
              the kill is in the file (without a clean exit); the collector
              records the next client.
-  killed     the collector is SIGKILLed mid-run: the program still runs to
-             its end with its exit status, and says the trace was cut short.
+  killed     the collector is SIGKILLed mid-run and never comes back: the
+             program still runs to its end with its exit status, and says
+             the trace was cut short.
+  restart    the collector is SIGKILLed mid-run and started again on the
+             same port and directory: the program reconnects and the same
+             file goes on.  With a 64 KiB buffer calls are lost meanwhile;
+             with 16 MiB none are (what the dead collector never confirmed
+             is sent again, what it had written is not written twice).
+             Both exact: calls in the file + lost records == the calls the
+             program counted.
+  resend     a proxy swallows the collector's acknowledgements and then cuts
+             the connection: the sender sends everything again, the
+             collector skips the frames it has written (exact counts, and
+             it says how many it skipped).
   slow       the collector is stopped (SIGSTOP) while the program runs with
              a 64 KiB buffer: the program keeps going (2 M iterations while
-             stopped); once the collector resumes, the file reads back and
-             counts the lost records.
+             stopped); once the collector resumes, the file reads back, and
+             calls in it + lost records == the calls the program made.
   bad_input  garbage, a wrong version, a stream cut inside a message and a
              client that vanishes: a clear message each, the collector keeps
              running, and a good stream afterwards is still written.
@@ -50,10 +62,10 @@ TIMEOUT = 60
 class Collector:
     """`alloctrace collect --listen 127.0.0.1:0 -o DIR`, port read from stderr."""
 
-    def __init__(self, build, out, extra=()):
-        self.log = open(os.path.join(os.path.dirname(out), "collect.log"), "w+")
+    def __init__(self, build, out, extra=(), port=0, log="collect.log"):
+        self.log = open(os.path.join(os.path.dirname(out), log), "w+")
         self.p = subprocess.Popen([os.path.join(build, "alloctrace"), "collect", "--listen",
-                                   "127.0.0.1:0", "-o", out] + list(extra),
+                                   "127.0.0.1:%d" % port, "-o", out] + list(extra),
                                   stderr=self.log, stdout=subprocess.DEVNULL)
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -327,18 +339,159 @@ def wait_iter(marks, n, timeout=25):
     return read_marks(marks)
 
 
+def check_exact(build, coldir, out, want_lost):
+    """one file for the program; calls in it + lost records == its own count"""
+    exp = expectations(out)
+    if len(exp) != 1:
+        fail("no expectation line from the program: %r" % out[:300])
+    pid, e = list(exp.items())[0]
+    files = sorted(f for f in os.listdir(coldir) if f.endswith(".atr"))
+    if files != ["%d.atr" % pid]:
+        fail("files %s: expected the one file %d.atr, continued" % (files, pid))
+    q = info(build, coldir)[0]
+    made = sum(e["calls"].values())
+    if q["total_calls"] + q["lost_records"] != made:
+        fail("%d calls in the file + %d lost != %d calls the program made (lost blocks %d)"
+             % (q["total_calls"], q["lost_records"], made, q["lost_blocks"]))
+    if want_lost and q["lost_records"] == 0:
+        fail("nothing was lost, yet the buffer could not hold the outage (%d calls)" % made)
+    if not want_lost and q["lost_records"] != 0:
+        fail("%d calls lost though the buffer held them all" % q["lost_records"])
+    if not q["clean_exit"]:
+        fail("the file does not say the program exited")
+    return q, made
+
+
+def case_restart(build, tmp):
+    for buf_kb, lossy in ((64, True), (16384, False)):
+        coldir = os.path.join(tmp, "col%d" % buf_kb)
+        col = Collector(build, coldir, log="collect%d.log" % buf_kb)
+        marks = os.path.join(tmp, "marks%d" % buf_kb)
+        cmd = [os.path.join(build, "alloctrace"), "record", "--buffer-kb", "4", "-o",
+               "tcp://127.0.0.1:%d" % col.port, "--",
+               os.path.join(build, "tests", "progs", "killme"), marks, "1500000"]
+        env = dict(os.environ, ALLOCTRACE_NET_BUFFER_KB=str(buf_kb),
+                   ALLOCTRACE_NET_TIMEOUT_MS="5000")
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env)
+        _, i0 = wait_iter(marks, 100000)
+        col.p.kill()
+        col.p.wait()
+        # as if the kill had cut a unit in the middle: the restarted
+        # collector must cut it off before it goes on
+        files = [f for f in os.listdir(coldir) if f.endswith(".atr")]
+        with open(os.path.join(coldir, files[0]), "ab") as f:
+            f.write(struct.pack("<II", 0x4b4c4254, 4) + b"\x55" * 100)
+        _, i1 = wait_iter(marks, i0 + 200000)  # it goes on without a collector
+        col2 = Collector(build, coldir, port=col.port, log="collect%d.2.log" % buf_kb)
+        try:
+            out, err = p.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            fail("the program hung around the collector's restart")
+        col2.wait_streams(1)
+        col2.stop()
+        if p.returncode != 0:
+            fail("exit %d:\n%s" % (p.returncode, err))
+        if "lost the connection to" not in err or "reconnected to" not in err:
+            fail("stderr does not tell of the outage and the reconnect:\n" + err)
+        if "reconnected, the stream goes on" not in col2.text():
+            fail("the restarted collector did not continue the file:\n" + col2.text())
+        q, made = check_exact(build, coldir, out, lossy)
+        print("restart, %d KiB buffer: collector down for %d iterations; %d calls made, "
+              "%d in the file, %d lost, %d blocks missing" %
+              (buf_kb, i1 - i0, made, q["total_calls"], q["lost_records"], q["lost_blocks"]))
+
+
+class AckEater:
+    """A TCP proxy to the collector that swallows the collector's
+    acknowledgements on the first connection and cuts it after `cut`
+    seconds: the collector has written everything, the sender has had
+    nothing confirmed and sends it all again on its next connection
+    (which this proxy passes through untouched)."""
+
+    def __init__(self, port, cut):
+        import threading
+        self.threading = threading
+        self.port, self.cut, self.conns = port, cut, 0
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(4)
+        self.my_port = self.ls.getsockname()[1]
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def pipe(self, a, b, swallow=False):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                if not swallow:
+                    b.sendall(d)
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def serve(self):
+        while True:
+            c, _ = self.ls.accept()
+            u = socket.create_connection(("127.0.0.1", self.port))
+            first = self.conns == 0
+            self.conns += 1
+            self.threading.Thread(target=self.pipe, args=(c, u), daemon=True).start()
+            self.threading.Thread(target=self.pipe, args=(u, c, first), daemon=True).start()
+            if first:
+                t = self.threading.Timer(self.cut, lambda: [x.shutdown(socket.SHUT_RDWR)
+                                                            for x in (c, u)])
+                t.daemon = True
+                t.start()
+
+
+def case_resend(build, tmp):
+    """No acknowledgement reaches the sender before its connection is cut:
+    it sends everything again on the next one, and the collector, which
+    had written it all, skips every frame it has: nothing twice, nothing
+    lost."""
+    coldir = os.path.join(tmp, "col")
+    col = Collector(build, coldir)
+    proxy = AckEater(col.port, 0.4)
+    marks = os.path.join(tmp, "marks")
+    cmd = [os.path.join(build, "alloctrace"), "record", "--buffer-kb", "4", "-o",
+           "tcp://127.0.0.1:%d" % proxy.my_port, "--",
+           os.path.join(build, "tests", "progs", "killme"), marks, "800000"]
+    env = dict(os.environ, ALLOCTRACE_NET_BUFFER_KB="32768", ALLOCTRACE_NET_TIMEOUT_MS="5000")
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=TIMEOUT)
+    if r.returncode != 0:
+        fail("exit %d:\n%s" % (r.returncode, r.stderr))
+    col.wait_streams(2)
+    col.stop()
+    if proxy.conns < 2 or "reconnected to" not in r.stderr:
+        fail("the sender did not reconnect (%d connections):\n%s" % (proxy.conns, r.stderr))
+    m = re.search(r"(\d+) frame\(s\) it had already", col.text())
+    if not m or int(m.group(1)) == 0:
+        fail("no frame was sent twice and skipped:\n" + col.text())
+    q, made = check_exact(build, coldir, r.stdout, False)
+    print("resend: %d calls made, %d in the file, %s frames skipped as already written"
+          % (made, q["total_calls"], m.group(1)))
+
+
 def case_slow(build, tmp):
     """While the collector is stopped the program keeps going (millions of
     calls, far more than the 64 KiB buffer and the kernel's socket buffers
     hold); once the collector is back, the later blocks say what was
     dropped."""
-    col = Collector(build, os.path.join(tmp, "col"))
+    coldir = os.path.join(tmp, "col")
+    col = Collector(build, coldir)
     marks = os.path.join(tmp, "marks")
     cmd = [os.path.join(build, "alloctrace"), "record", "--buffer-kb", "4", "-o",
            "tcp://127.0.0.1:%d" % col.port, "--", os.path.join(build, "tests", "progs", "killme"),
-           marks]
+           marks, "2600000"]
     env = dict(os.environ, ALLOCTRACE_NET_BUFFER_KB="64", ALLOCTRACE_NET_TIMEOUT_MS="200")
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=env)
     pid, i0 = wait_iter(marks, 5000)
     col.p.send_signal(signal.SIGSTOP)
@@ -350,18 +503,15 @@ def case_slow(build, tmp):
         p.kill()
         fail("the program made only %d iterations in %.1f s while the collector was stopped "
              "(blocked?)" % (i1 - i0, stopped))
-    _, i2 = wait_iter(marks, i1 + 200000)
-    os.kill(pid, signal.SIGKILL)
-    p.communicate(timeout=TIMEOUT)
-    col.wait_streams(2)  # the stream, and record's continuation from the spool
+    out, err = p.communicate(timeout=TIMEOUT)
+    if p.returncode != 0:
+        fail("exit %d:\n%s" % (p.returncode, err))
+    col.wait_streams(1)
     col.stop()
-    q = info(build, os.path.join(tmp, "col"))[0]
-    if q["lost_records"] == 0:
-        fail("nothing counted as lost, yet the collector was stopped (%d calls arrived)"
-             % q["total_calls"])
-    print("slow: %d iterations (%d calls) in %.2f s with the collector stopped; %d calls "
-          "arrived, %d records counted lost, %d blocks missing" %
-          (i1 - i0, 2 * (i1 - i0), stopped, q["total_calls"], q["lost_records"],
+    q, made = check_exact(build, coldir, out, True)
+    print("slow: %d iterations (%d calls) in %.2f s with the collector stopped; of %d calls "
+          "%d arrived, %d counted lost, %d blocks missing" %
+          (i1 - i0, 2 * (i1 - i0), stopped, made, q["total_calls"], q["lost_records"],
            q["lost_blocks"]))
 
 
@@ -430,8 +580,8 @@ def case_no_collector(build, tmp):
 
 
 CASES = {"same": case_same, "fork": case_fork, "exec": case_exec, "killed": case_killed,
-         "client_killed": case_client_killed, "slow": case_slow, "bad_input": case_bad_input,
-         "no_collector": case_no_collector}
+         "restart": case_restart, "resend": case_resend, "client_killed": case_client_killed,
+         "slow": case_slow, "bad_input": case_bad_input, "no_collector": case_no_collector}
 
 
 def run_case(fn, c):

@@ -8,6 +8,7 @@
  * its connection, never the collector.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -25,6 +26,7 @@
 #include "atn_stream.h"
 #include "atr_format.h"
 #include "cmds/cmds.h"
+#include "util_hmap.h"
 #include "util_msg.h"
 
 #define COL_DEFAULT_DIR "alloctrace.data"
@@ -56,21 +58,22 @@ static void col_on_signal(int sig)
 }
 
 /* One output file: a process image's stream, possibly in several
- * connections (a continuation sent after an exec or a kill). */
-struct col_stage {
-	uint32_t serial;
-	uint64_t seq, off;
-};
-
+ * connections (a continuation sent after an exec or a kill, a reconnect
+ * after the connection broke or this collector was restarted). */
 struct col_file {
 	char path[PATH_MAX];
 	int fd, refs;
 	uint64_t off; /* end of the units written */
-	uint32_t pid, exec_seq, status;
+	uint32_t pid, exec_seq, status, block_size;
 	uint64_t start_realtime;
 	char host[ATN_HOST_MAX + 1];
-	struct col_stage *stg; /* staging blocks written: a later copy replaces one */
-	size_t nstg;
+	/* staging blocks written, (thread, seq) -> offset: a later copy
+	 * replaces one */
+	struct util_hmap stg;
+	/* after a reconnect (dedup): the frames in the file, (thread, seq),
+	 * so that frames sent again are skipped */
+	struct util_hmap frames;
+	int dedup;
 };
 
 struct col_conn {
@@ -78,7 +81,10 @@ struct col_conn {
 	char peer[80];
 	struct atn_rx rx;
 	struct col_file *f;
-	uint64_t frames, staging;
+	uint64_t frames, staging, dups;
+	uint64_t acked;	   /* the last acknowledgement queued */
+	uint8_t ack[8];	   /* an acknowledgement being sent */
+	unsigned ack_left; /* its bytes not sent yet */
 };
 
 struct col {
@@ -102,6 +108,11 @@ static uint64_t rd64(const uint8_t *p)
 	uint64_t v;
 	memcpy(&v, p, 8);
 	return v;
+}
+
+static uint64_t unit_key(const uint8_t *u)
+{
+	return (uint64_t)rd32(u + ATR_B_THREAD) << 40 ^ rd64(u + ATR_B_SEQ);
 }
 
 static int write_at(struct col_conn *k, const void *p, size_t len, uint64_t off)
@@ -130,7 +141,7 @@ static int col_create(struct col *cs, struct col_conn *k, struct col_file *f)
 				 f->pid, n);
 		else
 			snprintf(f->path, sizeof f->path, "%s/%" PRIu32 ".atr", cs->dir, f->pid);
-		f->fd = open(f->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		f->fd = open(f->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (f->fd >= 0) {
 			f->exec_seq = n;
 			return 0;
@@ -140,6 +151,52 @@ static int col_create(struct col *cs, struct col_conn *k, struct col_file *f)
 					   strerror(errno));
 	}
 	return atn_rx_fail(&k->rx, "%s: 1000 files for pid %" PRIu32 " already", cs->dir, f->pid);
+}
+
+/* The units of a file this collector wrote (now or before a restart):
+ * where each staging block and frame is, and where the last whole unit
+ * ends.  A unit cut by a kill of the collector is cut off: the stream
+ * sends it again.  0, or -1 with the error in k->rx. */
+static int col_scan(struct col_conn *k, struct col_file *f)
+{
+	struct stat st;
+	if (fstat(f->fd, &st) != 0)
+		return atn_rx_fail(&k->rx, "%s: %s", f->path, strerror(errno));
+	uint64_t size = (uint64_t)st.st_size, off = ATR_HEADER_SIZE, end = off;
+	util_hmap_clear(&f->stg);
+	util_hmap_clear(&f->frames);
+	while (off + ATR_BLOCK_HEADER_SIZE <= size) {
+		uint8_t u[ATR_BLOCK_HEADER_SIZE];
+		if (pread(f->fd, u, sizeof u, (off_t)off) != (ssize_t)sizeof u)
+			break;
+		if (rd64(u) == 0 && off % 4096) {
+			off = (off + 4095) & ~(uint64_t)4095; /* the gap before a staging block */
+			continue;
+		}
+		uint32_t kind = rd32(u + ATR_B_KIND);
+		if (rd32(u + ATR_B_MAGIC) != ATR_BLOCK_MAGIC)
+			break;
+		if ((kind == ATR_BLOCK_STAGING || kind == ATR_BLOCK_RETIRED) && off % 4096 == 0) {
+			if (util_hmap_insert(&f->stg, unit_key(u), off, NULL) < 0)
+				util_die_nomem();
+			off += f->block_size;
+		} else if (kind == ATR_BLOCK_FRAME && rd32(u + ATR_U_CHECK) == atr_unit_check(u)) {
+			uint64_t len = ATR_BLOCK_HEADER_SIZE + (uint64_t)rd32(u + ATR_U_CSIZE);
+			if (off + len > size)
+				break;
+			if (util_hmap_insert(&f->frames, unit_key(u), 1, NULL) < 0)
+				util_die_nomem();
+			off += (len + ATR_UNIT_ALIGN - 1) & ~(uint64_t)(ATR_UNIT_ALIGN - 1);
+		} else {
+			break;
+		}
+		end = off;
+	}
+	if (ftruncate(f->fd, (off_t)end) != 0)
+		return atn_rx_fail(&k->rx, "%s: %s", f->path, strerror(errno));
+	f->off = end;
+	f->dedup = 1;
+	return 0;
 }
 
 /* A continuation belongs to the file of the same process image. */
@@ -154,6 +211,58 @@ static struct col_file *col_find(struct col *cs, const struct col_file *id)
 	return NULL;
 }
 
+static struct col_file *col_add(struct col *cs, const struct col_file *id)
+{
+	struct col_file *f = calloc(1, sizeof *f);
+	struct col_file **fs = realloc(cs->files, (cs->nfiles + 1) * sizeof *fs);
+	if (!f || !fs)
+		util_die_nomem();
+	cs->files = fs;
+	*f = *id;
+	f->fd = -1;
+	cs->files[cs->nfiles++] = f;
+	return f;
+}
+
+/* ... or to a file a collector wrote into DIR before (this one before a
+ * restart): <pid>.atr or <pid>.<n>.atr whose header names the same pid
+ * and start time.  NULL if there is none. */
+static struct col_file *col_find_disk(struct col *cs, const struct col_file *id)
+{
+	char pre[24];
+	int pl = snprintf(pre, sizeof pre, "%" PRIu32 ".", id->pid);
+	DIR *d = opendir(cs->dir);
+	struct dirent *de;
+	struct col_file *found = NULL;
+	while (d && !found && (de = readdir(d)) != NULL) {
+		const char *nm = de->d_name, *rest = nm + pl;
+		size_t dl = strspn(rest, "0123456789");
+		if (strncmp(nm, pre, (size_t)pl) != 0 ||
+		    (strcmp(rest, "atr") != 0 && (dl == 0 || strcmp(rest + dl, ".atr") != 0)))
+			continue;
+		char path[PATH_MAX];
+		if (snprintf(path, sizeof path, "%s/%s", cs->dir, nm) >= (int)sizeof path)
+			continue;
+		int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		uint8_t h[ATR_HEADER_SIZE];
+		if (fd < 0)
+			continue;
+		if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h, ATR_MAGIC, 8) &&
+		    rd32(h + ATR_H_PID) == id->pid &&
+		    rd64(h + ATR_H_START_REALTIME) == id->start_realtime) {
+			found = col_add(cs, id);
+			snprintf(found->path, sizeof found->path, "%s", path);
+			found->fd = fd;
+			found->exec_seq = rd32(h + ATR_H_EXEC_SEQ);
+		} else {
+			close(fd);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 struct col_ctx {
 	struct col *cs;
 	struct col_conn *k;
@@ -162,37 +271,48 @@ struct col_ctx {
 static int col_attach(struct col *cs, struct col_conn *k, const uint8_t *h)
 {
 	struct col_file id = {.pid = rd32(h + ATR_H_PID),
-			      .start_realtime = rd64(h + ATR_H_START_REALTIME)};
+			      .start_realtime = rd64(h + ATR_H_START_REALTIME),
+			      .block_size = rd32(h + ATR_H_BLOCK_SIZE)};
 	memcpy(id.host, k->rx.hello.host, sizeof id.host);
-	struct col_file *f = (k->rx.hello.flags & ATN_FLAG_CONTINUATION) ? col_find(cs, &id) : NULL;
+	uint32_t fl = k->rx.hello.flags;
+	int resume = (fl & ATN_FLAG_RESUME) != 0;
+	struct col_file *f = NULL;
+	if (fl & (ATN_FLAG_CONTINUATION | ATN_FLAG_RESUME)) {
+		f = col_find(cs, &id);
+		if (!f && (f = col_find_disk(cs, &id)) != NULL)
+			resume = 1; /* written before a restart: find its units */
+	}
 	if (f) {
-		if (f->fd < 0 && (f->fd = open(f->path, O_WRONLY | O_CLOEXEC)) < 0)
+		if (f->fd < 0 && (f->fd = open(f->path, O_RDWR | O_CLOEXEC)) < 0)
 			return atn_rx_fail(&k->rx, "cannot reopen %s: %s", f->path,
 					   strerror(errno));
 		f->refs++;
 		k->f = f;
-		fprintf(stderr, "%s: %s: pid %" PRIu32 ": the rest of its stream -> %s\n",
-			util_msg_prog(), k->peer, f->pid, f->path);
+		if (resume && col_scan(k, f))
+			return -1;
+		fprintf(stderr, "%s: %s: pid %" PRIu32 ": %s -> %s\n", util_msg_prog(), k->peer,
+			f->pid,
+			fl & ATN_FLAG_RESUME ? "reconnected, the stream goes on"
+					     : "the rest of its stream",
+			f->path);
 		return 0;
 	}
-	f = calloc(1, sizeof *f);
-	struct col_file **fs = realloc(cs->files, (cs->nfiles + 1) * sizeof *fs);
-	if (!f || !fs)
-		util_die_nomem();
-	cs->files = fs;
-	*f = id;
-	f->fd = -1;
+	f = col_add(cs, &id);
 	if (col_create(cs, k, f)) {
+		cs->nfiles--;
 		free(f);
 		return -1;
 	}
-	cs->files[cs->nfiles++] = f;
 	f->refs = 1;
 	f->off = ATR_HEADER_SIZE;
+	f->dedup = resume;
 	k->f = f;
 	const char *exe = (const char *)h + ATR_H_EXE;
-	fprintf(stderr, "%s: %s: pid %" PRIu32 " (%.*s) -> %s\n", util_msg_prog(), k->peer, f->pid,
-		(int)strnlen(exe, 255), exe, f->path);
+	fprintf(stderr, "%s: %s: pid %" PRIu32 " (%.*s) -> %s%s\n", util_msg_prog(), k->peer,
+		f->pid, (int)strnlen(exe, 255), exe, f->path,
+		fl & ATN_FLAG_RESUME ? " (a reconnect, but no file of its start is here: the "
+				       "beginning of its trace is missing)"
+				     : "");
 	return 0;
 }
 
@@ -216,34 +336,34 @@ static int cb_unit(void *arg, const uint8_t *u, size_t len)
 	struct col_conn *k = ((struct col_ctx *)arg)->k;
 	struct col_file *f = k->f;
 	uint32_t kind = rd32(u + ATR_B_KIND);
+	uint64_t key = unit_key(u), at;
 	if (kind == ATR_BLOCK_FRAME) {
+		/* after a reconnect, frames written but not yet acknowledged
+		 * come again */
+		if (f->dedup && util_hmap_lookup(&f->frames, key, NULL)) {
+			k->dups++;
+			return 0;
+		}
 		if (write_at(k, u, len, f->off))
 			return -1;
+		if (f->dedup && util_hmap_insert(&f->frames, key, 1, NULL) < 0)
+			util_die_nomem();
 		f->off += (len + ATR_UNIT_ALIGN - 1) & ~(uint64_t)(ATR_UNIT_ALIGN - 1);
 		k->frames++;
 		return 0;
 	}
 	/* a staging block: page-aligned, block_size long as in a local file;
-	 * a later copy of the same block (sent again after an exec or a
-	 * kill) holds at least as much: it replaces the earlier one */
-	uint32_t serial = rd32(u + ATR_B_THREAD);
-	uint64_t seq = rd64(u + ATR_B_SEQ), bs = k->rx.hello.block_size;
-	for (size_t i = 0; i < f->nstg; i++) {
-		if (f->stg[i].serial == serial && f->stg[i].seq == seq) {
-			k->staging++;
-			return write_at(k, u, len, f->stg[i].off);
-		}
-	}
-	struct col_stage *st = realloc(f->stg, (f->nstg + 1) * sizeof *st);
-	if (!st)
-		util_die_nomem();
-	f->stg = st;
+	 * a later copy of the same block (sent again after an exec, a kill
+	 * or a reconnect) holds at least as much: it replaces the earlier one */
+	k->staging++;
+	if (util_hmap_lookup(&f->stg, key, &at))
+		return write_at(k, u, len, at);
 	f->off = (f->off + 4095) & ~(uint64_t)4095;
-	f->stg[f->nstg++] = (struct col_stage){serial, seq, f->off};
+	if (util_hmap_insert(&f->stg, key, f->off, NULL) < 0)
+		util_die_nomem();
 	if (write_at(k, u, len, f->off))
 		return -1;
-	f->off += bs;
-	k->staging++;
+	f->off += f->block_size;
 	return 0;
 }
 
@@ -267,10 +387,14 @@ static void col_close(struct col *cs, size_t i, const char *why)
 		const char *end = (f->status & ATR_STATUS_CLEAN_EXIT)
 				      ? "the program exited"
 				      : "no clean exit (killed, exec'd, or the stream was cut)";
+		char dups[64] = "";
+		if (k->dups)
+			snprintf(dups, sizeof dups, ", %" PRIu64 " frame(s) it had already",
+				 k->dups);
 		fprintf(stderr,
 			"%s: %s: pid %" PRIu32 ": %" PRIu64 " frame(s), %" PRIu64
-			" staging block(s), %" PRIu64 " bytes -> %s (%s%s%s)\n",
-			util_msg_prog(), k->peer, f->pid, k->frames, k->staging, k->rx.bytes,
+			" staging block(s)%s, %" PRIu64 " bytes -> %s (%s%s%s)\n",
+			util_msg_prog(), k->peer, f->pid, k->frames, k->staging, dups, k->rx.bytes,
 			f->path, end, why ? "; " : "", why ? why : "");
 		cs->ended++;
 	} else if (why) {
@@ -280,6 +404,28 @@ static void col_close(struct col *cs, size_t i, const char *why)
 	atn_rx_free(&k->rx);
 	free(k);
 	cs->c[i] = cs->c[--cs->n];
+}
+
+/* Feature ACK: tell the sender how much of this connection's messages is
+ * in the file (it keeps the rest to send again after a reconnect).  Never
+ * waits: a sender that does not read gets the next count later. */
+static void col_ack(struct col_conn *k)
+{
+	if (!(k->rx.hello.features & ATN_FEAT_ACK))
+		return;
+	uint64_t v = k->rx.done - k->rx.msg_base;
+	if (!k->ack_left && v > k->acked) {
+		memcpy(k->ack, &v, 8); /* little-endian hosts only, as the writer */
+		k->acked = v;
+		k->ack_left = 8;
+	}
+	while (k->ack_left) {
+		ssize_t w =
+		    send(k->fd, k->ack + 8 - k->ack_left, k->ack_left, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w <= 0)
+			return; /* full or gone: the read side will tell */
+		k->ack_left -= (unsigned)w;
+	}
 }
 
 static void col_read(struct col *cs, size_t i, uint8_t *buf)
@@ -310,7 +456,9 @@ static void col_read(struct col *cs, size_t i, uint8_t *buf)
 		char why[320];
 		snprintf(why, sizeof why, "bad stream, connection dropped: %s", k->rx.err);
 		col_close(cs, i, why);
+		return;
 	}
+	col_ack(k);
 }
 
 /* [ADDR:]PORT, ADDR a name, an IPv4 address or [IPv6]. */
@@ -519,7 +667,8 @@ int cmd_collect(int argc, char **argv)
 	while (cs.n)
 		col_close(&cs, cs.n - 1, "collector stopped");
 	for (size_t i = 0; i < cs.nfiles; i++) {
-		free(cs.files[i]->stg);
+		util_hmap_destroy(&cs.files[i]->stg);
+		util_hmap_destroy(&cs.files[i]->frames);
 		free(cs.files[i]);
 	}
 	free(cs.files);

@@ -44,13 +44,15 @@ static void record_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: alloctrace record [options] [--] PROG [ARGS...]\n"
-		"       alloctrace record -p PID [-o DIR] [--sample BYTES] [--duration SECONDS]\n"
+		"       alloctrace record -p PID [-o DIR|tcp://HOST:PORT] [--sample BYTES]\n"
+		"                         [--duration SECONDS]\n"
 		"Run PROG with the tracer preloaded; each process image writes\n"
 		"DIR/<pid>.atr (DIR/<pid>.<n>.atr for the n-th exec of the same pid).\n"
 		"  -o, --output DIR   trace directory (default " REC_DEFAULT_DIR "; an existing\n"
 		"                     default directory is renamed to " REC_DEFAULT_DIR ".old)\n"
 		"  -o tcp://HOST:PORT  send the trace to `alloctrace collect` on HOST\n"
-		"                     instead (docs/NET_FORMAT.md; no RSS samples)\n"
+		"                     instead (docs/NET_FORMAT.md; no RSS samples; with -p\n"
+		"                     too); reconnects if the collector comes back\n"
 		"      --force        allow an -o DIR that already holds *.atr files\n"
 		"                     (they are deleted first)\n"
 		"      --no-children  do not trace child processes\n"
@@ -260,6 +262,12 @@ static size_t attach_settings(const struct rec_opts *o, char *buf, size_t cap)
 	    {"ALLOCTRACE_BUFFER_KB", o->buffer_kb},
 	    {"ALLOCTRACE_ZSTD_LEVEL", o->zstd_level},
 	    {"ALLOCTRACE_SAMPLE", *o->sample ? o->sample : NULL},
+	    /* -o tcp://: the stream's settings from record's environment */
+	    {"ALLOCTRACE_COLLECTOR", o->collector[0] ? o->collector : NULL},
+	    {"ALLOCTRACE_NET_BUFFER_KB",
+	     o->collector[0] ? getenv("ALLOCTRACE_NET_BUFFER_KB") : NULL},
+	    {"ALLOCTRACE_NET_TIMEOUT_MS",
+	     o->collector[0] ? getenv("ALLOCTRACE_NET_TIMEOUT_MS") : NULL},
 	};
 	size_t n = 0;
 	for (size_t i = 0; i < sizeof(set) / sizeof(*set); i++) {
@@ -596,6 +604,19 @@ static void compact_dir(const char *dir)
 		closedir(d);
 }
 
+/* The library's spool directory (-o tcp://): staging blocks. */
+static int make_spool(char *out, size_t len)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(out, len, "%s/alloctrace-spool-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(out)) {
+		util_err("record: cannot create a spool directory in %s: %s",
+			 tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* The one summary line. */
 /* att_attach's progress and warnings, as it goes. */
 static void attach_note(void *arg, enum att_note kind, const char *msg)
@@ -824,23 +845,37 @@ int cmd_record(int argc, char **argv)
 			util_err("record: empty -o DIR");
 			return 2;
 		}
-		if (!strncmp(o.dir, "tcp://", 6)) {
-			util_err("record: -p writes local files only; -o tcp:// needs a program "
-				 "started by record");
-			return 2;
-		}
 		if (o.no_start)
 			util_warn("record: --no-start does not apply to -p: the attach starts "
 				  "recording (docs/ATTACH.md)");
 		if (o.no_rss)
 			util_warn("record: --no-rss does not apply to -p: no RSS is sampled while "
 				  "attached");
+		int anet = !strncmp(o.dir, "tcp://", 6);
+		char alib[PATH_MAX], adir[PATH_MAX];
+		if (anet) {
+			int r = rec_collector(o.dir, o.collector, sizeof o.collector);
+			if (r)
+				return r;
+		}
 		char settings[512];
 		size_t slen = attach_settings(&o, settings, sizeof(settings));
-		char alib[PATH_MAX], adir[PATH_MAX];
-		if (find_lib(alib) < 0 || prepare_dir(o.dir, o.explicit_dir, o.force) < 0)
+		if (find_lib(alib) < 0)
 			return 1;
-		if (!realpath(o.dir, adir)) {
+		if (anet) {
+			/* the tracer's spool (docs/NET_FORMAT.md), writable by the target */
+			if (make_spool(adir, sizeof adir) < 0)
+				return 1;
+			struct stat pst;
+			char proc[32];
+			snprintf(proc, sizeof proc, "/proc/%ld", attach_pid);
+			if (stat(proc, &pst) == 0 && pst.st_uid != geteuid() &&
+			    chown(adir, pst.st_uid, pst.st_gid) != 0)
+				util_warn("record: cannot give %s to the process's user: %s", adir,
+					  strerror(errno));
+		} else if (prepare_dir(o.dir, o.explicit_dir, o.force) < 0) {
+			return 1;
+		} else if (!realpath(o.dir, adir)) {
 			util_err("record: %s: %s", o.dir, strerror(errno));
 			return 1;
 		}
@@ -853,10 +888,19 @@ int cmd_record(int argc, char **argv)
 				      .duration = duration,
 				      .note = attach_note};
 		char eb[4200];
-		if (att_attach(&ao, eb, sizeof(eb)) < 0) {
+		int arc = att_attach(&ao, eb, sizeof(eb));
+		if (arc < 0)
 			util_err("record -p: %s", eb);
-			return 1;
+		if (anet) {
+			ship_leftovers(adir, o.collector);
+			if (arc >= 0)
+				fprintf(stderr,
+					"%s: recorded to %s (the collector wrote the files)\n",
+					util_msg_prog(), o.dir);
+			return arc < 0 ? 1 : 0;
 		}
+		if (arc < 0)
+			return 1;
 		report(adir);
 		return 0;
 	}
@@ -880,15 +924,8 @@ int cmd_record(int argc, char **argv)
 		if (r)
 			return r;
 		o.no_rss = 1; /* the samples would be a local file */
-		/* the library's spool: staging blocks (docs/NET_FORMAT.md) */
-		const char *tmp = getenv("TMPDIR");
-		snprintf(spool, sizeof spool, "%s/alloctrace-spool-XXXXXX",
-			 tmp && *tmp ? tmp : "/tmp");
-		if (!mkdtemp(spool)) {
-			util_err("record: cannot create a spool directory in %s: %s",
-				 tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		if (make_spool(spool, sizeof spool) < 0)
 			return 1;
-		}
 	} else if (prepare_dir(o.dir, o.explicit_dir, o.force) < 0) {
 		return 1;
 	}

@@ -257,6 +257,7 @@ static int msg_header(struct atn_rx *rx, const struct atn_rx_cb *cb, void *ctx)
 			return atn_rx_fail(rx, "end message with %u payload bytes", len);
 		rx->state = ATN_RX_DONE;
 		rx->need = rx->have = 0;
+		rx->done = rx->pos;
 		return cb->end ? cb->end(ctx) : 0;
 	default:
 		return atn_rx_fail(rx, "unknown message type %u", type);
@@ -284,6 +285,7 @@ static int complete(struct atn_rx *rx, const struct atn_rx_cb *cb, void *ctx)
 	case ATN_RX_TRACE_HDR:
 		if (check_trace_hdr(rx, 1) || (cb->header && cb->header(ctx, rx->buf, 1)))
 			return -1;
+		rx->msg_base = rx->done = rx->pos;
 		rx->state = ATN_RX_MSG_HDR;
 		return want(rx, ATN_MSG_HEADER_SIZE);
 	case ATN_RX_MSG_HDR:
@@ -298,6 +300,7 @@ static int complete(struct atn_rx *rx, const struct atn_rx_cb *cb, void *ctx)
 			if (check_trace_hdr(rx, 0) || (cb->header && cb->header(ctx, rx->buf, 0)))
 				return -1;
 		}
+		rx->done = rx->pos;
 		rx->state = ATN_RX_MSG_HDR;
 		return want(rx, ATN_MSG_HEADER_SIZE);
 	case ATN_RX_DONE:
@@ -322,6 +325,7 @@ int atn_rx_feed(struct atn_rx *rx, const uint8_t *p, size_t n, const struct atn_
 			take = n;
 		memcpy(rx->buf + rx->have, p, take);
 		rx->have += take;
+		rx->pos += take;
 		p += take;
 		n -= take;
 		if (rx->have == rx->need && complete(rx, cb, ctx))

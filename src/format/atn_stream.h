@@ -12,18 +12,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ATN_MAGIC	    "ALCTSTRM" /* 8 bytes, no NUL */
-#define ATN_VERSION	    1u
-#define ATN_HELLO_SIZE	    64u	  /* what a version-1 sender writes */
-#define ATN_HELLO_SIZE_MAX  4096u /* larger hellos: the rest is skipped */
-#define ATN_FEATURES_KNOWN  0ULL  /* no feature bits yet: any set is rejected */
+#define ATN_MAGIC	   "ALCTSTRM" /* 8 bytes, no NUL */
+#define ATN_VERSION	   1u
+#define ATN_HELLO_SIZE	   64u	 /* what a version-1 sender writes */
+#define ATN_HELLO_SIZE_MAX 4096u /* larger hellos: the rest is skipped */
+/* Feature ACK: the sender keeps what it sent until the collector
+ * acknowledges it (u64 counts sent back), and sends it again after a
+ * reconnect.  A collector must send acknowledgements for such a stream. */
+#define ATN_FEAT_ACK	    1ULL
+#define ATN_FEATURES_KNOWN  1ULL
 #define ATN_MSG_HEADER_SIZE 8u
 #define ATN_HOST_MAX	    32u
 /* Hello flags: CONTINUATION: the rest of a stream whose image ended
  * without sending it (exec, kill): its staging blocks and header, sent by
  * the next image of the pid or by `record`. */
 #define ATN_FLAG_CONTINUATION 1u
-#define ATN_FLAGS_KNOWN	      1u
+/* RESUME: a reconnect: the stream goes on in the file of the same image;
+ * units the collector already wrote may come again and are skipped. */
+#define ATN_FLAG_RESUME 2u
+#define ATN_FLAGS_KNOWN 3u
 
 /* Hello: offsets */
 enum {
@@ -72,6 +79,10 @@ struct atn_rx {
 	size_t have, need, cap;
 	uint32_t msg_type;
 	uint64_t units, bytes;
+	/* acknowledgements (feature ACK): bytes consumed, where the messages
+	 * start (after the trace header) and where the last whole message
+	 * ended: the collector acknowledges done - msg_base once written */
+	uint64_t pos, msg_base, done;
 	int hello_rest; /* skipping the rest of a longer hello */
 	struct atn_hello hello;
 	void *scratch; /* frame decoding buffers */

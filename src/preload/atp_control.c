@@ -46,6 +46,14 @@ EXPORT int alloctrace_stop_impl(void)
 	control(ATR_CTL_STOP);
 	g.recording = 0;
 	atp_hdr_set_status(ATR_STATUS_STOPPED);
+	if (g.net && g.attach) {
+		/* `record -p` detaching: the stream ends here, the spool goes */
+		static uint8_t *blocks[ATP_MAX_SLOTS + ATP_MAX_SPARE];
+		struct atp_thread *t = &atp_tls;
+		t->guard++;
+		atp_net_stop(blocks, atp_staging_blocks(blocks, ATP_MAX_SLOTS + ATP_MAX_SPARE));
+		t->guard--;
+	}
 	errno = e;
 	return 0;
 }

@@ -716,8 +716,9 @@ void atp_init(void)
 	} else {
 		g.ticks_hint = 1000000000ull;
 	}
+	/* attached: record's settings hold it (record -p -o tcp://) */
 	const char *col = env("ALLOCTRACE_COLLECTOR");
-	if (col && !g.attach) {
+	if (col) {
 		g.net = 1;
 		if (atp_net_config(col, env_u64("ALLOCTRACE_NET_BUFFER_KB", 4096),
 				   env_u64("ALLOCTRACE_NET_TIMEOUT_MS", 2000)) != 0) {

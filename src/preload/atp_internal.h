@@ -94,7 +94,7 @@ struct atp_thread {
 	/* --sample (atp_sample.c): bytes to the next sample point (0: draw
 	 * first) and the generator's state (0: not seeded) */
 	uint64_t countdown, rng;
-	/* ALLOCTRACE_COLLECTOR: records of this thread's dropped frames that
+	/* ALLOCTRACE_COLLECTOR: calls of this thread's dropped frames that
 	 * no delivered LOST record counts yet */
 	uint64_t net_lost;
 };
@@ -223,8 +223,9 @@ void atp_write_brk(struct atp_thread *t, uint64_t ts) ATP_HIDDEN;
  * is not the one this thread's last HEAP record showed. */
 void atp_heap_note(struct atp_thread *t, uint64_t ts, const void *r, uint64_t chunk_end) ATP_HIDDEN;
 void atp_hdr_set_status(uint32_t bits) ATP_HIDDEN;
-/* Bytes and records up to the terminator of a staging block. */
-void atp_staging_extent(const uint8_t *b, uint32_t bs, uint32_t *used, uint32_t *nrec) ATP_HIDDEN;
+/* Bytes, records and call records up to the terminator of a staging block. */
+void atp_staging_extent(const uint8_t *b, uint32_t bs, uint32_t *used, uint32_t *nrec,
+			uint32_t *calls) ATP_HIDDEN;
 /* Every staging block in use or parked (at most cap), for the collector. */
 size_t atp_staging_blocks(uint8_t **out, size_t cap) ATP_HIDDEN;
 void atp_hdr_clear_status(uint32_t bits) ATP_HIDDEN;
@@ -248,9 +249,12 @@ const char *atp_net_name(void) ATP_HIDDEN; /* "tcp://ADDR:PORT" */
 /* The spool file of an earlier image of this pid: send its staging blocks
  * and header as the rest of that image's stream, then delete it. */
 void atp_net_ship_file(const char *path) ATP_HIDDEN;
-/* 0 queued, 1 dropped (buffer full), < 0 connection gone (recording stopped) */
+/* 0 queued, 1 dropped (buffer full, or the stream is over): count it lost */
 int atp_net_send(uint32_t type, const void *payload, size_t len) ATP_HIDDEN;
+/* The end of the stream: the staging blocks and the final header. */
 void atp_net_fini(uint8_t *const *blocks, size_t nblocks) ATP_HIDDEN;
+/* The same for `record -p` detaching; the connection closes. */
+void atp_net_stop(uint8_t *const *blocks, size_t nblocks) ATP_HIDDEN;
 void atp_net_after_fork_child(void) ATP_HIDDEN;
 /* The count of a LOST record that starts a staging block, else 0. */
 uint64_t atp_first_lost(const uint8_t *block) ATP_HIDDEN;

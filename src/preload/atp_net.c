@@ -1,14 +1,19 @@
 /* atp_net.c - ALLOCTRACE_COLLECTOR=ADDR:PORT: the trace goes to a
  * collector (`alloctrace collect`) over TCP instead of into a file.
  *
- * The file header and the staging blocks then live in anonymous memory;
- * each full block's FRAME, which the flush path builds anyway, is queued
- * in one bounded process-wide buffer and sent without blocking.  When the
- * buffer is full the flushing thread waits at most ALLOCTRACE_NET_TIMEOUT_MS
- * once; after that, frames that do not fit are dropped (counted as lost
- * records, and a LOST record goes into the thread's next block) until the
- * buffer drains.  A broken connection stops recording like a failed file
- * write.  At exit the staging blocks and the final header are sent.
+ * The file is a spool: header and staging blocks only.  Each full block's
+ * FRAME, which the flush path builds anyway, is queued in one bounded
+ * process-wide ring and sent without blocking.  The collector acknowledges
+ * what it has written; a message leaves the ring only then, so when the
+ * connection breaks (collector killed or restarted, network gone) the
+ * sender reconnects in the background (non-blocking connect, tried from
+ * the flush path with a backoff) and sends again what was not
+ * acknowledged; the collector skips what it already has.  When the ring is
+ * full the flushing thread waits at most ALLOCTRACE_NET_TIMEOUT_MS once
+ * (only while connected); after that, frames that do not fit are dropped
+ * and their calls counted lost (a LOST record in the thread's next block)
+ * until the ring drains.  At exit the staging blocks and the final header
+ * are sent, waiting (bounded) for the collector to acknowledge them.
  * docs/NET_FORMAT.md is the wire format.  Runs with the guard set, never
  * on the per-call path.
  */
@@ -29,13 +34,33 @@
 #include "atn_stream.h"
 #include "atp_internal.h"
 
+/* reconnect attempts: the first soon after the break, then less often */
+#define NET_RETRY_MIN_MS 50u
+#define NET_RETRY_MAX_MS 1000u
+
+enum { NET_DOWN, NET_CONNECTING, NET_UP, NET_CLOSED };
+
 static struct {
 	int fd;
-	int dead;    /* the connection broke: nothing more is sent */
-	int stalled; /* the last frame did not fit after waiting: drop, do not wait */
+	int state;    /* NET_*: CLOSED = this stream is over (record -p stopped) */
+	int stalled;  /* the last frame did not fit after waiting: drop, do not wait */
+	int streamed; /* a connection of this stream was up before: RESUME */
+	int outage;   /* the loss of the connection was reported */
 	pthread_mutex_t lock;
+	/* the ring: [ack, sent) sent, not yet acknowledged; [sent, tail)
+	 * queued.  Offsets into buf, moved to 0 when room is short. */
 	uint8_t *buf;
-	size_t cap, head, tail;
+	size_t cap, ack, sent, tail;
+	uint64_t conn_acked; /* the collector's count on this connection */
+	uint8_t abuf[8];     /* an acknowledgement being read */
+	unsigned ahave;
+	/* hello + trace header of the current connection */
+	uint8_t pre[ATN_HELLO_SIZE + ATR_HEADER_SIZE];
+	size_t pre_len, pre_sent;
+	uint32_t flags;	    /* hello flags of the current connection */
+	const uint8_t *hdr; /* the stream's trace header (a reconnect sends it) */
+	uint64_t retry_at, conn_deadline;
+	uint32_t backoff_ms;
 	struct sockaddr_storage addr;
 	socklen_t alen;
 	uint64_t ino, dev; /* the socket, to notice a program that closed or reused its fd */
@@ -51,6 +76,13 @@ const char *atp_net_name(void)
 static void put32(uint8_t *p, uint32_t v)
 {
 	atp_put_u32(p, v);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
 }
 
 /* "1.2.3.4:5" or "[::1]:5" (numeric only: name lookups may load NSS
@@ -111,6 +143,7 @@ static uint64_t deadline_after(uint32_t ms)
 	return atp_mono_ns() + (uint64_t)ms * 1000000u;
 }
 
+/* Wait for ev on the socket until deadline: 1 ready, 0 timed out. */
 static int wait_fd(short ev, uint64_t deadline)
 {
 	for (;;) {
@@ -122,67 +155,242 @@ static int wait_fd(short ev, uint64_t deadline)
 		if (r > 0)
 			return 1;
 		if (r < 0 && errno != EINTR)
-			return -errno;
+			return 1; /* the next call on the socket says what is wrong */
 	}
 }
 
-/* Send what is buffered; wait for the socket until deadline (0: not at
- * all).  0: sent or timed out; < 0: the connection is gone. */
-static int drain(uint64_t deadline)
+static void sleep_until(uint64_t t)
+{
+	uint64_t now = atp_mono_ns();
+	if (t > now)
+		poll(NULL, 0, (int)((t - now + 999999) / 1000000));
+}
+
+/* The connection is gone: everything not acknowledged goes again on the
+ * next one.  Reconnecting is tried from the flush path after a backoff. */
+static void go_down(int err)
+{
+	if (n.fd >= 0)
+		close(n.fd);
+	n.fd = -1;
+	n.state = NET_DOWN;
+	n.sent = n.ack;
+	n.pre_sent = n.pre_len = 0;
+	n.ahave = 0;
+	n.backoff_ms = n.backoff_ms ? n.backoff_ms * 2 : NET_RETRY_MIN_MS;
+	if (n.backoff_ms > NET_RETRY_MAX_MS)
+		n.backoff_ms = NET_RETRY_MAX_MS;
+	n.retry_at = deadline_after(n.backoff_ms);
+	if (n.streamed && !n.outage) {
+		n.outage = 1;
+		atp_message("lost the connection to", n.name,
+			    "(reconnecting; calls that do not fit the buffer meanwhile are counted "
+			    "lost)",
+			    err);
+	}
+}
+
+static void fill_hello(const uint8_t *hdr)
+{
+	uint8_t *h = n.pre;
+	memset(h, 0, ATN_HELLO_SIZE);
+	memcpy(h + ATN_H_MAGIC, ATN_MAGIC, 8);
+	put32(h + ATN_H_VERSION, ATN_VERSION);
+	put32(h + ATN_H_HELLO_SIZE, ATN_HELLO_SIZE);
+	atp_put_u64(h + ATN_H_FEATURES, ATN_FEAT_ACK);
+	put32(h + ATN_H_TRACE_HDR, ATR_HEADER_SIZE);
+	put32(h + ATN_H_FLAGS, n.flags);
+	struct utsname u;
+	if (uname(&u) == 0)
+		atp_strlcpy((char *)h + ATN_H_HOST, u.nodename, ATN_HOST_MAX);
+	memcpy(h + ATN_HELLO_SIZE, hdr, ATR_HEADER_SIZE);
+	n.pre_len = ATN_HELLO_SIZE + ATR_HEADER_SIZE;
+	n.pre_sent = 0;
+}
+
+static void connected(void)
 {
 	struct stat st;
+	if (fstat(n.fd, &st) != 0) {
+		go_down(errno);
+		return;
+	}
+	n.ino = (uint64_t)st.st_ino;
+	n.dev = (uint64_t)st.st_dev;
+	n.state = NET_UP;
+	n.sent = n.ack;
+	n.conn_acked = 0;
+	n.ahave = 0;
+	n.backoff_ms = 0;
+	if (n.streamed) {
+		/* the header as it is now; the collector finds the file */
+		n.flags |= ATN_FLAG_RESUME;
+		fill_hello(n.hdr);
+		if (n.outage)
+			atp_message("reconnected to", n.name,
+				    "(sending again what was not confirmed)", 0);
+	}
+	n.outage = 0;
+	n.streamed = 1;
+}
+
+/* Start a non-blocking connect.  With hdr (the first connection of a
+ * stream) the hello carries that header. */
+static void start_connect(const uint8_t *hdr)
+{
+	n.fd = socket(n.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (n.fd < 0) {
+		go_down(errno);
+		return;
+	}
+	/* the kernel's send buffer is part of the bound too */
+	int sb = n.cap < (4u << 20) ? (int)n.cap : (4 << 20);
+	setsockopt(n.fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof sb);
+	if (hdr)
+		fill_hello(hdr);
+	if (connect(n.fd, (struct sockaddr *)&n.addr, n.alen) == 0) {
+		connected();
+	} else if (errno == EINPROGRESS) {
+		n.state = NET_CONNECTING;
+		n.conn_deadline = deadline_after(n.timeout_ms);
+	} else {
+		go_down(errno);
+	}
+}
+
+static void check_connecting(void)
+{
+	struct pollfd p = {.fd = n.fd, .events = POLLOUT};
+	if (poll(&p, 1, 0) == 1) {
+		int err = 0;
+		socklen_t el = sizeof err;
+		if (getsockopt(n.fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
+			err = errno;
+		if (err)
+			go_down(err);
+		else
+			connected();
+	} else if (atp_mono_ns() >= n.conn_deadline) {
+		go_down(ETIMEDOUT);
+	}
+}
+
+/* Acknowledgements: u64 bytes of messages of this connection that the
+ * collector has written.  0, or an errno (connection over). */
+static int read_acks(void)
+{
+	for (;;) {
+		ssize_t r = recv(n.fd, n.abuf + n.ahave, 8 - n.ahave, MSG_DONTWAIT);
+		if (r > 0) {
+			n.ahave += (unsigned)r;
+			if (n.ahave < 8)
+				continue;
+			n.ahave = 0;
+			uint64_t v;
+			memcpy(&v, n.abuf, 8);
+			if (v < n.conn_acked || v - n.conn_acked > n.sent - n.ack)
+				return EPROTO; /* acknowledges what was never sent */
+			n.ack += (size_t)(v - n.conn_acked);
+			n.conn_acked = v;
+			continue;
+		}
+		if (r == 0)
+			return ECONNRESET; /* the collector closed */
+		if (errno == EINTR)
+			continue;
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : errno;
+	}
+}
+
+/* One non-blocking round: reconnect if due, read acknowledgements, send
+ * what is queued.  1 if the socket would block with bytes left to send. */
+static int pump_once(void)
+{
+	if (n.state == NET_DOWN && atp_mono_ns() >= n.retry_at)
+		start_connect(NULL);
+	if (n.state == NET_CONNECTING)
+		check_connecting();
+	if (n.state != NET_UP)
+		return 0;
+	struct stat st;
 	/* a program that closes every fd (daemons) may have reused ours for
-	 * a file of its own: never write there */
-	if (n.tail > n.head &&
-	    (fstat(n.fd, &st) != 0 || (uint64_t)st.st_ino != n.ino || (uint64_t)st.st_dev != n.dev))
-		return -EBADF;
-	while (n.tail > n.head) {
-		ssize_t w =
-		    send(n.fd, n.buf + n.head, n.tail - n.head, MSG_DONTWAIT | MSG_NOSIGNAL);
+	 * a file of its own: never write or read there */
+	if (fstat(n.fd, &st) != 0 || (uint64_t)st.st_ino != n.ino || (uint64_t)st.st_dev != n.dev) {
+		n.fd = -1; /* not ours any more: not closed either */
+		go_down(EBADF);
+		return 0;
+	}
+	int err = read_acks();
+	if (err) {
+		go_down(err);
+		return 0;
+	}
+	while (n.pre_sent < n.pre_len || n.sent < n.tail) {
+		const uint8_t *p = n.pre_sent < n.pre_len ? n.pre + n.pre_sent : n.buf + n.sent;
+		size_t len = n.pre_sent < n.pre_len ? n.pre_len - n.pre_sent : n.tail - n.sent;
+		ssize_t w = send(n.fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w > 0) {
-			n.head += (size_t)w;
+			if (n.pre_sent < n.pre_len)
+				n.pre_sent += (size_t)w;
+			else
+				n.sent += (size_t)w;
 			continue;
 		}
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int r = deadline ? wait_fd(POLLOUT, deadline) : 0;
-			if (r < 0)
-				return r;
-			if (r == 0)
-				return 0;
-			continue;
-		}
-		return w < 0 ? -errno : -EPIPE;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 1;
+		go_down(w < 0 ? errno : EPIPE);
+		return 0;
 	}
-	n.head = n.tail = 0;
 	return 0;
 }
 
-static void broken(int err)
+static size_t room(void)
 {
-	n.dead = 1;
-	atp_fail_at("sending to", n.name, err);
+	return n.cap - (n.tail - n.ack);
 }
 
-/* Room for len more bytes at the tail, waiting once if allowed.  0 if
- * there is room, 1 if not (drop), < 0 if the connection broke. */
+/* Pump until the deadline passes or: need > 0: the ring has need bytes
+ * free (given up as soon as the connection is not up); need == 0: the
+ * collector has acknowledged everything (while the connection is down
+ * this sleeps until the next reconnect attempt). */
+static void pump_until(uint64_t deadline, size_t need)
+{
+	for (;;) {
+		int blocked = pump_once();
+		int done = need ? room() >= need || n.state != NET_UP
+				: n.state == NET_UP && n.ack == n.tail && n.pre_sent == n.pre_len;
+		uint64_t now = atp_mono_ns();
+		if (done || now >= deadline)
+			return;
+		if (n.state == NET_UP)
+			wait_fd(blocked ? POLLIN | POLLOUT : POLLIN, deadline);
+		else if (n.state == NET_CONNECTING)
+			wait_fd(POLLOUT, n.conn_deadline < deadline ? n.conn_deadline : deadline);
+		else
+			sleep_until(n.retry_at < deadline ? n.retry_at : deadline);
+	}
+}
+
+/* Room for len more bytes at the tail, waiting once if allowed (only on
+ * a live connection: a dead or slow-to-come collector never holds the
+ * program).  0 if there is room, 1 if not (drop). */
 static int make_room(size_t len, int may_wait)
 {
-	int rc = drain(0);
-	if (rc == 0 && n.cap - (n.tail - n.head) < len && may_wait && !n.stalled)
-		rc = drain(deadline_after(n.timeout_ms));
-	if (rc < 0)
-		return rc;
-	if (n.cap - (n.tail - n.head) < len) {
+	pump_once();
+	if (room() < len && may_wait && !n.stalled && n.state == NET_UP)
+		pump_until(deadline_after(n.timeout_ms), len);
+	if (room() < len) {
 		n.stalled = 1;
 		return 1;
 	}
 	n.stalled = 0;
 	if (n.cap - n.tail < len) {
-		memmove(n.buf, n.buf + n.head, n.tail - n.head);
-		n.tail -= n.head;
-		n.head = 0;
+		memmove(n.buf, n.buf + n.ack, n.tail - n.ack);
+		n.tail -= n.ack;
+		n.sent -= n.ack;
+		n.ack = 0;
 	}
 	return 0;
 }
@@ -195,41 +403,39 @@ static void put_msg_header(uint32_t type, size_t len)
 }
 
 /* Queue one message and send what the socket takes.  0 queued, 1
- * dropped (buffer full), < 0 the connection is gone. */
+ * dropped (ring full, or the stream is over). */
 int atp_net_send(uint32_t type, const void *payload, size_t len)
 {
 	pthread_mutex_lock(&n.lock);
-	int rc = n.dead ? -EPIPE : make_room(ATN_MSG_HEADER_SIZE + len, 1);
+	int rc = n.state == NET_CLOSED ? 1 : make_room(ATN_MSG_HEADER_SIZE + len, 1);
 	if (rc == 0) {
 		put_msg_header(type, len);
 		memcpy(n.buf + n.tail, payload, len);
 		n.tail += len;
-		rc = drain(0);
+		pump_once();
 	}
-	if (rc < 0 && !n.dead)
-		broken(-rc);
 	pthread_mutex_unlock(&n.lock);
 	return rc;
 }
 
 /* A staging block that its thread may still be writing: copy its records
  * up to the terminator, and keep the copy only if the block was not
- * flushed and reset meanwhile (its seq is unchanged). */
+ * flushed and reset meanwhile (its seq is unchanged).  0 queued (or
+ * nothing to send), 1 dropped (its calls are counted lost). */
 static int send_staging(const uint8_t *b, uint32_t bs)
 {
 	for (int tries = 0; tries < 3; tries++) {
 		uint64_t seq0 =
 		    __atomic_load_n((const uint64_t *)(b + ATR_B_SEQ), __ATOMIC_ACQUIRE);
-		uint32_t used, nrec;
-		atp_staging_extent(b, bs, &used, &nrec);
+		uint32_t used, nrec, calls;
+		atp_staging_extent(b, bs, &used, &nrec, &calls);
 		if (used == 0)
 			return 0;
 		size_t len = ATR_BLOCK_HEADER_SIZE + used + 8;
-		int rc = make_room(ATN_MSG_HEADER_SIZE + len, 1);
-		if (rc == 1)
-			atp_lost(nrec);
-		if (rc)
-			return rc;
+		if (make_room(ATN_MSG_HEADER_SIZE + len, 1)) {
+			atp_lost(calls);
+			return 1;
+		}
 		size_t at = n.tail;
 		put_msg_header(ATN_MSG_UNIT, len);
 		memcpy(n.buf + n.tail, b, ATR_BLOCK_HEADER_SIZE + used);
@@ -238,16 +444,17 @@ static int send_staging(const uint8_t *b, uint32_t bs)
 		if (__atomic_load_n((const uint64_t *)(b + ATR_B_SEQ), __ATOMIC_RELAXED) == seq0) {
 			n.tail += len;
 			atomic_fetch_sub(&g.net_unreported, atp_first_lost(b));
-			return drain(0);
+			pump_once();
+			return 0;
 		}
 		n.tail = at; /* flushed under us: its records are in a frame now */
 	}
 	return 0;
 }
 
-/* Connect (bounded by the timeout) and send a hello with the trace
- * header hdr. */
-static int net_connect(const uint8_t *hdr, uint32_t flags)
+/* A new stream (flags: 0 or CONTINUATION) with trace header hdr: connect,
+ * waiting at most the timeout.  0 or -errno. */
+static int stream_open(const uint8_t *hdr, uint32_t flags)
 {
 	if (!n.buf) {
 		void *m =
@@ -256,69 +463,67 @@ static int net_connect(const uint8_t *hdr, uint32_t flags)
 			return -errno;
 		n.buf = m;
 	}
-	n.head = n.tail = 0;
-	n.dead = n.stalled = 0;
-	n.fd = socket(n.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (n.fd < 0)
-		return -errno;
-	/* the kernel's send buffer is part of the bound too */
-	int sb = n.cap < (4u << 20) ? (int)n.cap : (4 << 20);
-	setsockopt(n.fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof sb);
-	int rc = 0;
-	if (connect(n.fd, (struct sockaddr *)&n.addr, n.alen) != 0) {
-		rc = -errno;
-		if (rc == -EINPROGRESS) {
-			int w = wait_fd(POLLOUT, deadline_after(n.timeout_ms));
-			int err = 0;
-			socklen_t el = sizeof err;
-			if (w <= 0)
-				rc = w < 0 ? w : -ETIMEDOUT;
-			else if (getsockopt(n.fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
-				rc = -errno;
-			else
-				rc = -err;
-		}
-	}
-	struct stat st;
-	if (rc == 0 && fstat(n.fd, &st) != 0)
-		rc = -errno;
-	if (rc == 0) {
-		n.ino = (uint64_t)st.st_ino;
-		n.dev = (uint64_t)st.st_dev;
-		uint8_t *h = n.buf;
-		memset(h, 0, ATN_HELLO_SIZE);
-		memcpy(h + ATN_H_MAGIC, ATN_MAGIC, 8);
-		put32(h + ATN_H_VERSION, ATN_VERSION);
-		put32(h + ATN_H_HELLO_SIZE, ATN_HELLO_SIZE);
-		put32(h + ATN_H_TRACE_HDR, ATR_HEADER_SIZE);
-		put32(h + ATN_H_FLAGS, flags);
-		struct utsname u;
-		if (uname(&u) == 0)
-			atp_strlcpy((char *)h + ATN_H_HOST, u.nodename, ATN_HOST_MAX);
-		memcpy(h + ATN_HELLO_SIZE, hdr, ATR_HEADER_SIZE);
-		n.tail = ATN_HELLO_SIZE + ATR_HEADER_SIZE;
-		rc = drain(deadline_after(n.timeout_ms));
-		if (rc == 0 && n.tail)
-			rc = -ETIMEDOUT;
-	}
-	if (rc) {
+	if (n.fd >= 0)
 		close(n.fd);
-		n.fd = -1;
-		n.dead = 1;
+	n.fd = -1;
+	n.ack = n.sent = n.tail = 0;
+	n.stalled = n.streamed = n.outage = 0;
+	n.backoff_ms = 0;
+	n.flags = flags;
+	n.hdr = hdr;
+	start_connect(hdr);
+	uint64_t deadline = deadline_after(n.timeout_ms);
+	while (n.state == NET_CONNECTING && atp_mono_ns() < deadline) {
+		wait_fd(POLLOUT, deadline);
+		check_connecting();
 	}
-	return rc;
+	if (n.state != NET_UP) {
+		if (n.fd >= 0)
+			close(n.fd);
+		n.fd = -1;
+		n.state = NET_DOWN;
+		return -ECONNREFUSED;
+	}
+	/* the hello and the header go out at once */
+	pump_until(deadline, 0);
+	if (n.state != NET_UP || n.pre_sent < n.pre_len) {
+		if (n.fd >= 0)
+			close(n.fd);
+		n.fd = -1;
+		n.state = NET_DOWN;
+		return -ETIMEDOUT;
+	}
+	return 0;
 }
 
 int atp_net_open(void)
 {
-	return net_connect(g.hdr, 0);
+	return stream_open(g.hdr, 0);
 }
 
-static uint32_t get32(const uint8_t *p)
+static void stream_close(void)
 {
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
+	if (n.fd >= 0)
+		close(n.fd);
+	n.fd = -1;
+	n.state = NET_DOWN;
+	n.ack = n.sent = n.tail = 0;
+}
+
+/* Queue a HEADER message (the final header) and wait, at most the
+ * timeout, until the collector acknowledged everything.  1 if it did. */
+static int finish(const uint8_t *hdr)
+{
+	n.stalled = 0;
+	if (make_room(ATN_MSG_HEADER_SIZE + ATR_HEADER_SIZE, 1) == 0) {
+		put_msg_header(ATN_MSG_HEADER, ATR_HEADER_SIZE);
+		memcpy(n.buf + n.tail, hdr, ATR_HEADER_SIZE);
+		n.tail += ATR_HEADER_SIZE;
+	} else {
+		return 0;
+	}
+	pump_until(deadline_after(n.timeout_ms), 0);
+	return n.ack == n.tail && n.state == NET_UP;
 }
 
 /* Init of an exec'd image, before its own connection: nobody else runs. */
@@ -340,56 +545,82 @@ void atp_net_ship_file(const char *path)
 	int ours = !memcmp(f, ATR_MAGIC, 8) && get32(f + ATR_H_VERSION) == ATR_VERSION &&
 		   get32(f + ATR_H_PID) == (uint32_t)g.pid && bs >= ATR_BLOCK_SIZE_MIN &&
 		   bs <= g.block_size && !(bs & (bs - 1));
-	if (ours && net_connect(f, ATN_FLAG_CONTINUATION) == 0) {
-		int rc = 0;
+	if (ours && stream_open(f, ATN_FLAG_CONTINUATION) == 0) {
+		int dropped = 0;
 		/* a spool holds staging blocks only, page-aligned, block_size each */
-		for (size_t off = (ATR_HEADER_SIZE + 4095) & ~(size_t)4095;
-		     off + bs <= size && rc >= 0; off += bs) {
+		for (size_t off = (ATR_HEADER_SIZE + 4095) & ~(size_t)4095; off + bs <= size;
+		     off += bs) {
 			uint32_t kind = get32(f + off + ATR_B_KIND);
 			if (get32(f + off) == ATR_BLOCK_MAGIC &&
 			    (kind == ATR_BLOCK_STAGING || kind == ATR_BLOCK_RETIRED))
-				rc = send_staging(f + off, bs);
+				dropped |= send_staging(f + off, bs);
 		}
-		if (rc >= 0 && make_room(ATN_MSG_HEADER_SIZE + ATR_HEADER_SIZE, 1) == 0) {
-			put_msg_header(ATN_MSG_HEADER, ATR_HEADER_SIZE);
-			memcpy(n.buf + n.tail, f, ATR_HEADER_SIZE);
-			n.tail += ATR_HEADER_SIZE;
-			rc = drain(deadline_after(n.timeout_ms));
-		}
-		if (rc == 0 && n.tail == n.head)
+		if (!dropped && finish(f))
 			unlink(path);
-		close(n.fd);
-		n.fd = -1;
+		stream_close();
 	}
 	munmap(m, size);
 }
 
-/* The library destructor: every staging block (live threads' and parked
- * ones) and the final header, then wait (bounded) until all is sent.
- * Records written after this that do not fill a block are not sent. */
-void atp_net_fini(uint8_t *const *blocks, size_t nblocks)
+/* Calls of the FRAME messages still in the ring (never acknowledged). */
+static uint64_t ring_calls(void)
 {
-	pthread_mutex_lock(&n.lock);
-	int rc = n.dead ? -EPIPE : 0;
-	for (size_t i = 0; i < nblocks && rc >= 0; i++)
-		rc = send_staging(blocks[i], g.block_size);
+	uint64_t c = 0;
+	for (size_t at = n.ack; at + ATN_MSG_HEADER_SIZE <= n.tail;) {
+		uint32_t type = get32(n.buf + at), len = get32(n.buf + at + 4);
+		const uint8_t *u = n.buf + at + ATN_MSG_HEADER_SIZE;
+		if (type == ATN_MSG_UNIT && len >= ATR_BLOCK_HEADER_SIZE &&
+		    get32(u + ATR_B_KIND) == ATR_BLOCK_FRAME)
+			c += get32(u + ATR_U_CALLS);
+		at += ATN_MSG_HEADER_SIZE + len;
+	}
+	return c;
+}
+
+/* The end of the stream: every staging block (live threads' and parked
+ * ones) and the final header, then wait (bounded; while the collector is
+ * away that includes reconnecting) until the collector has all of it.
+ * Records written after this that do not fill a block are not sent. */
+static void net_end(uint8_t *const *blocks, size_t nblocks)
+{
+	if (n.state == NET_CLOSED)
+		return;
+	int dropped = 0;
+	for (size_t i = 0; i < nblocks; i++)
+		dropped |= send_staging(blocks[i], g.block_size);
 	/* dropped frames whose LOST record never made it: the header counts
 	 * them.  It goes last, worth one more wait. */
 	atp_lost(atomic_exchange(&g.net_unreported, 0));
-	n.stalled = 0;
-	if (rc >= 0 && make_room(ATN_MSG_HEADER_SIZE + ATR_HEADER_SIZE, 1) == 0) {
-		put_msg_header(ATN_MSG_HEADER, ATR_HEADER_SIZE);
-		memcpy(n.buf + n.tail, g.hdr, ATR_HEADER_SIZE);
-		n.tail += ATR_HEADER_SIZE;
+	if (finish(g.hdr) && !dropped) {
+		unlink(g.path); /* all of it is at the collector: the spool is done */
+		return;
 	}
-	if (rc >= 0)
-		rc = drain(deadline_after(n.timeout_ms));
-	if (rc < 0 && !n.dead)
-		broken(-rc);
-	if (rc == 0 && n.tail == n.head)
-		unlink(g.path); /* all sent: the spool is done */
-	else if (!n.dead)
+	if (n.state == NET_UP) {
 		atp_message("collector too slow: the end of the trace stays in", g.path, NULL, 0);
+		return;
+	}
+	/* the collector is gone: what the ring holds is lost, and the spool
+	 * (header and staging blocks, which `record` sends if it can) says so */
+	atp_lost(ring_calls());
+	atp_hdr_set_status(ATR_STATUS_TRUNCATED);
+	atp_message("cannot reach", n.name, "at exit: trace cut short", 0);
+}
+
+void atp_net_fini(uint8_t *const *blocks, size_t nblocks)
+{
+	pthread_mutex_lock(&n.lock);
+	net_end(blocks, nblocks);
+	pthread_mutex_unlock(&n.lock);
+}
+
+/* `record -p` detaching: the stream ends here (the library stays loaded
+ * but idle); later flushes are dropped. */
+void atp_net_stop(uint8_t *const *blocks, size_t nblocks)
+{
+	pthread_mutex_lock(&n.lock);
+	net_end(blocks, nblocks);
+	stream_close();
+	n.state = NET_CLOSED;
 	pthread_mutex_unlock(&n.lock);
 }
 
@@ -410,5 +641,6 @@ void atp_net_after_fork_child(void)
 	if (n.fd >= 0)
 		close(n.fd);
 	n.fd = -1;
-	n.head = n.tail = 0;
+	n.state = NET_DOWN;
+	n.ack = n.sent = n.tail = 0;
 }

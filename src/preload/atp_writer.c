@@ -156,15 +156,31 @@ static void reset_cursor(struct atp_thread *t)
 	t->nrec_block = 0;
 }
 
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof v); /* the writer's own little-endian words */
+	return v;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
 /* Encode and compress a staging block's records into a FRAME unit and
  * append it to the file (one pwrite), or queue it for the collector.
- * 1: dropped (the collector's buffer is full), its records counted lost. */
-static int flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq, uint32_t used)
+ * 1: dropped (the collector's buffer is full); *calls: its call records. */
+static int flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq, uint32_t used,
+		       uint32_t *calls)
 {
 	struct atp_frame fr;
 	int rc = atp_encode_block(b + ATR_BLOCK_HEADER_SIZE, used, serial, tid, seq, &fr);
 	if (rc)
 		return rc;
+	*calls = get_u32(fr.data + ATR_U_CALLS);
 	if (g.net) {
 		rc = atp_net_send(ATN_MSG_UNIT, fr.data, fr.len);
 		atp_encode_done(&fr);
@@ -203,8 +219,8 @@ static int flush_staging(struct atp_thread *t, uint64_t ts)
 	uint32_t used = (uint32_t)((uint8_t *)t->cur - (t->block + ATR_BLOCK_HEADER_SIZE));
 	if (used == 0)
 		return 0;
-	uint64_t nrec = t->nrec_block;
-	int rc = flush_block(t->block, t->serial, t->tid, t->seq, used);
+	uint32_t calls = 0;
+	int rc = flush_block(t->block, t->serial, t->tid, t->seq, used, &calls);
 	if (rc < 0)
 		return rc;
 	/* now the DATA block has this seq (or it was dropped on its way to
@@ -214,9 +230,9 @@ static int flush_staging(struct atp_thread *t, uint64_t ts)
 	reset_cursor(t);
 	if (rc == 1) {
 		/* the collector's buffer was full: the next block says how many
-		 * records are missing so far (a LOST record, counted once) */
-		t->net_lost += nrec;
-		atomic_fetch_add(&g.net_unreported, nrec);
+		 * calls are missing so far (a LOST record, counted once) */
+		t->net_lost += calls;
+		atomic_fetch_add(&g.net_unreported, calls);
 		write_meta_at(t, ts, ATR_T_LOST, 0, &t->net_lost, sizeof t->net_lost);
 	} else if (t->net_lost) {
 		atomic_fetch_sub(&g.net_unreported, t->net_lost);
@@ -225,13 +241,14 @@ static int flush_staging(struct atp_thread *t, uint64_t ts)
 	return 0;
 }
 
-/* Bytes and records of a staging block whose owner is gone (its cursor
- * went with its TLS): walk the records up to the terminator. */
-void atp_staging_extent(const uint8_t *b, uint32_t bs, uint32_t *used, uint32_t *nrec)
+/* Bytes, records and call records of a staging block whose owner is gone
+ * (its cursor went with its TLS): walk the records up to the terminator. */
+void atp_staging_extent(const uint8_t *b, uint32_t bs, uint32_t *used, uint32_t *nrec,
+			uint32_t *calls)
 {
 	const uint64_t *p = (const uint64_t *)(b + ATR_BLOCK_HEADER_SIZE);
 	const uint64_t *end = (const uint64_t *)(b + bs);
-	uint32_t n = 0;
+	uint32_t n = 0, nc = 0;
 	while (p < end && p[0] != 0) {
 		unsigned type = (unsigned)(p[0] & ATR_TYPE_MASK);
 		unsigned fl = (unsigned)(p[0] & ATR_FLAG_MASK);
@@ -243,23 +260,11 @@ void atp_staging_extent(const uint8_t *b, uint32_t bs, uint32_t *used, uint32_t 
 			break;
 		p += w;
 		n++;
+		nc += type <= ATR_T_EXT;
 	}
 	*used = (uint32_t)((const uint8_t *)p - (b + ATR_BLOCK_HEADER_SIZE));
 	*nrec = n;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof v); /* the writer's own little-endian words */
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
+	*calls = nc;
 }
 
 static uint32_t claim_slot(void)
@@ -352,16 +357,16 @@ static int start_thread(struct atp_thread *t)
 	uint8_t *spare = spare_take();
 	if (spare) {
 		/* keep what the old thread wrote after its exit hook */
-		uint32_t used, nrec;
-		atp_staging_extent(spare, g.block_size, &used, &nrec);
-		int rc =
-		    used ? flush_block(spare, get_u32(spare + ATR_B_THREAD),
-				       get_u32(spare + ATR_B_TID), get_u64(spare + ATR_B_SEQ), used)
-			 : 0;
+		uint32_t used, nrec, calls = 0;
+		atp_staging_extent(spare, g.block_size, &used, &nrec, &calls);
+		int rc = used ? flush_block(spare, get_u32(spare + ATR_B_THREAD),
+					    get_u32(spare + ATR_B_TID), get_u64(spare + ATR_B_SEQ),
+					    used, &calls)
+			      : 0;
 		if (rc == 0 && used)
 			atomic_fetch_sub(&g.net_unreported, atp_first_lost(spare));
 		else if (rc == 1)
-			atp_lost(nrec); /* dropped on its way to the collector */
+			atp_lost(calls); /* dropped on its way to the collector */
 		if (rc < 0) {
 			spare_put(spare, 0); /* tid 0 never answers ESRCH... */
 			return rc;

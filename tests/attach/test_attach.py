@@ -3,6 +3,10 @@
 
 usage: test_attach.py [--build DIR] CASE...  (or --list; tests/atr_runner.py)
 
+window_net: the same with `-o tcp://` to a collector on loopback: the
+collector's file, complete at the detach (the attached tracer sends its
+staging blocks and header then), passes the same checks.
+
 window: attach_prog (3 threads, ~2 s of malloc/calloc/realloc/free over
 rings of blocks allocated before the attach, counted per 100 ms window)
 gets attached to for 0.5 s.  Checked: the program exits 0 (its blocks are
@@ -100,16 +104,46 @@ def info(at, d):
     return json.loads(r.stdout)["processes"]
 
 
-def case_window(at, prog, tmp):
+def start_collector(at, tdir, tmp):
+    """`alloctrace collect` on a free loopback port: (process, port, log)"""
+    log = open(os.path.join(tmp, "collect.log"), "w+")
+    c = subprocess.Popen([at, "collect", "--listen", "127.0.0.1:0", "-o", tdir],
+                         stderr=log, stdout=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", open(log.name).read())
+        if m:
+            return c, int(m.group(1)), log.name
+        time.sleep(0.02)
+    c.kill()
+    fail("the collector did not start")
+
+
+def case_window(at, prog, tmp, net=False):
     out = os.path.join(tmp, "counts.txt")
     tdir = os.path.join(tmp, "trace")
+    dest = tdir
+    if net:
+        col, port, clog = start_collector(at, tdir, tmp)
+        dest = "tcp://127.0.0.1:%d" % port
     p = start_prog(prog, out, 2000)
     time.sleep(0.3)
-    r = record(at, ["-p", str(p.pid), "-o", tdir, "--duration", "0.5"])
+    r = record(at, ["-p", str(p.pid), "-o", dest, "--duration", "0.5"])
     check_permission(r)
     if r.returncode != 0:
         p.kill()
         fail("record -p failed (%d): %s" % (r.returncode, r.stderr))
+    if net:
+        # the stream ended at the detach: the file is whole before the
+        # program exits
+        deadline = time.time() + 10
+        while time.time() < deadline and " bytes -> " not in open(clog).read():
+            time.sleep(0.05)
+        col.terminate()
+        col.wait(10)
+        text = open(clog).read()
+        if " bytes -> " not in text or "spool" in r.stderr:
+            fail("the attached stream did not end at the detach:\n%s\n%s" % (text, r.stderr))
     try:
         rc = p.wait(timeout=15)
     except subprocess.TimeoutExpired:
@@ -498,6 +532,7 @@ def attach_prog(c, name="attach_prog"):
 
 CASES = {
     "window": lambda c: case_window(c.alloctrace, attach_prog(c), c.tmp),
+    "window_net": lambda c: case_window(c.alloctrace, attach_prog(c), c.tmp, net=True),
     "single": lambda c: case_single(c.alloctrace, attach_prog(c, "attach_busy"), c.tmp),
     "dlopen": lambda c: case_dlopen(c.alloctrace, attach_prog(c), c.tmp),
     "fpu": lambda c: case_fpu(c.alloctrace, attach_prog(c, "attach_fp"), c.tmp),
