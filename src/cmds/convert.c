@@ -60,6 +60,18 @@ static int keep_call(void *arg, atr_file *f, const struct atr_event *ev)
 					 ev->stack_id ? atr_stack_canonical(f, ev->stack_id) : 0);
 }
 
+/* convert's anomaly lines and progress line */
+static void conv_note(void *arg, int kind, const char *msg)
+{
+	(void)arg;
+	if (kind == RP_NOTE_ANOMALY)
+		util_warn("%s", msg);
+	else if (*msg)
+		fprintf(stderr, "\r%s   ", msg);
+	else
+		fprintf(stderr, "\r%60s\r", "");
+}
+
 /* ro: the filters (NULL: none) */
 static int do_convert(const char *in, const char *out, uint32_t pid, int merge, int quiet,
 		      int progress, uint64_t floor_ns, const struct an_session_opts *ro)
@@ -68,6 +80,7 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 				    .merge = merge,
 				    .progress = progress,
 				    .quiet = quiet,
+				    .note = conv_note,
 				    .think_floor_ns = floor_ns};
 	struct an_session_stack_cache sc = {.o = ro};
 	if (ro) {

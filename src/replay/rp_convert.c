@@ -17,7 +17,6 @@
 #include "liveset/lv_ahead.h"
 #include "liveset/lv_set.h"
 #include "util_hmap.h"
-#include "util_msg.h"
 #include "util_ranges.h"
 
 /* The reader's synthetic "old block of a realloc released" event (the
@@ -169,12 +168,15 @@ enum { REP_UNKNOWN, REP_DOUBLE, REP_DUP, REP_UREALLOC };
 static void report(struct conv *c, int kind, const struct atr_event *ev, const char *what)
 {
 	int max = c->o->max_reports ? c->o->max_reports : 10;
-	if (c->o->quiet || c->reports[kind]++ >= (uint64_t)max)
+	if (c->o->quiet || !c->o->note || c->reports[kind]++ >= (uint64_t)max)
 		return;
-	util_warn("convert: %s: record #%" PRIu64 " thread %" PRIu32 " (tid %" PRIu32
-		  ") %s ptr=0x%" PRIx64 " ret=0x%" PRIx64 " size=%" PRIu64 "%s",
-		  what, ev->seq, ev->thread, ev->tid, atr_type_name(ev->type), ev->ptr, ev->ret,
-		  ev->size, c->reports[kind] == (uint64_t)max ? " (further ones not shown)" : "");
+	char m[512];
+	snprintf(m, sizeof(m),
+		 "convert: %s: record #%" PRIu64 " thread %" PRIu32 " (tid %" PRIu32
+		 ") %s ptr=0x%" PRIx64 " ret=0x%" PRIx64 " size=%" PRIu64 "%s",
+		 what, ev->seq, ev->thread, ev->tid, atr_type_name(ev->type), ev->ptr, ev->ret,
+		 ev->size, c->reports[kind] == (uint64_t)max ? " (further ones not shown)" : "");
+	c->o->note(c->o->note_arg, RP_NOTE_ANOMALY, m);
 }
 
 /* ------------------------------------------------------------ threads */
@@ -1798,25 +1800,26 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		}
 		if (c.nomem)
 			break;
-		if (o->progress && (st->records & 0x3fffff) == 0) {
+		if (o->progress && o->note && (st->records & 0x3fffff) == 0) {
 			double now = plat_mono_s();
 			if (now - last_prog > 0.5) {
+				char m[128];
 				last_prog = now;
 				if (total_hint)
-					fprintf(stderr,
-						"\rconvert: %" PRIu64
-						" records (%.0f%%), %.1f M/s   ",
-						st->records,
-						100.0 * (double)st->records / (double)total_hint,
-						(double)st->records / (now - t0) / 1e6);
+					snprintf(m, sizeof(m),
+						 "convert: %" PRIu64 " records (%.0f%%), %.1f M/s",
+						 st->records,
+						 100.0 * (double)st->records / (double)total_hint,
+						 (double)st->records / (now - t0) / 1e6);
 				else
-					fprintf(stderr, "\rconvert: %" PRIu64 " records   ",
-						st->records);
+					snprintf(m, sizeof(m), "convert: %" PRIu64 " records",
+						 st->records);
+				o->note(o->note_arg, RP_NOTE_PROGRESS, m);
 			}
 		}
 	}
-	if (o->progress)
-		fprintf(stderr, "\r%60s\r", "");
+	if (o->progress && o->note)
+		o->note(o->note_arg, RP_NOTE_PROGRESS, "");
 	rc = 0;
 	if (r < 0 && r != ATR_E_NOMEM) {
 		snprintf(eb, el, "%s", src_error(&sc));

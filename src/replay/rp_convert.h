@@ -36,13 +36,21 @@ struct rp_convert_opts {
 	 * ev->thread is its serial in its own process (NULL: all kept). */
 	int (*keep)(void *arg, atr_file *f, const struct atr_event *ev);
 	void *keep_arg;
-	int keep_stacks;	 /* keep selects by stack: the stacks are loaded */
-	int progress;		 /* 1: progress on stderr */
-	int quiet;		 /* 1: no anomaly reports */
-	int max_reports;	 /* anomalies printed per kind (default 10) */
+	int keep_stacks; /* keep selects by stack: the stacks are loaded */
+	int progress;	 /* 1: progress lines through note */
+	int quiet;	 /* 1: no anomaly reports */
+	int max_reports; /* anomalies reported per kind (default 10) */
+	/* What convert has to say besides its result (it never prints):
+	 * RP_NOTE_ANOMALY a line about one record, RP_NOTE_PROGRESS the
+	 * progress line (each replaces the last; "" at the end clears it).
+	 * NULL: nothing said. */
+	void (*note)(void *arg, int kind, const char *msg);
+	void *note_arg;
 	uint64_t think_floor_ns; /* the recorder's share of each gap between
 				    calls, not think time (RP_THINK_FLOOR_NS) */
 };
+
+enum { RP_NOTE_ANOMALY, RP_NOTE_PROGRESS };
 
 /* Gaps between a call's return and the thread's next call shorter than
  * this add up until they reach it (THINK ops stay rare). */
