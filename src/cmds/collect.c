@@ -96,23 +96,9 @@ struct col {
 	unsigned long ended;
 };
 
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
 static uint64_t unit_key(const uint8_t *u)
 {
-	return (uint64_t)rd32(u + ATR_B_THREAD) << 40 ^ rd64(u + ATR_B_SEQ);
+	return (uint64_t)atr_get32(u + ATR_B_THREAD) << 40 ^ atr_get64(u + ATR_B_SEQ);
 }
 
 static int write_at(struct col_conn *k, const void *p, size_t len, uint64_t off)
@@ -169,19 +155,20 @@ static int col_scan(struct col_conn *k, struct col_file *f)
 		uint8_t u[ATR_BLOCK_HEADER_SIZE];
 		if (pread(f->fd, u, sizeof u, (off_t)off) != (ssize_t)sizeof u)
 			break;
-		if (rd64(u) == 0 && off % 4096) {
+		if (atr_get64(u) == 0 && off % 4096) {
 			off = (off + 4095) & ~(uint64_t)4095; /* the gap before a staging block */
 			continue;
 		}
-		uint32_t kind = rd32(u + ATR_B_KIND);
-		if (rd32(u + ATR_B_MAGIC) != ATR_BLOCK_MAGIC)
+		uint32_t kind = atr_get32(u + ATR_B_KIND);
+		if (atr_get32(u + ATR_B_MAGIC) != ATR_BLOCK_MAGIC)
 			break;
 		if ((kind == ATR_BLOCK_STAGING || kind == ATR_BLOCK_RETIRED) && off % 4096 == 0) {
 			if (util_hmap_insert(&f->stg, unit_key(u), off, NULL) < 0)
 				util_die_nomem();
 			off += f->block_size;
-		} else if (kind == ATR_BLOCK_FRAME && rd32(u + ATR_U_CHECK) == atr_unit_check(u)) {
-			uint64_t len = ATR_BLOCK_HEADER_SIZE + (uint64_t)rd32(u + ATR_U_CSIZE);
+		} else if (kind == ATR_BLOCK_FRAME &&
+			   atr_get32(u + ATR_U_CHECK) == atr_unit_check(u)) {
+			uint64_t len = ATR_BLOCK_HEADER_SIZE + (uint64_t)atr_get32(u + ATR_U_CSIZE);
 			if (off + len > size)
 				break;
 			if (util_hmap_insert(&f->frames, unit_key(u), 1, NULL) < 0)
@@ -248,12 +235,12 @@ static struct col_file *col_find_disk(struct col *cs, const struct col_file *id)
 		if (fd < 0)
 			continue;
 		if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h, ATR_MAGIC, 8) &&
-		    rd32(h + ATR_H_PID) == id->pid &&
-		    rd64(h + ATR_H_START_REALTIME) == id->start_realtime) {
+		    atr_get32(h + ATR_H_PID) == id->pid &&
+		    atr_get64(h + ATR_H_START_REALTIME) == id->start_realtime) {
 			found = col_add(cs, id);
 			snprintf(found->path, sizeof found->path, "%s", path);
 			found->fd = fd;
-			found->exec_seq = rd32(h + ATR_H_EXEC_SEQ);
+			found->exec_seq = atr_get32(h + ATR_H_EXEC_SEQ);
 		} else {
 			close(fd);
 		}
@@ -270,9 +257,9 @@ struct col_ctx {
 
 static int col_attach(struct col *cs, struct col_conn *k, const uint8_t *h)
 {
-	struct col_file id = {.pid = rd32(h + ATR_H_PID),
-			      .start_realtime = rd64(h + ATR_H_START_REALTIME),
-			      .block_size = rd32(h + ATR_H_BLOCK_SIZE)};
+	struct col_file id = {.pid = atr_get32(h + ATR_H_PID),
+			      .start_realtime = atr_get64(h + ATR_H_START_REALTIME),
+			      .block_size = atr_get32(h + ATR_H_BLOCK_SIZE)};
 	memcpy(id.host, k->rx.hello.host, sizeof id.host);
 	uint32_t fl = k->rx.hello.flags;
 	int resume = (fl & ATN_FLAG_RESUME) != 0;
@@ -327,7 +314,7 @@ static int cb_header(void *arg, const uint8_t *hdr, int first)
 	/* the file's name says which image of the pid this is */
 	uint32_t es = k->f->exec_seq;
 	memcpy(h + ATR_H_EXEC_SEQ, &es, 4);
-	k->f->status = rd32(h + ATR_H_STATUS);
+	k->f->status = atr_get32(h + ATR_H_STATUS);
 	return write_at(k, h, sizeof h, 0);
 }
 
@@ -335,7 +322,7 @@ static int cb_unit(void *arg, const uint8_t *u, size_t len)
 {
 	struct col_conn *k = ((struct col_ctx *)arg)->k;
 	struct col_file *f = k->f;
-	uint32_t kind = rd32(u + ATR_B_KIND);
+	uint32_t kind = atr_get32(u + ATR_B_KIND);
 	uint64_t key = unit_key(u), at;
 	if (kind == ATR_BLOCK_FRAME) {
 		/* after a reconnect, frames written but not yet acknowledged

@@ -16,30 +16,6 @@
 #include "atr_reader.h"
 #include "atr_v2.h"
 
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static void set32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static void set64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
-
 static int read_at(int fd, uint64_t off, void *dst, size_t len)
 {
 	size_t got = 0;
@@ -76,7 +52,7 @@ static long staging_used(const uint8_t *b, uint32_t bs, int xcalls)
 {
 	uint64_t pos = ATR_BLOCK_HEADER_SIZE;
 	while (pos + 8 <= bs) {
-		uint64_t w0 = get64(b + pos), need;
+		uint64_t w0 = atr_get64(b + pos), need;
 		if (!w0)
 			break;
 		unsigned type = (unsigned)(w0 & ATR_TYPE_MASK);
@@ -86,7 +62,7 @@ static long staging_used(const uint8_t *b, uint32_t bs, int xcalls)
 		} else if ((type == ATR_T_EXT && xcalls) || type >= ATR_T_THREAD_START) {
 			if (pos + 16 > bs)
 				return -1;
-			uint64_t w1 = get64(b + pos + 8);
+			uint64_t w1 = atr_get64(b + pos + 8);
 			need = type == ATR_T_EXT ? 8ULL * atr_ext_words(w1, flags)
 						 : 16 + (((w1 & 0xffffffffULL) + 7) & ~7ULL);
 			if (!need)
@@ -139,14 +115,14 @@ static long staging_frame(int fd, uint64_t off, uint32_t bs, uint64_t features, 
 	memset(payload + plen, 0, pad);
 	memset(h, 0, ATR_BLOCK_HEADER_SIZE);
 	memcpy(h, c->blk, ATR_U_CSIZE); /* magic .. pid: thread, tid, seq */
-	set32(h + ATR_B_KIND, ATR_BLOCK_FRAME);
-	set32(h + ATR_B_USED, (uint32_t)used);
-	set32(h + ATR_B_RECORDS, m.records);
-	set32(h + ATR_U_CSIZE, (uint32_t)plen);
-	set64(h + ATR_U_FIRST_TS, m.first_ts);
-	set64(h + ATR_U_LAST_TS, m.last_ts);
-	set32(h + ATR_U_CALLS, m.calls);
-	set32(h + ATR_U_CHECK, atr_unit_check(h));
+	atr_put32(h + ATR_B_KIND, ATR_BLOCK_FRAME);
+	atr_put32(h + ATR_B_USED, (uint32_t)used);
+	atr_put32(h + ATR_B_RECORDS, m.records);
+	atr_put32(h + ATR_U_CSIZE, (uint32_t)plen);
+	atr_put64(h + ATR_U_FIRST_TS, m.first_ts);
+	atr_put64(h + ATR_U_LAST_TS, m.last_ts);
+	atr_put32(h + ATR_U_CALLS, m.calls);
+	atr_put32(h + ATR_U_CHECK, atr_unit_check(h));
 	return (long)(ATR_BLOCK_HEADER_SIZE + plen + pad);
 }
 
@@ -157,8 +133,8 @@ static int copy_frame(int in, int out, uint64_t off, struct cbuf *c)
 	if (read_at(in, off, h, sizeof h) < 0)
 		return -1;
 	size_t len =
-	    ATR_BLOCK_HEADER_SIZE +
-	    ((get32(h + ATR_U_CSIZE) + (size_t)ATR_UNIT_ALIGN - 1) & ~(size_t)(ATR_UNIT_ALIGN - 1));
+	    ATR_BLOCK_HEADER_SIZE + ((atr_get32(h + ATR_U_CSIZE) + (size_t)ATR_UNIT_ALIGN - 1) &
+				     ~(size_t)(ATR_UNIT_ALIGN - 1));
 	if (len > c->zcap || read_at(in, off, c->z, len) < 0)
 		return -1;
 	return write_all(out, c->z, len);
@@ -240,8 +216,8 @@ int atr_compact(const char *path, uint64_t *before, uint64_t *after, char *err, 
 	}
 	ZSTD_CCtx_setParameter(c.cc, ZSTD_c_compressionLevel, 1);
 	ZSTD_CCtx_setParameter(c.cc, ZSTD_c_checksumFlag, 1);
-	set64(hdr + ATR_H_BLOCKS, n);
-	uint64_t hs = get32(hdr + ATR_H_HEADER_SIZE);
+	atr_put64(hdr + ATR_H_BLOCKS, n);
+	uint64_t hs = atr_get32(hdr + ATR_H_HEADER_SIZE);
 	if (hs != ATR_HEADER_SIZE || write_all(out_fd, hdr, ATR_HEADER_SIZE) < 0) {
 		snprintf(err, errlen, "%s: cannot write the header", tmp);
 		goto out;

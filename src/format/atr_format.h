@@ -11,6 +11,7 @@
 #define ATR_FORMAT_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "atr_calls.h"
 
@@ -134,6 +135,32 @@ enum {
 	ATR_U_CHECK = 60,    /* u32 FRAME: atr_unit_check() of bytes 0..59 */
 };
 #define ATR_UNIT_ALIGN 8u /* every unit starts at a multiple of this */
+
+/* Fields of headers and records: little-endian on disk, as is every host
+ * we build for (memcpy: no alignment assumed). */
+static inline uint32_t atr_get32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline uint64_t atr_get64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline void atr_put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static inline void atr_put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
 
 /* FNV-1a of a v2 unit header's bytes 0..59: lets a reader that skips a
  * hole (space reserved by a writer killed before it wrote) trust the next

@@ -16,23 +16,6 @@
 #include "atr_format.h"
 #include "atr_v2.h"
 
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static void set32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static void set64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
-
 struct obuf {
 	uint8_t *p;
 	size_t len, cap;
@@ -60,12 +43,12 @@ int atr_v1_to_v2(const uint8_t *in, size_t len, int level, uint8_t **out, size_t
 	*out = NULL;
 	*outlen = 0;
 	if (len < ATR_HEADER_SIZE || memcmp(in, ATR_MAGIC, 8) ||
-	    get32(in + ATR_H_VERSION) != ATR_VERSION_V1 ||
-	    get32(in + ATR_H_HEADER_SIZE) != ATR_HEADER_SIZE) {
+	    atr_get32(in + ATR_H_VERSION) != ATR_VERSION_V1 ||
+	    atr_get32(in + ATR_H_HEADER_SIZE) != ATR_HEADER_SIZE) {
 		snprintf(err, errlen, "not a version 1 trace with a 4096-byte header");
 		return -1;
 	}
-	uint32_t bs = get32(in + ATR_H_BLOCK_SIZE);
+	uint32_t bs = atr_get32(in + ATR_H_BLOCK_SIZE);
 	if (bs < ATR_BLOCK_SIZE_MIN || bs > ATR_BLOCK_SIZE_MAX || (bs & (bs - 1))) {
 		snprintf(err, errlen, "bad block size");
 		return -1;
@@ -86,16 +69,16 @@ int atr_v1_to_v2(const uint8_t *in, size_t len, int level, uint8_t **out, size_t
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level ? level : 1);
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
 	memcpy(o.p, in, ATR_HEADER_SIZE);
-	set32(o.p + ATR_H_VERSION, ATR_VERSION);
-	set64(o.p + ATR_H_FEATURES, feat);
+	atr_put32(o.p + ATR_H_VERSION, ATR_VERSION);
+	atr_put64(o.p + ATR_H_FEATURES, feat);
 	o.len = ATR_HEADER_SIZE;
 	uint64_t nunits = 0;
 	for (size_t off = ATR_HEADER_SIZE; off + ATR_BLOCK_HEADER_SIZE <= len; off += bs) {
 		const uint8_t *b = in + off;
 		size_t avail = len - off < bs ? len - off : bs;
-		if (get32(b + ATR_B_MAGIC) != ATR_BLOCK_MAGIC)
+		if (atr_get32(b + ATR_B_MAGIC) != ATR_BLOCK_MAGIC)
 			continue;
-		uint32_t kind = get32(b + ATR_B_KIND);
+		uint32_t kind = atr_get32(b + ATR_B_KIND);
 		if (kind == ATR_BLOCK_STAGING || kind == ATR_BLOCK_RETIRED) {
 			size_t at = (o.len + 4095) & ~(size_t)4095;
 			if (ob_reserve(&o, at, bs)) {
@@ -109,7 +92,7 @@ int atr_v1_to_v2(const uint8_t *in, size_t len, int level, uint8_t **out, size_t
 		}
 		if (kind != ATR_BLOCK_DATA)
 			continue;
-		uint32_t used = get32(b + ATR_B_USED);
+		uint32_t used = atr_get32(b + ATR_B_USED);
 		if (used > bs - ATR_BLOCK_HEADER_SIZE ||
 		    ATR_BLOCK_HEADER_SIZE + (size_t)used > avail) {
 			snprintf(err, errlen, "block at offset %zu: bad used size", off);
@@ -141,18 +124,18 @@ int atr_v1_to_v2(const uint8_t *in, size_t len, int level, uint8_t **out, size_t
 		}
 		uint8_t *h = o.p + o.len;
 		memcpy(h, b, 36); /* magic .. pid */
-		set32(h + ATR_B_KIND, ATR_BLOCK_FRAME);
-		set32(h + ATR_B_RECORDS, m.records);
-		set32(h + ATR_U_CSIZE, (uint32_t)plen);
-		set64(h + ATR_U_FIRST_TS, m.first_ts);
-		set64(h + ATR_U_LAST_TS, m.last_ts);
-		set32(h + ATR_U_CALLS, m.calls);
-		set32(h + ATR_U_CHECK, atr_unit_check(h));
+		atr_put32(h + ATR_B_KIND, ATR_BLOCK_FRAME);
+		atr_put32(h + ATR_B_RECORDS, m.records);
+		atr_put32(h + ATR_U_CSIZE, (uint32_t)plen);
+		atr_put64(h + ATR_U_FIRST_TS, m.first_ts);
+		atr_put64(h + ATR_U_LAST_TS, m.last_ts);
+		atr_put32(h + ATR_U_CALLS, m.calls);
+		atr_put32(h + ATR_U_CHECK, atr_unit_check(h));
 		memcpy(h + ATR_BLOCK_HEADER_SIZE, payload, plen);
 		o.len += ulen;
 		nunits++;
 	}
-	set64(o.p + ATR_H_BLOCKS, nunits);
+	atr_put64(o.p + ATR_H_BLOCKS, nunits);
 	*out = o.p;
 	*outlen = o.len;
 	o.p = NULL;
