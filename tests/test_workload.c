@@ -312,14 +312,15 @@ static int built(const char *prog, char *tool, size_t tl, char *pp, size_t pl)
 	return !access(tool, X_OK) && !access(pp, X_OK) && !access(lib, R_OK);
 }
 
-/* Record `prog args` and return the first process's trace file. */
-static void record_prog(const char *tool, const char *prog, const char *args, const char *name,
-			char *trace, size_t tl)
+/* Record `prog args` with the environment assignments env ("" for none)
+ * and return the first process's trace file. */
+static void record_prog_env(const char *tool, const char *prog, const char *args, const char *name,
+			    const char *env, char *trace, size_t tl)
 {
 	char dir[300], cmd[4096];
 	path_in(dir, sizeof(dir), name);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' %s >/dev/null 2>&1", tool, dir,
-		 prog, args);
+	snprintf(cmd, sizeof(cmd), "%s '%s' record -o '%s' -- '%s' %s >/dev/null 2>&1", env, tool,
+		 dir, prog, args);
 	assert_int_equal(system(cmd), 0);
 	char **paths;
 	size_t n;
@@ -328,6 +329,12 @@ static void record_prog(const char *tool, const char *prog, const char *args, co
 	assert_true(n >= 1);
 	snprintf(trace, tl, "%s", paths[0]);
 	atr_list_free(paths, n);
+}
+
+static void record_prog(const char *tool, const char *prog, const char *args, const char *name,
+			char *trace, size_t tl)
+{
+	record_prog_env(tool, prog, args, name, "", trace, tl);
 }
 
 /* Threads created in waves (tests/progs/waves): the workload has every
@@ -637,7 +644,9 @@ static void test_touch_resident(void **state)
 		print_message("skipped: alloctrace or tests/progs/touchpages not built\n");
 		skip();
 	}
-	record_prog(tool, prog, "64 128", "touch", trace, sizeof(trace));
+	/* every release counted: no time budget */
+	record_prog_env(tool, prog, "64 128", "touch", "ALLOCTRACE_RESIDENT_BUDGET=100", trace,
+			sizeof(trace));
 	/* the trace: block i's free says touched(i) of 128; block 0's
 	   realloc says 1, the new block's free 5 of 256 */
 	atr_file *af;
@@ -711,6 +720,66 @@ static void test_touch_resident(void **state)
 	assert_true(first - none >= N * PAGES * 4 * 3 / 4);
 }
 
+/* The same program under a tiny RESIDENT budget (0.01% of the thread's
+ * time: after one count, the next waits ~10,000 times what it cost): the
+ * header says so, the first large release (block 0's realloc) is always
+ * counted, and convert gives every TOUCH of a release it skipped the
+ * resident share of the counted blocks of its size class, so every block
+ * of the 64 alike gets a count or an estimate, within the block's pages. */
+static void test_touch_budget(void **state)
+{
+	(void)state;
+	enum { N = 64, PAGES = 128 };
+	char tool[1200], prog[1200], trace[1024], wl[300];
+	if (!built("touchpages", tool, sizeof(tool), prog, sizeof(prog))) {
+		print_message("skipped: alloctrace or tests/progs/touchpages not built\n");
+		skip();
+	}
+	record_prog_env(tool, prog, "64 128", "touchb", "ALLOCTRACE_RESIDENT_BUDGET=0.01", trace,
+			sizeof(trace));
+	atr_file *af;
+	char eb[512];
+	assert_int_equal(atr_open(trace, &af, eb, sizeof(eb)), 0);
+	assert_int_equal(atr_get_info(af)->res_budget, 1);
+	atr_iter *it;
+	assert_int_equal(atr_iter_new(af, &it), 0);
+	struct atr_event ev;
+	uint64_t counted = 0, first_realloc = 0;
+	while (atr_iter_next(it, &ev) > 0) {
+		if (ev.type == ATR_T_FREE && ev.span_pages)
+			counted++;
+		if (ev.type == ATR_T_REALLOC && ev.span_pages)
+			first_realloc = ev.span_pages == PAGES && ev.resident_pages == 1;
+	}
+	atr_iter_free(it);
+	atr_close(af);
+	assert_true(first_realloc);
+	counted++; /* the realloc's */
+	assert_true(counted <= N + 1);
+	path_in(wl, sizeof(wl), "touchb.wl");
+	struct rp_convert_stats st;
+	convert_ok(trace, wl, &st);
+	assert_int_equal(st.touch_ops, N + 1);
+	assert_int_equal(st.touch_counted, counted);
+	/* the 63 frees of blocks of block 0's class: counted or estimated;
+	   the realloc's new block (twice as large) only if counted */
+	assert_true(st.touch_counted + st.touch_estimated >= N);
+	awl_file *f;
+	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+	struct awl_stream s;
+	struct awl_op op;
+	assert_int_equal(awl_stream_init(f, 0, &s), 0);
+	uint64_t known = 0;
+	while (awl_stream_next(&s, &op) > 0)
+		if (op.code == AWL_OP_TOUCH && op.a) {
+			known++;
+			assert_true(op.a >= 1 && op.a <= 4 * (2 * PAGES + 1) + 1);
+		}
+	awl_stream_free(&s);
+	awl_close(f);
+	assert_int_equal(known, st.touch_counted + st.touch_estimated);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -719,6 +788,7 @@ int main(void)
 	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
 	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
 	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
+	    cmocka_unit_test(test_touch_budget),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

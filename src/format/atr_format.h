@@ -107,6 +107,10 @@ enum {
 				      bytes; 0: none (older recorders) */
 	ATR_H_PAGE_SIZE = 136,	   /* u32 the recorder's page size (RESIDENT
 				      counts are in these pages); 0 unknown */
+	ATR_H_RES_BUDGET = 140,	   /* u32 basis points of a thread's time
+				      RESIDENT counting may take: 1..9999,
+				      some releases have none; 0 or 10000:
+				      all have one */
 	ATR_H_EXE = 256,	   /* char[256] executable path, NUL-terminated */
 	ATR_H_CMDLINE = 512,	   /* u32 length, then bytes (args split by NUL) */
 	ATR_H_CMDLINE_MAX = 4096 - 512 - 4,

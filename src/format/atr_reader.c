@@ -315,6 +315,9 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 	in->file_size = f->size;
 	in->resident_min = rd64(h + ATR_H_RESIDENT_MIN);
 	in->page_size = rd32(h + ATR_H_PAGE_SIZE);
+	in->res_budget = rd32(h + ATR_H_RES_BUDGET);
+	if (in->res_budget >= 10000)
+		in->res_budget = 0; /* every release counted */
 
 	/* exe: NUL-terminated within 256 bytes, else truncated */
 	const uint8_t *e = h + ATR_H_EXE;

@@ -67,6 +67,10 @@ struct atr_info {
 				  usable bytes carry resident counts
 				  (atr_event.span_pages); 0: none */
 	uint32_t page_size;    /* the recorder's page size, 0 unknown */
+	/* 1..9999: RESIDENT counting took at most this many basis points of
+	 * a thread's time, some large releases have no count; 0: all have
+	 * one */
+	uint32_t res_budget;
 };
 
 /* Synthetic event of the iterator (not a record, not a call): the old

@@ -290,6 +290,31 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
 	return v ? env_u64_of(v, dflt) : dflt;
 }
 
+/* A percentage with up to two decimals ("0.5", "2", "100") in basis
+ * points (1/100 %), 1..10000; anything else: the default. */
+static uint32_t env_percent_bp(const char *name, uint32_t dflt)
+{
+	const char *v = env(name);
+	if (!v)
+		return dflt;
+	uint64_t r = 0;
+	int frac = -1;
+	for (; *v; v++) {
+		if (*v == '.' && frac < 0) {
+			frac = 0;
+			continue;
+		}
+		if (*v < '0' || *v > '9' || frac >= 2 || r > 10000)
+			return dflt;
+		r = r * 10 + (uint64_t)(*v - '0');
+		if (frac >= 0)
+			frac++;
+	}
+	for (frac = frac < 0 ? 0 : frac; frac < 2; frac++)
+		r *= 10;
+	return r >= 1 && r <= 10000 ? (uint32_t)r : dflt;
+}
+
 /* ALLOCTRACE_ZSTD_LEVEL: 0 (no zstd), 1..19, or -1..-100 (zstd's fast
  * levels); anything else: the default. */
 static int env_zstd_level(void)
@@ -474,6 +499,7 @@ static void fill_header(uint8_t *h)
 	atp_put_u64(h + ATR_H_SAMPLE_RATE, g.sample_rate);
 	atp_put_u64(h + ATR_H_RESIDENT_MIN, g.resident_min);
 	atp_put_u32(h + ATR_H_PAGE_SIZE, (uint32_t)g.page);
+	atp_put_u32(h + ATR_H_RES_BUDGET, g.resident_min ? g.resident_budget : 0);
 	atp_put_u32(h + ATR_H_BLOCK_SIZE, g.block_size);
 	atp_put_u32(h + ATR_H_STATUS, (g.no_children ? ATR_STATUS_NO_CHILDREN : 0) | g.open_status);
 	atp_put_u32(h + ATR_H_PID, (uint32_t)g.pid);
@@ -688,6 +714,9 @@ void atp_init(void)
 	/* RESIDENT records (atp_resident.c): 0 turns them off */
 	g.resident_min = env_u64("ALLOCTRACE_RESIDENT_MIN", ATP_RESIDENT_MIN_DEFAULT);
 	g.resident_cmin = g.resident_min ? g.resident_min + sizeof(size_t) : UINT64_MAX;
+	g.resident_budget =
+	    env_percent_bp("ALLOCTRACE_RESIDENT_BUDGET", ATP_RESIDENT_BUDGET_DEFAULT);
+	g.resident_wait = 10000 / g.resident_budget - 1;
 	atp_encode_init();
 	const char *d = env("ALLOCTRACE_DIR"), *f = env("ALLOCTRACE_FILE");
 	if (!f)

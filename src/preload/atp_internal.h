@@ -37,6 +37,10 @@
  * 4 pages, where jemalloc's page runs begin; the cost is one mincore per
  * such release) */
 #define ATP_RESIDENT_MIN_DEFAULT (16u << 10)
+/* ... but their mincore calls take at most this share of a thread's time,
+ * in basis points (0.5%: a mincore costs ~2 us here, bench/RESULTS.md;
+ * the blocks skipped get an estimate from convert) */
+#define ATP_RESIDENT_BUDGET_DEFAULT 50u
 
 /* The real functions, in ATR_CALLS order, then the other calls in
  * ATR_XCALLS order (record -p exchanges them with the target in this
@@ -97,6 +101,8 @@ struct atp_thread {
 	/* ALLOCTRACE_COLLECTOR: calls of this thread's dropped frames that
 	 * no delivered LOST record counts yet */
 	uint64_t net_lost;
+	/* RESIDENT budget (atp_resident.c): no count before this clock value */
+	uint64_t res_next;
 };
 
 enum atp_thread_state { ATP_T_NEW = 0, ATP_T_ACTIVE = 1, ATP_T_EXITED = 2, ATP_T_DEAD = 3 };
@@ -160,6 +166,11 @@ struct atp_global {
 	 * usable bytes get a RESIDENT record (0: none); resident_cmin is the
 	 * glibc chunk size that may hold one (UINT64_MAX: none) */
 	uint64_t resident_min, resident_cmin;
+	/* ALLOCTRACE_RESIDENT_BUDGET: the share of a thread's time its
+	 * mincore calls may take, in basis points (10000: every large release
+	 * is counted); after a count that took c ticks the next waits
+	 * c * resident_wait ticks */
+	uint32_t resident_budget, resident_wait;
 	struct atp_slot slots[ATP_MAX_SLOTS];
 	/* staging blocks of exited threads: still written by the calls glibc
 	 * makes after the last key destructor, then reused by a new thread

@@ -19,6 +19,8 @@
 
 void atp_resident_note(struct atp_thread *t, uint64_t ts, const void *ptr, uint64_t usable)
 {
+	if (ts < t->res_next)
+		return; /* over the budget: convert estimates this block */
 	int e = errno;
 	uint64_t pg = g.page, lo = (uint64_t)(uintptr_t)ptr & ~(pg - 1);
 	uint64_t hi = ((uint64_t)(uintptr_t)ptr + usable + pg - 1) & ~(pg - 1);
@@ -39,6 +41,10 @@ void atp_resident_note(struct atp_thread *t, uint64_t ts, const void *ptr, uint6
 	uint64_t pay[2] = {(uint64_t)(uintptr_t)ptr, span};
 	atp_write_meta_at(t, ts, ATR_T_RESIDENT, res > UINT32_MAX ? UINT32_MAX : (uint32_t)res, pay,
 			  sizeof pay);
+	if (g.resident_wait) {
+		uint64_t now = atp_now();
+		t->res_next = now + (now - ts) * g.resident_wait;
+	}
 	errno = e;
 }
 

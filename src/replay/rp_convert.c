@@ -151,6 +151,11 @@ struct conv {
 	   at least touch_lo requested bytes look their slot up */
 	uint64_t touch_min, touch_lo, page_kib;
 	struct util_hmap touch; /* slot -> writer mark of the count */
+	/* the recorder counted under a time budget (atr_info.res_budget):
+	   a large release without a count gets the resident share of the
+	   counted ones of its power-of-two size class so far */
+	int touch_est;
+	uint64_t est_res[64], est_span[64];
 };
 
 /* A mapping slot: its last use (the WAIT its next user may need), the
@@ -411,20 +416,43 @@ static void touch_place(struct conv *c, uint32_t ti, uint64_t slot, uint64_t usa
 	c->st->touch_ops++;
 }
 
+/* The count field (KiB + 1) for a block of size bytes released without a
+ * count: its size class's resident share so far (0: none counted yet). */
+static uint64_t touch_estimate(const struct conv *c, uint64_t size)
+{
+	int k = 63 - __builtin_clzll(size | 1);
+	if (!c->touch_est || !c->est_span[k])
+		return 0;
+	uint64_t pages = (size + c->page_kib * 1024 - 1) / (c->page_kib * 1024) + 1;
+	uint64_t res = (pages * c->est_res[k] + c->est_span[k] / 2) / c->est_span[k];
+	return res * c->page_kib + 1;
+}
+
 /* Block b dies (released by ev, NULL: dropped): its TOUCH, if it has one,
- * gets ev's resident count. */
+ * gets ev's resident count, or an estimate when the recorder skipped it. */
 static void touch_release(struct conv *c, const struct lv_block *b, const struct atr_event *ev)
 {
 	uint64_t mark;
 	if (!c->touch_min || b->size < c->touch_lo || !util_hmap_remove(&c->touch, b->tag, &mark))
 		return;
-	if (!ev || !ev->span_pages)
-		return; /* no count: the replay touches it as --touch first */
-	uint64_t kib = (uint64_t)ev->resident_pages * c->page_kib + 1;
+	uint64_t kib;
+	if (ev && ev->span_pages) {
+		kib = (uint64_t)ev->resident_pages * c->page_kib + 1;
+		if (c->touch_est) {
+			int k = 63 - __builtin_clzll(b->size | 1);
+			c->est_res[k] += ev->resident_pages;
+			c->est_span[k] += ev->span_pages;
+		}
+		c->st->touch_counted++;
+	} else {
+		kib = ev ? touch_estimate(c, b->size) : 0;
+		if (!kib)
+			return; /* no count: the replay touches it as --touch first */
+		c->st->touch_estimated++;
+	}
 	uint8_t v[RP_TOUCH_WIDTH];
 	put_uv_fixed(v, kib < (1ULL << 42) ? kib : (1ULL << 42) - 1);
 	awl_writer_patch(c->w, mark, v, sizeof(v));
-	c->st->touch_counted++;
 }
 
 static uint64_t usable_of(const struct atr_event *ev)
@@ -1690,6 +1718,8 @@ static void touch_setup(struct conv *c, const struct source *sc)
 		page = in->page_size;
 		if (in->resident_min > min)
 			min = in->resident_min;
+		if (in->res_budget)
+			c->touch_est = 1;
 	}
 	c->touch_min = min;
 	c->touch_lo = min / 2; /* usable <= 2 x requested for any allocator we know */

@@ -78,6 +78,8 @@ struct rp_convert_stats {
 	uint64_t break_moves;	 /* brk, sbrk: not replayed */
 	uint64_t usable_unknown; /* malloc_usable_size of a block never allocated in the trace */
 	uint64_t touch_ops, touch_counted; /* TOUCH ops; those with a count */
+	uint64_t touch_estimated;	   /* ... with an estimate instead (the
+					      recorder's budget skipped them) */
 	uint64_t excluded_calls;	   /* calls a filter left out */
 	int window_open, window_closed;	   /* --from/--to labels: seen */
 	uint32_t no_stacks;		   /* processes without stacks (--module, --function
