@@ -16,7 +16,9 @@
  * each seq the FRAME if there is one, else the STAGING unit (feature
  * INFLIGHT, docs/TRACE_FORMAT.md).  The encoder thread sets its guard for
  * good: whatever it calls is not traced.  Created at the first hand-off
- * (with every signal blocked), again in a fork child; the destructor
+ * of a program that has threads already (glibc's __libc_single_threaded:
+ * a single-threaded program stays one, its threads encode as before),
+ * with every signal blocked; again in a fork child.  The destructor
  * encodes what is left and stops the hand-offs.  ALLOCTRACE_OFFLOAD=0 turns
  * it off; =2 starts a helper that never encodes (the tests' stalled
  * encoder: every thread falls back once its blocks are all handed over).
@@ -30,6 +32,12 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define ATP_SINGLE_THREADED() __libc_single_threaded
+#else
+#define ATP_SINGLE_THREADED() 0
+#endif
 
 #include "atp_internal.h"
 
@@ -95,6 +103,8 @@ static int start_encoder(void)
 	int none = ATP_OFF_NONE;
 	if (!atomic_compare_exchange_strong(&g.off_state, &none, ATP_OFF_STARTING))
 		return -1; /* another thread is starting it: encode this one */
+	/* pthread_create allocates: ours, not an untraced call of the program */
+	atp_tls.guard += ATP_GUARD_INTERNAL;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -108,6 +118,7 @@ static int start_encoder(void)
 		pthread_attr_destroy(&a);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	atp_tls.guard -= ATP_GUARD_INTERNAL;
 	atomic_store(&g.off_state, rc == 0 ? ATP_OFF_RUNNING : ATP_OFF_STOPPED);
 	return rc == 0 ? 0 : -1;
 }
@@ -117,8 +128,13 @@ int atp_offload_handoff(struct atp_thread *t, uint32_t used)
 	if (!g.offload || t->slot >= ATP_MAX_SLOTS || t->state != ATP_T_ACTIVE)
 		return -1;
 	int st = atomic_load_explicit(&g.off_state, memory_order_relaxed);
-	if (ATP_UNLIKELY(st != ATP_OFF_RUNNING) && (st != ATP_OFF_NONE || start_encoder() != 0))
-		return -1;
+	if (ATP_UNLIKELY(st != ATP_OFF_RUNNING)) {
+		/* a thread of ours would make a single-threaded program a
+		 * multi-threaded one for glibc: its malloc takes locks then,
+		 * and retries failed allocations in another arena */
+		if (st != ATP_OFF_NONE || ATP_SINGLE_THREADED() || start_encoder() != 0)
+			return -1;
+	}
 	struct atp_flight *fl = g.flight[t->slot], *e = NULL;
 	for (int i = 0; i < ATP_INFLIGHT && !e; i++) {
 		uint32_t s = atomic_load_explicit(&fl[i].state, memory_order_acquire);
