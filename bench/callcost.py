@@ -122,7 +122,7 @@ def count(work, cmd, env, keep=None, tag=""):
     sh(["valgrind", "--tool=callgrind", "--separate-threads=yes", "--callgrind-out-file=" + cg] + cmd,
        env=env, cwd=work)
     prog, prog_all, helper_all = {}, 0, 0
-    for f in sorted(glob.glob(cg + "*")):
+    for f in sorted(glob.glob(cg + "-*")):  # one file per thread
         ir = self_ir(f)
         tot = total_ir(f)
         if keep:

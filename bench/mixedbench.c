@@ -21,7 +21,7 @@ static long per_thread;
 struct res {
 	uint64_t calls;
 	uint64_t cpu_ns; /* the thread's CPU time (bench/callcost.py) */
-	unsigned index; /* seeds the thread's generator */
+	unsigned index;	 /* seeds the thread's generator */
 };
 
 static uint64_t thread_cpu_ns(void)
