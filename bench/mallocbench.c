@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define RING	 64u
 #define MIN_SIZE 16u
@@ -46,7 +47,15 @@ struct worker {
 	struct counts c;
 	uint64_t checksum;
 	int failed;
+	uint64_t cpu_ns; /* the thread's CPU time (bench/callcost.py) */
 };
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static inline uint64_t xorshift64(uint64_t *s)
 {
@@ -137,6 +146,7 @@ static void *worker_main(void *arg)
 	w->c.realloc_n = nrealloc;
 	w->c.free_n = nfree;
 	w->checksum = sum;
+	w->cpu_ns = thread_cpu_ns();
 	return NULL;
 }
 
@@ -174,7 +184,7 @@ int main(int argc, char **argv)
 	uint64_t nthreads, iters;
 	struct worker *w;
 	struct counts tot = {0, 0, 0, 0}, exp1, exp;
-	uint64_t checksum = 0;
+	uint64_t checksum = 0, cpu = 0;
 	int failed = 0;
 
 	if (argc != 3 || parse_u64(argv[1], &nthreads) || parse_u64(argv[2], &iters) ||
@@ -211,6 +221,7 @@ int main(int argc, char **argv)
 		tot.realloc_n += w[t].c.realloc_n;
 		tot.free_n += w[t].c.free_n;
 		checksum += w[t].checksum;
+		cpu += w[t].cpu_ns;
 		failed |= w[t].failed;
 	}
 	free(w);
@@ -222,6 +233,7 @@ int main(int argc, char **argv)
 	exp.free_n = exp1.free_n * nthreads;
 
 	printf("threads=%llu\n", (unsigned long long)nthreads);
+	printf("worker_cpu_ns=%llu\n", (unsigned long long)cpu);
 	printf("iters_per_thread=%llu\n", (unsigned long long)iters);
 	printf("malloc=%llu\n", (unsigned long long)tot.malloc_n);
 	printf("calloc=%llu\n", (unsigned long long)tot.calloc_n);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +20,16 @@ static long per_thread;
 
 struct res {
 	uint64_t calls;
-	unsigned index; /* seeds the thread's generator */
+	uint64_t cpu_ns; /* the thread's CPU time (bench/callcost.py) */
+	unsigned index;	 /* seeds the thread's generator */
 };
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void *worker(void *arg)
 {
@@ -63,6 +72,7 @@ static void *worker(void *arg)
 			calls++;
 		}
 	r->calls = calls;
+	r->cpu_ns = thread_cpu_ns();
 	return NULL;
 }
 
@@ -80,11 +90,13 @@ int main(int argc, char **argv)
 	for (int t = 0; t < nt; t++)
 		if (pthread_create(&th[t], NULL, worker, &r[t]))
 			return 1;
-	uint64_t calls = 0;
+	uint64_t calls = 0, cpu = 0;
 	for (int t = 0; t < nt; t++) {
 		pthread_join(th[t], NULL);
 		calls += r[t].calls;
+		cpu += r[t].cpu_ns;
 	}
 	printf("calls=%llu\n", (unsigned long long)calls);
+	printf("worker_cpu_ns=%llu\n", (unsigned long long)cpu);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define RING 1024
 
@@ -22,7 +23,15 @@ struct pair {
 	void *ring[RING];
 	long n;
 	unsigned seed;
+	uint64_t cpu_ns[2]; /* producer's and consumer's CPU time (bench/callcost.py) */
 };
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void *producer(void *arg)
 {
@@ -41,6 +50,7 @@ static void *producer(void *arg)
 		p->ring[h % RING] = b;
 		atomic_store_explicit(&p->head, h + 1, memory_order_release);
 	}
+	p->cpu_ns[0] = thread_cpu_ns();
 	return NULL;
 }
 
@@ -54,6 +64,7 @@ static void *consumer(void *arg)
 		free(p->ring[t % RING]);
 		atomic_store_explicit(&p->tail, t + 1, memory_order_release);
 	}
+	p->cpu_ns[1] = thread_cpu_ns();
 	return NULL;
 }
 
@@ -72,9 +83,13 @@ int main(int argc, char **argv)
 		    pthread_create(&th[2 * i + 1], NULL, consumer, &pairs[i]))
 			return 1;
 	}
+	uint64_t cpu = 0;
 	for (int i = 0; i < 2 * np; i++)
 		pthread_join(th[i], NULL);
+	for (int i = 0; i < np; i++)
+		cpu += pairs[i].cpu_ns[0] + pairs[i].cpu_ns[1];
 	printf("calls=%llu\n", (unsigned long long)(2ULL * (uint64_t)np * (uint64_t)n));
+	printf("worker_cpu_ns=%llu\n", (unsigned long long)cpu);
 	free(pairs);
 	return 0;
 }

@@ -375,6 +375,56 @@ static void test_older_staging_loses(void **state)
 	unload(&t);
 }
 
+/* Feature INFLIGHT: a thread's STAGING unit seq 1 handed to the encoder
+ * thread (no FRAME yet), FRAME seq 2 written after it by the thread, its
+ * current STAGING unit seq 3.  Variant frame1: the FRAME of seq 1 was
+ * written too (a crash before the unit was reused): never read twice.
+ * Without the bit, the rule of one STAGING unit per thread applies. */
+static void inflight_trace(struct trace *t, int frame1, int bit, uint64_t *calls)
+{
+	struct atw *w = atw_new(4096);
+	uint32_t s = atw_thread(w, 1, 0);
+	atw_malloc(w, s, 1, 0x10, 1, 0);
+	atw_flush(w, s); /* DATA 0 at index 1; staging (index 0) seq 1 */
+	atw_malloc(w, s, 2, 0x20, 1, 0);
+	atw_retire(w, s); /* DATA 1 at 2; index 0 keeps seq 1; staging 3 seq 2 */
+	atw_malloc(w, s, 3, 0x30, 1, 0);
+	atw_flush(w, s); /* DATA 2 at 4; staging 3 seq 3 */
+	atw_malloc(w, s, 4, 0x40, 1, 0);
+	put32(atw_block(w, 0) + ATR_B_KIND, ATR_BLOCK_STAGING);
+	if (!frame1)
+		put32(atw_block(w, 2) + ATR_B_MAGIC, 0); /* never written */
+	if (bit)
+		atw_hdr_u64(w, ATR_H_FEATURES, ATR_FEAT_CLOCK_MONO_NS | ATR_FEAT_INFLIGHT);
+	assert_int_equal(load(t, w, 1), 0);
+	assert_int_equal(t->rc, 0);
+	assert_int_equal(atr_count_calls_quick(t->f, calls), 0);
+}
+
+static void test_inflight_staging(void **state)
+{
+	(void)state;
+	struct trace t;
+	uint64_t calls;
+	for (int frame1 = 0; frame1 <= 1; frame1++) {
+		inflight_trace(&t, frame1, 1, &calls);
+		assert_int_equal(t.n, 5); /* thread start + 4 mallocs, once each */
+		for (int i = 1; i <= 4; i++)
+			assert_int_equal(t.ev[i].ret, 0x10 * (uint64_t)i);
+		assert_int_equal(calls, 4);
+		assert_int_equal(atr_get_info(t.f)->lost_blocks, 0);
+		assert_int_equal(atr_get_info(t.f)->ignored_staging, (uint64_t)frame1);
+		unload(&t);
+	}
+	/* without the bit: only the last STAGING unit counts (version 1's rule) */
+	inflight_trace(&t, 0, 0, &calls);
+	assert_int_equal(t.n, 4);
+	assert_int_equal(calls, 3);
+	assert_int_equal(atr_get_info(t.f)->lost_blocks, 1);
+	assert_int_equal(atr_get_info(t.f)->ignored_staging, 1);
+	unload(&t);
+}
+
 static void test_truncated_file(void **state)
 {
 	(void)state;
@@ -865,6 +915,7 @@ int main(void)
 	    cmocka_unit_test(test_gap_counted_as_lost),
 	    cmocka_unit_test(test_retired_staging),
 	    cmocka_unit_test(test_older_staging_loses),
+	    cmocka_unit_test(test_inflight_staging),
 	    cmocka_unit_test(test_truncated_file),
 	    cmocka_unit_test(test_bad_headers),
 	    cmocka_unit_test(test_unknown_call_type),

@@ -42,8 +42,10 @@ enum {
 					     at ATR_H_SAMPLE_RATE; see below */
 	ATR_FEAT_XCALLS = 1u << 8,	  /* EXT records (type 11) may appear:
 					     the calls of ATR_XCALLS */
+	ATR_FEAT_INFLIGHT = 1u << 9,	  /* v2: a thread may have several STAGING
+					     units; per seq the FRAME wins */
 };
-#define ATR_FEATURES_KNOWN 0x1ffULL
+#define ATR_FEATURES_KNOWN 0x3ffULL
 
 /* ATR_FEAT_SAMPLED (docs/TRACE_FORMAT.md, "Sampled traces"): every
  * allocation record is a sampled allocation (an allocation of s bytes is

@@ -566,6 +566,65 @@ static int scan_v2(atr_file *f, struct scan_list *l, char *eb, size_t el)
 	return ATR_OK;
 }
 
+static void stream_put(atr_file *f, uint64_t ns, const struct atr_scan *b, int staging)
+{
+	struct atr_sblk *sb = &f->stream[ns];
+	sb->off = b->off;
+	sb->staging = staging;
+	sb->indexed = staging ? 0 : b->indexed;
+	sb->calls = staging ? 0 : b->calls;
+	sb->records = staging ? 0 : b->records;
+	sb->first_ts = staging ? 0 : b->first_ts;
+	sb->last_ts = staging ? 0 : b->last_ts;
+}
+
+/* Feature INFLIGHT: one thread's units (sorted: FRAMEs by seq, then
+ * STAGING units by seq) into its stream: for every seq its FRAME, else its
+ * STAGING unit (a block handed to the encoder thread, or the thread's
+ * current one); a STAGING unit whose seq has a FRAME, or repeats another
+ * STAGING unit's, was superseded.  Gaps in the seqs are lost blocks. */
+static int merge_inflight(atr_file *f, const struct atr_scan *u, size_t n, uint64_t *ns, char *eb,
+			  size_t el)
+{
+	size_t nd = 0;
+	while (nd < n && u[nd].kind == ATR_BLOCK_DATA)
+		nd++;
+	size_t a = 0, b = nd;
+	uint64_t expect = 0;
+	while (a < nd || b < n) {
+		const struct atr_scan *x;
+		int staging;
+		if (b >= n || (a < nd && u[a].seq <= u[b].seq)) {
+			x = &u[a++];
+			staging = 0;
+			if (a < nd && u[a].seq == x->seq) {
+				fmt_err(eb, el,
+					"%s: block at offset 0x%" PRIx64 ": thread %" PRIu32
+					" has two data blocks with sequence number %" PRIu64,
+					f->path, u[a].off, x->serial, x->seq);
+				return ATR_E_BLOCK;
+			}
+			/* the STAGING units of this seq were superseded */
+			while (b < n && u[b].seq == x->seq) {
+				f->info.ignored_staging++;
+				b++;
+			}
+		} else {
+			x = &u[b++];
+			staging = 1;
+			while (b < n && u[b].seq == x->seq) {
+				f->info.ignored_staging++;
+				b++;
+			}
+		}
+		if (x->seq > expect)
+			f->info.lost_blocks += x->seq - expect;
+		expect = x->seq + 1;
+		stream_put(f, (*ns)++, x, staging);
+	}
+	return ATR_OK;
+}
+
 /* Build every thread's stream from the block headers. */
 static int scan_blocks(atr_file *f, char *eb, size_t el)
 {
@@ -608,7 +667,17 @@ static int scan_blocks(atr_file *f, char *eb, size_t el)
 		int have_data = 0;
 		uint64_t last_seq = 0;
 		const struct atr_scan *best_staging = NULL;
-		for (size_t k = i; k < j; k++) {
+		size_t v1_end = j; /* the units the rule of one STAGING unit takes */
+		if (f->features & ATR_FEAT_INFLIGHT) {
+			/* several STAGING units: merge by seq, the FRAME wins */
+			ret = merge_inflight(f, sc + i, j - i, &ns, eb, el);
+			if (ret != ATR_OK)
+				goto out;
+			for (size_t k = i; k < j && !t->tid; k++)
+				t->tid = sc[k].tid;
+			v1_end = i;
+		}
+		for (size_t k = i; k < v1_end; k++) {
 			if (!t->tid && sc[k].tid)
 				t->tid = sc[k].tid;
 			if (sc[k].kind == ATR_BLOCK_DATA) {
@@ -643,7 +712,7 @@ static int scan_blocks(atr_file *f, char *eb, size_t el)
 			}
 		}
 		/* staging blocks other than the chosen one were superseded */
-		for (size_t k = i; k < j; k++)
+		for (size_t k = i; k < v1_end; k++)
 			if (sc[k].kind == ATR_BLOCK_STAGING && &sc[k] != best_staging)
 				f->info.ignored_staging++;
 		if (best_staging) {

@@ -1,8 +1,9 @@
 /* atp_encode.c - turn a full staging block into a v2 FRAME: compact
  * encoding (src/format/atr_v2.c), then a zstd frame.
  *
- * Runs in the thread that fills the block, at flush, guard set (see
- * bench/RESULTS.md, "Where compression runs", for why not a helper thread).
+ * Runs at flush, guard set: in the encoder thread (atp_offload.c) when the
+ * thread that filled the block could hand it over, else in that thread
+ * (bench/RESULTS.md, "Where compression runs" and "The encoder thread").
  * zstd never allocates here: each context lives in a workspace we mmap
  * (ZSTD_initStaticCCtx).  Contexts come from a small process-wide pool
  * taken with a try-lock per entry; a flush is once per thousands of calls,

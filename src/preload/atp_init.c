@@ -494,6 +494,8 @@ static void fill_header(uint8_t *h)
 	if (g.sample_rate)
 		feat |= ATR_FEAT_SAMPLED;
 	feat |= ATR_FEAT_XCALLS; /* EXT records (atp_xhooks.c) */
+	if (g.offload)
+		feat |= ATR_FEAT_INFLIGHT; /* blocks handed over (atp_offload.c) */
 	g.features = feat;
 	atp_put_u64(h + ATR_H_FEATURES, feat);
 	atp_put_u64(h + ATR_H_SAMPLE_RATE, g.sample_rate);
@@ -574,6 +576,7 @@ static void after_fork_child(void)
 		g.real.munmap(g.hdr, ATR_HEADER_SIZE);
 	g.hdr = NULL;
 	atp_spares_forget();
+	atp_offload_after_fork_child();
 	atp_encode_after_fork();
 	memset(t, 0, sizeof *t);
 	t->slot = ATP_MAX_SLOTS;
@@ -756,6 +759,13 @@ void atp_init(void)
 			secure = 1; /* nothing opened below */
 		}
 	}
+	/* full blocks encoded by a helper thread (not for a collector's
+	 * stream or an attached process: they encode in their threads) */
+	g.offload = 0;
+	if (!g.net && !g.attach) {
+		uint64_t o = env_u64("ALLOCTRACE_OFFLOAD", 1);
+		g.offload = o <= 2 ? (int)o : 1; /* 2: the helper never encodes (tests) */
+	}
 	g.open_status = g.start_on ? 0 : ATR_STATUS_STOPPED;
 	int state = ATP_DISABLED;
 	if (!secure && atp_open_trace() == 0) {
@@ -830,6 +840,7 @@ __attribute__((destructor(101))) static void atp_fini(void)
 		return;
 	struct atp_thread *t = &atp_tls;
 	t->guard++;
+	atp_offload_drain();
 	if (g.recording) {
 		atp_write_meta(t, ATR_T_CONTROL, ATR_CTL_EXIT, NULL, 0);
 		atp_write_brk(t, atp_now());

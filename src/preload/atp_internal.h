@@ -29,6 +29,9 @@
 #define ATP_ZSTD_LEVEL_DEFAULT 1  /* bench/RESULTS.md: level 1 vs 3 */
 #define ATP_MAX_SPARE	       64 /* retired staging blocks kept for reuse */
 #define ATP_MREMAP_DONTUNMAP   4  /* Linux 5.7; older headers lack it */
+/* Full staging blocks a thread may have waiting for the encoder thread
+ * (atp_offload.c); with all of them waiting it encodes the next itself. */
+#define ATP_INFLIGHT 2
 /* Level 1's minimum match (zstd's own is 5 for blocks this size): 3-42%
  * fewer instructions for 0.3-3% more bytes (bench/RESULTS.md, "zstd's
  * share"). */
@@ -105,12 +108,27 @@ struct atp_thread {
 	uint64_t res_next;
 };
 
+enum atp_off_state { ATP_OFF_NONE = 0, ATP_OFF_STARTING, ATP_OFF_RUNNING, ATP_OFF_STOPPED };
+
 enum atp_thread_state { ATP_T_NEW = 0, ATP_T_ACTIVE = 1, ATP_T_EXITED = 2, ATP_T_DEAD = 3 };
 
 struct atp_slot {
 	_Alignas(64) uint64_t count; /* written by the owner only */
 	_Atomic uint32_t used;
 	uint8_t *block; /* the owner's staging block (the collector gets it at exit) */
+};
+
+/* A staging block handed to the encoder thread (atp_offload.c), one of a
+ * slot's ATP_INFLIGHT.  Only the slot's owner fills it (EMPTY or FREE ->
+ * QUEUED); whoever encodes it claims it (QUEUED -> BUSY) and gives it back
+ * (BUSY -> FREE, or HELD after a write failure: never reused). */
+enum atp_fl_state { ATP_FL_EMPTY = 0, ATP_FL_FREE, ATP_FL_QUEUED, ATP_FL_BUSY, ATP_FL_HELD };
+struct atp_flight {
+	_Atomic uint32_t state;
+	uint32_t used; /* bytes of records after the header */
+	uint32_t serial, tid;
+	uint64_t seq;
+	uint8_t *block; /* a staging block of the file (NULL: EMPTY) */
 };
 
 struct atp_global {
@@ -172,6 +190,15 @@ struct atp_global {
 	 * c * resident_wait ticks */
 	uint32_t resident_budget, resident_wait;
 	struct atp_slot slots[ATP_MAX_SLOTS];
+	/* ALLOCTRACE_OFFLOAD (atp_offload.c): full blocks are encoded by a
+	 * helper thread.  flight[s]: slot s's blocks handed over (apart from
+	 * slots: the helper writes them, the owner writes slots[s].count) */
+	int offload;		       /* 1: hand full blocks over */
+	_Atomic int off_state;	       /* enum atp_off_state */
+	_Atomic uint32_t off_seq;      /* hand-offs so far: the helper's futex word */
+	_Atomic uint32_t off_sleeping; /* the helper waits on off_seq */
+	_Atomic uint32_t slot_hi;      /* slots claimed so far (high-water mark) */
+	struct atp_flight flight[ATP_MAX_SLOTS][ATP_INFLIGHT];
 	/* staging blocks of exited threads: still written by the calls glibc
 	 * makes after the last key destructor, then reused by a new thread
 	 * once the kernel says the old one is gone.  Thread start and exit
@@ -240,6 +267,24 @@ void atp_staging_extent(const uint8_t *b, uint32_t bs, uint32_t *used, uint32_t 
 /* Every staging block in use or parked (at most cap), for the collector. */
 size_t atp_staging_blocks(uint8_t **out, size_t cap) ATP_HIDDEN;
 void atp_hdr_clear_status(uint32_t bits) ATP_HIDDEN;
+/* A staging block's records as a FRAME in the file (or to the collector):
+ * 0 written, 1 dropped (collector buffer full), < 0 -errno; *calls. */
+int atp_flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq, uint32_t used,
+		    uint32_t *calls) ATP_HIDDEN;
+/* A new staging block of the file, mapped (0 or -errno). */
+int atp_new_staging(uint8_t **out) ATP_HIDDEN;
+/* Make block b (empty, or its records already in a FRAME) t's STAGING
+ * block with t->seq; every step leaves a header a reader accepts. */
+void atp_staging_retarget(struct atp_thread *t, uint8_t *b) ATP_HIDDEN;
+
+/* atp_offload.c: full staging blocks encoded by a helper thread */
+/* 0: t's full block (used bytes of records) was handed over and t has
+ * a fresh staging block with t->seq + 1; -1: not (the caller encodes). */
+int atp_offload_handoff(struct atp_thread *t, uint32_t used) ATP_HIDDEN;
+/* The library destructor: encode what is still handed over, hand over
+ * nothing more. */
+void atp_offload_drain(void) ATP_HIDDEN;
+void atp_offload_after_fork_child(void) ATP_HIDDEN;
 
 /* atp_encode.c: a staging block's records as a v2 FRAME unit */
 struct atp_frame {

@@ -3,8 +3,8 @@
  * Each thread writes records into its staging block, a MAP_SHARED mapping
  * of one block of the trace file that it reuses: its pages are faulted in
  * once, and what is in them is in the file even after a kill -9.  A full
- * staging block is copied with pwritev() into a newly reserved block of the
- * file (kind DATA), then reused.  The file is opened by path for every
+ * staging block is encoded into a FRAME appended to the file, by an
+ * encoder thread (atp_offload.c) or by the thread itself, then reused.  The file is opened by path for every
  * write, so programs that close all descriptors do not break it.
  * Everything here runs with the calling thread's guard set.
  */
@@ -173,8 +173,8 @@ static uint32_t get_u32(const uint8_t *p)
 /* Encode and compress a staging block's records into a FRAME unit and
  * append it to the file (one pwrite), or queue it for the collector.
  * 1: dropped (the collector's buffer is full); *calls: its call records. */
-static int flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq, uint32_t used,
-		       uint32_t *calls)
+int atp_flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq, uint32_t used,
+		    uint32_t *calls)
 {
 	struct atp_frame fr;
 	int rc = atp_encode_block(b + ATR_BLOCK_HEADER_SIZE, used, serial, tid, seq, &fr);
@@ -219,11 +219,14 @@ static int flush_staging(struct atp_thread *t, uint64_t ts)
 	uint32_t used = (uint32_t)((uint8_t *)t->cur - (t->block + ATR_BLOCK_HEADER_SIZE));
 	if (used == 0)
 		return 0;
+	/* an encoder thread takes it (atp_offload.c), or this thread does */
+	if (atp_offload_handoff(t, used) == 0)
+		return 0;
 	uint32_t calls = 0;
-	int rc = flush_block(t->block, t->serial, t->tid, t->seq, used, &calls);
+	int rc = atp_flush_block(t->block, t->serial, t->tid, t->seq, used, &calls);
 	if (rc < 0)
 		return rc;
-	/* now the DATA block has this seq (or it was dropped on its way to
+	/* now the FRAME has this seq (or it was dropped on its way to
 	 * the collector: a missing seq): move the staging block on */
 	t->seq++;
 	atp_put_u64(t->block + ATR_B_SEQ, t->seq);
@@ -274,6 +277,9 @@ static uint32_t claim_slot(void)
 		if (atomic_load_explicit(&g.slots[i].used, memory_order_relaxed) == 0 &&
 		    atomic_compare_exchange_strong(&g.slots[i].used, &z, 1)) {
 			g.slots[i].count = 0;
+			uint32_t hi = atomic_load(&g.slot_hi);
+			while (hi < i + 1 && !atomic_compare_exchange_weak(&g.slot_hi, &hi, i + 1))
+				;
 			return i;
 		}
 	}
@@ -359,9 +365,9 @@ static int start_thread(struct atp_thread *t)
 		/* keep what the old thread wrote after its exit hook */
 		uint32_t used, nrec, calls = 0;
 		atp_staging_extent(spare, g.block_size, &used, &nrec, &calls);
-		int rc = used ? flush_block(spare, get_u32(spare + ATR_B_THREAD),
-					    get_u32(spare + ATR_B_TID), get_u64(spare + ATR_B_SEQ),
-					    used, &calls)
+		int rc = used ? atp_flush_block(spare, get_u32(spare + ATR_B_THREAD),
+						get_u32(spare + ATR_B_TID),
+						get_u64(spare + ATR_B_SEQ), used, &calls)
 			      : 0;
 		if (rc == 0 && used)
 			atomic_fetch_sub(&g.net_unreported, atp_first_lost(spare));
@@ -374,6 +380,16 @@ static int start_thread(struct atp_thread *t)
 		adopt_block(t, spare);
 		return 0;
 	}
+	uint8_t *m;
+	int rc = atp_new_staging(&m);
+	if (rc)
+		return rc;
+	adopt_block(t, m);
+	return 0;
+}
+
+int atp_new_staging(uint8_t **out)
+{
 	int fd = open_trace_fd();
 	if (fd < 0)
 		return fd;
@@ -386,10 +402,35 @@ static int start_thread(struct atp_thread *t)
 	void *m = g.real.mmap(NULL, g.block_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
 	rc = m == MAP_FAILED ? -errno : 0;
 	close(fd);
-	if (rc)
-		return rc;
-	adopt_block(t, m);
-	return 0;
+	if (rc == 0)
+		*out = m;
+	return rc;
+}
+
+/* A fresh block is all zeros; a reused one holds records that a FRAME
+ * with its seq has: RETIRED while its header changes (a reader skips
+ * RETIRED units), its first record word zeroed, then STAGING again. */
+void atp_staging_retarget(struct atp_thread *t, uint8_t *b)
+{
+	volatile uint32_t *kind = (volatile uint32_t *)(b + ATR_B_KIND);
+	if (get_u32(b + ATR_B_MAGIC) == ATR_BLOCK_MAGIC) {
+		*kind = ATR_BLOCK_RETIRED;
+		ATP_BARRIER();
+		((volatile uint64_t *)(b + ATR_BLOCK_HEADER_SIZE))[0] = 0;
+		ATP_BARRIER();
+		atp_put_u32(b + ATR_B_THREAD, t->serial);
+		atp_put_u32(b + ATR_B_TID, t->tid);
+		atp_put_u64(b + ATR_B_SEQ, t->seq);
+		atp_put_u32(b + ATR_B_PID, (uint32_t)g.pid);
+		ATP_BARRIER();
+		*kind = ATR_BLOCK_STAGING;
+	} else {
+		write_block_header(b, ATR_BLOCK_STAGING, t, t->seq, 0, 0);
+	}
+	t->block = b;
+	if (t->slot < ATP_MAX_SLOTS)
+		g.slots[t->slot].block = b;
+	reset_cursor(t);
 }
 
 static int write_meta_at(struct atp_thread *t, uint64_t ts, unsigned type, uint32_t arg,

@@ -5,21 +5,39 @@
  * itself after 30 s.  With ITERS it stops after that many iterations and
  * prints its expectation line (progs.h) instead.
  *
- * usage: killme OUTFILE [ITERS]
+ * With "thread" after ITERS (0: until killed) a second thread that only
+ * sleeps is started first: the process is multi-threaded, so the tracer
+ * hands full blocks to its encoder thread (atp_offload.c).
+ *
+ * usage: killme OUTFILE [ITERS [thread]]
  */
 #include "progs.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <time.h>
 
 #define REPORT 1000
 
+static void *idle(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec ts = {1, 0};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	prog_name = "killme";
-	if (argc != 2 && argc != 3)
-		die("usage: killme OUTFILE [ITERS]");
-	unsigned long iters = argc == 3 ? strtoul(argv[2], NULL, 10) : 0;
+	if (argc < 2 || argc > 4 || (argc == 4 && strcmp(argv[3], "thread") != 0))
+		die("usage: killme OUTFILE [ITERS [thread]]");
+	pthread_t th;
+	if (argc == 4 && pthread_create(&th, NULL, idle, NULL) != 0)
+		die("pthread_create failed");
+	unsigned long iters = argc >= 3 ? strtoul(argv[2], NULL, 10) : 0;
 	int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
 	if (fd < 0)
 		die("open %s: %s", argv[1], strerror(errno));
