@@ -537,9 +537,9 @@ static void test_join_gap(void **state)
 	}
 }
 
-/* More threads thinking at once than there are cores: `--think on`
+/* More threads thinking at once than there are cores: `--think share`
  * spends each thread's share of a gap (cores / running threads), as
- * work; `--think wall` every gap in full. */
+ * work; `--think on` every gap in full. */
 static void test_think_shared(void **state)
 {
 	(void)state;
@@ -572,14 +572,14 @@ static void test_think_shared(void **state)
 	for (int mode = 0; mode < 2; mode++) {
 		struct rp_opts o = {.touch = RP_TOUCH_FIRST,
 				    .timing = RP_TIMING_OFF,
-				    .think = mode ? RP_THINK_WALL : RP_THINK_ON};
+				    .think = mode ? RP_THINK_ON : RP_THINK_SHARE};
 		struct rp_result *r = calloc(1, sizeof(*r));
 		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
 		assert_int_equal(r->st[AWL_OP_MALLOC].count, (uint64_t)n * 20);
 		assert_int_equal(r->st[AWL_OP_FREE].count, (uint64_t)n * 20);
 		print_message("think %s: %d threads on %d cores: %" PRIu64 " of %" PRIu64
 			      " gaps as a share, %.1f ms wall\n",
-			      mode ? "wall" : "on", n, ncpu, r->think_shared, (uint64_t)n * 39,
+			      mode ? "on" : "share", n, ncpu, r->think_shared, (uint64_t)n * 39,
 			      (double)r->wall_ns / 1e6);
 		if (mode)
 			assert_int_equal(r->think_shared, 0);

@@ -7,7 +7,9 @@
 # process, user+sys, its verifier child included), Max RSS and its own
 # buffers (decoder, thread state, slot table: reported apart, they are
 # part of the replay's Max RSS); the same for a replay without think time
-# (--think off).  Then the medians.  Issue 19's goals: replay_s within 2x
+# (--think off), and the wall time and CPU time of a replay that spends
+# only a thread's share of each gap while threads outnumber cores
+# (--think share; the default spends every gap in full on the clock).  Then the medians.  Issue 19's goals: replay_s within 2x
 # program_s; replay_maxrss_kb within 10% of program_maxrss_kb plus the
 # buffers.  The trace is recorded once, at the start: its think time is
 # what the machine's load was then (a loaded machine stretches it).
@@ -23,13 +25,14 @@ uptime | sed 's/^/# record at: /'
 uptime | sed 's/^/# /'
 cols="run program_s program_cpu_s program_maxrss_kb replay_s replay_cpu_s replay_maxrss_kb"
 cols="$cols decoder_kb state_kb slots_kb threads max_live starts_as_traced"
-cols="$cols think_off_s think_off_cpu_s think_off_maxrss_kb"
+cols="$cols think_off_s think_off_cpu_s think_off_maxrss_kb think_share_s think_share_cpu_s"
 echo "$cols"
 : >"$W/rows"
 for r in $(seq "$RUNS"); do
   p=$(flock /tmp/alloctrace-bench.lock /usr/bin/time -f "%e %U %S %M" "$W/thread_waves" "$TOTAL" "$PAR" "$ITERS" 2>&1 >/dev/null | tail -1)
   j=$(flock /tmp/alloctrace-bench.lock /usr/bin/time -f "%U %S" -o "$W/t1" "$B/alloctrace" replay "$W/wl" --timing off --json 2>/dev/null)
   k=$(flock /tmp/alloctrace-bench.lock /usr/bin/time -f "%U %S" -o "$W/t2" "$B/alloctrace" replay "$W/wl" --timing off --think off --json 2>/dev/null)
+  m=$(flock /tmp/alloctrace-bench.lock /usr/bin/time -f "%U %S" -o "$W/t3" "$B/alloctrace" replay "$W/wl" --timing off --think share --json 2>/dev/null)
   g() { echo "$1" | grep -o "\"$2\": [0-9]*" | grep -o '[0-9]*$'; }
   cpu() { awk '{printf "%.2f", $1 + $2}' "$1"; }
   row="$r $(echo "$p" | awk '{printf "%.2f %.2f %d", $1, $2 + $3, $4}')"
@@ -38,6 +41,7 @@ for r in $(seq "$RUNS"); do
   row="$row $(( $(g "$j" slot_table_bytes) / 1024 )) $(g "$j" threads_created) $(g "$j" max_live_threads)"
   row="$row $(( $(g "$j" thread_starts_checked) - $(g "$j" thread_starts_unlike_trace) ))/$(g "$j" thread_starts_checked)"
   row="$row $(awk -v u="$(g "$k" wall_us)" 'BEGIN{printf "%.2f", u/1e6}') $(cpu "$W/t2") $(g "$k" max_rss_kb)"
+  row="$row $(awk -v u="$(g "$m" wall_us)" 'BEGIN{printf "%.2f", u/1e6}') $(cpu "$W/t3")"
   echo "$row" | tee -a "$W/rows"
 done
 # medians (min-max) of each numeric column

@@ -43,9 +43,9 @@ static void replay_usage(FILE *out)
 	    "                         clock's latency) | off (no per-call times, least overhead)\n"
 	    "      --think MODE       on (default): spend the traced threads' time between\n"
 	    "                         calls (workload version 2) writing a per-thread working\n"
-	    "                         set, so wall time predicts the program's; with more\n"
-	    "                         replay threads than cores only their share of a gap\n"
-	    "                         (cores / threads) | wall: every gap in full | off:\n"
+	    "                         set, so wall time predicts the program's | share: the\n"
+	    "                         same, but with more replay threads than cores only\n"
+	    "                         their share of a gap (cores / threads), as work | off:\n"
 	    "                         calls back to back (the allocator's time only)\n"
 	    "      --spin N           pauses a wait spins before it sleeps (default %u; spins\n"
 	    "                         only while every running replay thread has a core)\n"
@@ -218,9 +218,9 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 		printf("think time: %s usec spent%s (workload: %s usec; %s gaps as a share); the "
 		       "traced run lasted %s usec\n",
 		       util_fmt_u64(a, sizeof(a), r->think_ns / 1000),
-		       o->think == RP_THINK_ON	   ? ""
-		       : o->think == RP_THINK_WALL ? " (--think wall)"
-						   : " (--think off)",
+		       o->think == RP_THINK_ON	    ? ""
+		       : o->think == RP_THINK_SHARE ? " (--think share)"
+						    : " (--think off)",
 		       util_fmt_u64(d, sizeof(d), r->think_shared),
 		       util_fmt_u64(b, sizeof(b), r->think_trace_ns / 1000),
 		       util_fmt_u64(c, sizeof(c), r->trace_duration_ns / 1000));
@@ -322,9 +322,9 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_key(&w, "slot_table_bytes");
 	json_u64(&w, r->slot_table_bytes);
 	json_key(&w, "think");
-	json_string(&w, o->think == RP_THINK_ON	    ? "on"
-			: o->think == RP_THINK_WALL ? "wall"
-						    : "off");
+	json_string(&w, o->think == RP_THINK_ON	     ? "on"
+			: o->think == RP_THINK_SHARE ? "share"
+						     : "off");
 	json_key(&w, "think_us");
 	json_u64(&w, r->think_ns / 1000);
 	json_key(&w, "think_shared");
@@ -508,10 +508,10 @@ int cmd_replay(int argc, char **argv)
 				o.think = RP_THINK_ON;
 			else if (!strcmp(optarg, "off"))
 				o.think = RP_THINK_OFF;
-			else if (!strcmp(optarg, "wall"))
-				o.think = RP_THINK_WALL;
+			else if (!strcmp(optarg, "share"))
+				o.think = RP_THINK_SHARE;
 			else {
-				util_err("replay: bad --think '%s' (on, off, wall)", optarg);
+				util_err("replay: bad --think '%s' (on, off, share)", optarg);
 				goto out;
 			}
 			break;

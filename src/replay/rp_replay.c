@@ -305,7 +305,7 @@ struct replay {
 	uint64_t timer_floor; /* ticks an empty timed region measures */
 	unsigned spin, ncpu;
 	uint64_t step_ps; /* think work: picoseconds per step (calibrate_think) */
-	int think_share;  /* RP_THINK_ON: scale gaps while oversubscribed */
+	int think_share;  /* RP_THINK_SHARE: scale gaps while oversubscribed */
 	int membar;	  /* membarrier(PRIVATE_EXPEDITED) registered */
 	pthread_attr_t attr;
 	_Atomic uint32_t running; /* replay threads between start and end */
@@ -1245,7 +1245,7 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	rp.timer_floor = timer_floor(o->timing);
 	rp.spin = o->spin == UINT_MAX ? 0 : o->spin ? o->spin : RP_SPIN_DEFAULT;
 	rp.ncpu = usable_cpus();
-	rp.think_share = o->think == RP_THINK_ON;
+	rp.think_share = o->think == RP_THINK_SHARE;
 	if (rp.think_share)
 		rp.step_ps = calibrate_think();
 	rp.membar = membarrier_register();

@@ -31,12 +31,12 @@ enum rp_touch { RP_TOUCH_NONE, RP_TOUCH_FIRST, RP_TOUCH_ALL, RP_TOUCH_TRACE, RP_
  * overhead: wall time only). */
 enum rp_timing { RP_TIMING_SERIAL, RP_TIMING_FAST, RP_TIMING_OFF };
 /* THINK ops: OFF skips them (calls back to back), ON spends them writing a
- * per-thread working set (RP_THINK_WSET bytes); while more replay threads
- * run than there are cores, ON spends only the thread's share of a gap
+ * per-thread working set (RP_THINK_WSET bytes) until the clock says the
+ * gap is spent; SHARE does the same, but while more replay threads run
+ * than there are cores it spends only the thread's share of a gap
  * (cores / running threads) as work, the rest being the trace's
- * preemption, which the replay's own threads reproduce.  WALL spends
- * every gap in full on the clock (the first version). */
-enum rp_think { RP_THINK_ON, RP_THINK_OFF, RP_THINK_WALL };
+ * preemption, which the replay's own threads reproduce. */
+enum rp_think { RP_THINK_ON, RP_THINK_OFF, RP_THINK_SHARE };
 #define RP_THINK_WSET (8u << 10)
 /* Of a longer gap, only this much is spent working, the rest sleeping. */
 #define RP_THINK_SPIN_MAX_NS 500000u
@@ -90,7 +90,7 @@ struct rp_result {
 	uint64_t thread_state_peak_bytes;	   /* per-thread stats + think sets (mapped) */
 	uint64_t slot_table_bytes;		   /* the replay's pointer table */
 	uint64_t think_ns, think_trace_ns;	   /* spent; in the workload */
-	uint64_t think_shared;			   /* THINK ops spent as a share (RP_THINK_ON) */
+	uint64_t think_shared;			   /* THINK ops spent as a share (RP_THINK_SHARE) */
 	uint64_t trace_duration_ns;		   /* the traced run, first to last record */
 	int version;				   /* workload format version */
 	enum rp_touch touch;			   /* the mode used (AUTO resolved) */
