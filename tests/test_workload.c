@@ -1,7 +1,9 @@
 /* test_workload.c - convert + replay: exact counts, ideal RSS equal to the
  * trace's peak live bytes, cross-thread order, bad input. */
 #define _GNU_SOURCE
+#include <inttypes.h>
 #include <math.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -460,6 +462,7 @@ static void test_think_time(void **state)
 		if (fabs(err) < best)
 			best = fabs(err);
 		assert_true(r->think_ns >= think && r->think_ns <= think + think / 5);
+		assert_int_equal(r->think_shared, 0); /* one thread: never more than cores */
 		free(r);
 	}
 	assert_true(best <= THINK_BOUND);
@@ -471,6 +474,126 @@ static void test_think_time(void **state)
 	assert_true(r->wall_ns < dur / 4);
 	assert_int_equal(r->think_ns, 0);
 	free(r);
+}
+
+/* A gap during which another thread exited, ending soon after the exit,
+ * is a wait for that exit (a join), not think time: convert writes a WAIT
+ * for everything the exited thread did, and only the rest of the gap as
+ * think time; a gap that ends long after an exit stays think time.
+ * --no-joins (no_joins) keeps every gap. */
+static void test_join_gap(void **state)
+{
+	(void)state;
+	char trace[300], wl[300], eb[512];
+	path_in(trace, sizeof(trace), "join.atr");
+	path_in(wl, sizeof(wl), "join.wl");
+	struct atw *w = atw_new(4096);
+	uint32_t a = atw_thread(w, 11, 1);
+	atw_malloc(w, a, 10, 0x1000, 16, 8);
+	uint32_t b = atw_thread(w, 12, 20);
+	atw_malloc(w, b, 30, 0x2000, 16, 8);
+	atw_free(w, b, 1999000, 0x2000);
+	atw_meta(w, b, 2000000, ATR_T_THREAD_EXIT, 12, NULL, 0);
+	/* a: waits 2 ms, calls 5 us after b's exit: a join */
+	atw_malloc(w, a, 2005000, 0x3000, 16, 8);
+	uint32_t c = atw_thread(w, 13, 2006000);
+	atw_malloc(w, c, 2006100, 0x4000, 16, 8);
+	atw_free(w, c, 2006200, 0x4000);
+	atw_meta(w, c, 2100000, ATR_T_THREAD_EXIT, 13, NULL, 0);
+	/* a: 3 ms more, 2.9 ms of it after c's exit: work, not a join */
+	atw_free(w, a, 5000000, 0x3000);
+	atw_free(w, a, 5000100, 0x1000);
+	assert_int_equal(atw_write_file(w, trace, 0), 0);
+	atw_destroy(w);
+	struct rp_convert_stats st;
+	for (int no_joins = 0; no_joins < 2; no_joins++) {
+		struct rp_convert_opts o = {.quiet = 1, .no_joins = no_joins};
+		assert_int_equal(rp_convert(trace, wl, &o, &st, eb, sizeof(eb)), 0);
+		assert_int_equal(st.joins, no_joins ? 0 : 1);
+		awl_file *f;
+		assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+		assert_int_equal(awl_verify(f, eb, sizeof(eb)), 0);
+		/* thread a's stream: the WAIT for all 5 of b's ops, then think */
+		struct awl_stream s;
+		struct awl_op op;
+		assert_int_equal(awl_stream_init(f, 0, &s), 0);
+		uint64_t think = 0, wait_b = 0;
+		while (awl_stream_next(&s, &op) > 0) {
+			if (op.code == AWL_OP_THINK)
+				think += op.a;
+			if (op.code == AWL_OP_WAIT && op.a == 1 && !think)
+				wait_b = op.b;
+		}
+		awl_stream_free(&s);
+		uint64_t b_ops = awl_get_thread(f, 1)->ops;
+		awl_close(f);
+		/* (gaps less the think floor, 20 ns each) */
+		if (no_joins) {
+			assert_int_equal(wait_b, 0);
+			assert_true(think > 2005000 - 10 - 100 + 2995000 - 100);
+		} else {
+			assert_int_equal(wait_b, b_ops);
+			assert_true(think >= 5000 + 2995000 - 100 && think <= 5000 + 2995000);
+		}
+		struct rp_opts ro = {.touch = RP_TOUCH_FIRST, .dry_run = 1, .think = RP_THINK_OFF};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		assert_int_equal(rp_replay(wl, &ro, r, eb, sizeof(eb)), 0);
+		assert_int_equal(r->st[AWL_OP_MALLOC].count, 4);
+		assert_int_equal(r->st[AWL_OP_FREE].count, 4);
+		free(r);
+	}
+}
+
+/* More threads thinking at once than there are cores: `--think share`
+ * spends each thread's share of a gap (cores / running threads), as
+ * work; `--think on` every gap in full. */
+static void test_think_shared(void **state)
+{
+	(void)state;
+	cpu_set_t cs;
+	int ncpu = sched_getaffinity(0, sizeof(cs), &cs) == 0 ? CPU_COUNT(&cs) : 2;
+	int n = 2 * ncpu + 2;
+	if (n > 64) {
+		print_message("skipped: %d cores\n", ncpu);
+		skip();
+	}
+	char trace[300], wl[300], eb[512];
+	path_in(trace, sizeof(trace), "shared.atr");
+	path_in(wl, sizeof(wl), "shared.wl");
+	struct atw *w = atw_new(1 << 16);
+	uint32_t t[64];
+	for (int i = 0; i < n; i++)
+		t[i] = atw_thread(w, 100 + (uint32_t)i, 1 + (uint64_t)i);
+	for (int k = 0; k < 20; k++)
+		for (int i = 0; i < n; i++) {
+			uint64_t ts = 1000 + (uint64_t)k * 200000, p = 0x10000 * (uint64_t)(i + 1);
+			atw_malloc(w, t[i], ts + (uint64_t)i, p, 32, 8);
+			atw_free(w, t[i], ts + 100000 + (uint64_t)i, p);
+		}
+	assert_int_equal(atw_write_file(w, trace, 0), 0);
+	atw_destroy(w);
+	struct rp_convert_stats st;
+	struct rp_convert_opts co = {.quiet = 1};
+	assert_int_equal(rp_convert(trace, wl, &co, &st, eb, sizeof(eb)), 0);
+	assert_true(st.think_ns >= (uint64_t)n * 39 * 99000);
+	for (int mode = 0; mode < 2; mode++) {
+		struct rp_opts o = {.touch = RP_TOUCH_FIRST,
+				    .timing = RP_TIMING_OFF,
+				    .think = mode ? RP_THINK_ON : RP_THINK_SHARE};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
+		assert_int_equal(r->st[AWL_OP_MALLOC].count, (uint64_t)n * 20);
+		assert_int_equal(r->st[AWL_OP_FREE].count, (uint64_t)n * 20);
+		print_message("think %s: %d threads on %d cores: %" PRIu64 " of %" PRIu64
+			      " gaps as a share, %.1f ms wall\n",
+			      mode ? "on" : "share", n, ncpu, r->think_shared, (uint64_t)n * 39,
+			      (double)r->wall_ns / 1e6);
+		if (mode)
+			assert_int_equal(r->think_shared, 0);
+		else
+			assert_true(r->think_shared > 0);
+		free(r);
+	}
 }
 
 /* A real program: tests/progs/threads under `alloctrace record`. */
@@ -788,7 +911,8 @@ int main(void)
 	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
 	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
 	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
-	    cmocka_unit_test(test_touch_budget),
+	    cmocka_unit_test(test_touch_budget),   cmocka_unit_test(test_join_gap),
+	    cmocka_unit_test(test_think_shared),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

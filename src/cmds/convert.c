@@ -18,7 +18,8 @@ static void convert_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: alloctrace convert TRACE -o WORKLOAD [--pid PID | --merge] [filters]\n"
-		"                          [--think-floor NS] [--quiet] [--no-progress]\n"
+		"                          [--think-floor NS] [--no-joins] [--quiet]\n"
+		"                          [--no-progress]\n"
 		"Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
 		"trace, docs/DJ_COMPAT.md) into a workload\n"
 		"for `alloctrace replay` (format: docs/WORKLOAD_FORMAT.md).  One process per\n"
@@ -29,6 +30,9 @@ static void convert_usage(FILE *out)
 		"      --merge        every process in one workload (threads renumbered)\n"
 		"      --think-floor NS  the recorder's own share of each gap between two calls\n"
 		"                     of a thread, not counted as think time (default %u)\n"
+		"      --no-joins     keep every gap as think time (default: a gap of 500 us\n"
+		"                     or more ending soon after another thread's exit is a\n"
+		"                     wait for that exit)\n"
 		"  -q, --quiet        no anomaly reports (they are still counted)\n"
 		"      --no-progress  no progress line even on a terminal\n"
 		"Filters select allocations as report's do; a block left out is left out\n"
@@ -74,14 +78,16 @@ static void conv_note(void *arg, int kind, const char *msg)
 
 /* ro: the filters (NULL: none) */
 static int do_convert(const char *in, const char *out, uint32_t pid, int merge, int quiet,
-		      int progress, uint64_t floor_ns, const struct an_session_opts *ro)
+		      int progress, uint64_t floor_ns, int no_joins,
+		      const struct an_session_opts *ro)
 {
 	struct rp_convert_opts o = {.pid = pid,
 				    .merge = merge,
 				    .progress = progress,
 				    .quiet = quiet,
 				    .note = conv_note,
-				    .think_floor_ns = floor_ns};
+				    .think_floor_ns = floor_ns,
+				    .no_joins = no_joins};
 	struct an_session_stack_cache sc = {.o = ro};
 	if (ro) {
 		o.have_from = ro->flt.have_from;
@@ -148,6 +154,12 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 		fprintf(stderr,
 			"convert: threads alive at once: at most %" PRIu32 "; think time %.3f s\n",
 			st.max_live, (double)st.think_ns / 1e9);
+		if (st.joins)
+			fprintf(stderr,
+				"convert: %" PRIu64
+				" gaps taken as waits for a thread's exit (joins; "
+				"--no-joins keeps them as think time)\n",
+				st.joins);
 		if (st.xcalls)
 			fprintf(
 			    stderr,
@@ -199,6 +211,7 @@ int cmd_convert(int argc, char **argv)
 	    {"no-progress", no_argument, NULL, 'P'},
 	    {"think-floor", required_argument, NULL, 'F'},
 	    {"merge", no_argument, NULL, 'M'},
+	    {"no-joins", no_argument, NULL, 'J'},
 	    {"thread", required_argument, NULL, REP_OPT_BASE + 2},
 	    {"from", required_argument, NULL, REP_OPT_BASE + 3},
 	    {"to", required_argument, NULL, REP_OPT_BASE + 4},
@@ -210,7 +223,7 @@ int cmd_convert(int argc, char **argv)
 	};
 	const char *out = NULL;
 	uint32_t pid = 0;
-	int quiet = 0, progress = isatty(2), merge = 0, c, rc;
+	int quiet = 0, progress = isatty(2), merge = 0, no_joins = 0, c, rc;
 	uint64_t floor_ns = RP_THINK_FLOOR_NS;
 	struct an_session_opts ro;
 	an_session_opts_init(&ro);
@@ -262,6 +275,9 @@ int cmd_convert(int argc, char **argv)
 		case 'M':
 			merge = 1;
 			break;
+		case 'J':
+			no_joins = 1;
+			break;
 		case 'h':
 			an_session_opts_free(&ro);
 			convert_usage(stdout);
@@ -280,7 +296,7 @@ int cmd_convert(int argc, char **argv)
 		return 2;
 	}
 	rc = do_convert(argv[optind], out, pid, merge, quiet, progress && !quiet, floor_ns,
-			ro.any_filter ? &ro : NULL);
+			no_joins, ro.any_filter ? &ro : NULL);
 	an_session_opts_free(&ro);
 	return rc;
 }
@@ -297,7 +313,7 @@ int cmd_trace2wl(int argc, char **argv)
 		return argc == 2 ? 0 : 2;
 	}
 	if (argc == 3)
-		return do_convert(argv[2], argv[1], 0, 0, 0, isatty(2), RP_THINK_FLOOR_NS, NULL);
+		return do_convert(argv[2], argv[1], 0, 0, 0, isatty(2), RP_THINK_FLOOR_NS, 0, NULL);
 	const char *td = getenv("TMPDIR");
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s/trace2wl.XXXXXX", td && *td ? td : "/tmp");
@@ -321,7 +337,7 @@ int cmd_trace2wl(int argc, char **argv)
 		rc = 1;
 	}
 	if (!rc)
-		rc = do_convert(tmp, argv[1], 0, 0, 0, 0, RP_THINK_FLOOR_NS, NULL);
+		rc = do_convert(tmp, argv[1], 0, 0, 0, 0, RP_THINK_FLOOR_NS, 0, NULL);
 	unlink(tmp);
 	return rc;
 }

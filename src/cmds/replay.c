@@ -43,8 +43,10 @@ static void replay_usage(FILE *out)
 	    "                         clock's latency) | off (no per-call times, least overhead)\n"
 	    "      --think MODE       on (default): spend the traced threads' time between\n"
 	    "                         calls (workload version 2) writing a per-thread working\n"
-	    "                         set, so wall time predicts the program's | off: calls\n"
-	    "                         back to back (the allocator's time only)\n"
+	    "                         set, so wall time predicts the program's | share: the\n"
+	    "                         same, but with more replay threads than cores only\n"
+	    "                         their share of a gap (cores / threads), as work | off:\n"
+	    "                         calls back to back (the allocator's time only)\n"
 	    "      --spin N           pauses a wait spins before it sleeps (default %u; spins\n"
 	    "                         only while every running replay thread has a core)\n"
 	    "      --timeline FILE    sample VmSize, VmRSS and ideal live bytes (ms vmsize_kb\n"
@@ -193,10 +195,11 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 		       type_names[k], util_fmt_u64(a, sizeof(a), s->count), avg(s),
 		       rp_percentile(s, 50), rp_percentile(s, 99), s->max);
 	}
-	char d[32], e[32];
-	printf("\nops %s, waits %s (slept %s), RSS at end %s Kb, VmSize at end %s Kb\n",
+	char d[32], e[32], f[32];
+	printf("\nops %s, waits %s (slept %s, %s usec), RSS at end %s Kb, VmSize at end %s Kb\n",
 	       util_fmt_u64(a, sizeof(a), r->ops), util_fmt_u64(b, sizeof(b), r->waits),
-	       util_fmt_u64(c, sizeof(c), r->sleeps), util_fmt_u64(d, sizeof(d), r->vmrss_end_kb),
+	       util_fmt_u64(c, sizeof(c), r->sleeps), util_fmt_u64(f, sizeof(f), r->wait_ns / 1000),
+	       util_fmt_u64(d, sizeof(d), r->vmrss_end_kb),
 	       util_fmt_u64(e, sizeof(e), r->vmsize_end_kb));
 	printf("threads: %s created, at most %" PRIu32 " alive at once (traced: %" PRIu32
 	       "); pthread_create %s usec, thread exit and join %s usec (summed over threads, not "
@@ -212,15 +215,18 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 	if (r->version < 2)
 		printf("think time: none (workload version %d has none)\n", r->version);
 	else
-		printf("think time: %s usec spent%s (workload: %s usec); the traced run lasted %s "
-		       "usec\n",
+		printf("think time: %s usec spent%s (workload: %s usec; %s gaps as a share); the "
+		       "traced run lasted %s usec\n",
 		       util_fmt_u64(a, sizeof(a), r->think_ns / 1000),
-		       o->think == RP_THINK_ON ? "" : " (--think off)",
+		       o->think == RP_THINK_ON	    ? ""
+		       : o->think == RP_THINK_SHARE ? " (--think share)"
+						    : " (--think off)",
+		       util_fmt_u64(d, sizeof(d), r->think_shared),
 		       util_fmt_u64(b, sizeof(b), r->think_trace_ns / 1000),
 		       util_fmt_u64(c, sizeof(c), r->trace_duration_ns / 1000));
 	printf("replay's own memory (mapped, virtual): decoder buffers %s Kb and thread stats %s "
 	       "Kb at most (per "
-	       "live thread, unmapped at its exit), slot table %s Kb\n",
+	       "live thread, reused by the next thread to start), slot table %s Kb\n",
 	       util_fmt_u64(a, sizeof(a), r->decoder_peak_bytes / 1024),
 	       util_fmt_u64(b, sizeof(b), r->thread_state_peak_bytes / 1024),
 	       util_fmt_u64(c, sizeof(c), r->slot_table_bytes / 1024));
@@ -316,15 +322,21 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_key(&w, "slot_table_bytes");
 	json_u64(&w, r->slot_table_bytes);
 	json_key(&w, "think");
-	json_string(&w, o->think == RP_THINK_ON ? "on" : "off");
+	json_string(&w, o->think == RP_THINK_ON	     ? "on"
+			: o->think == RP_THINK_SHARE ? "share"
+						     : "off");
 	json_key(&w, "think_us");
 	json_u64(&w, r->think_ns / 1000);
+	json_key(&w, "think_shared");
+	json_u64(&w, r->think_shared);
 	json_key(&w, "think_trace_us");
 	json_u64(&w, r->think_trace_ns / 1000);
 	json_key(&w, "trace_duration_us");
 	json_u64(&w, r->trace_duration_ns / 1000);
 	json_key(&w, "wait_sleeps");
 	json_u64(&w, r->sleeps);
+	json_key(&w, "wait_us");
+	json_u64(&w, r->wait_ns / 1000);
 	json_key(&w, "unexpected_success");
 	json_u64(&w, r->unexpected_ok);
 	json_key(&w, "unexpected_failure");
@@ -496,8 +508,10 @@ int cmd_replay(int argc, char **argv)
 				o.think = RP_THINK_ON;
 			else if (!strcmp(optarg, "off"))
 				o.think = RP_THINK_OFF;
+			else if (!strcmp(optarg, "share"))
+				o.think = RP_THINK_SHARE;
 			else {
-				util_err("replay: bad --think '%s' (on, off)", optarg);
+				util_err("replay: bad --think '%s' (on, off, share)", optarg);
 				goto out;
 			}
 			break;

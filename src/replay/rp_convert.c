@@ -131,6 +131,9 @@ struct conv {
 	uint32_t alive_cap;
 	uint64_t think_total;
 	uint64_t floor_ticks, min_ticks; /* think_floor_ns, RP_THINK_MIN_NS */
+	/* the latest THREAD_EXIT (think_joined): its thread, its stamp */
+	uint32_t last_exit;
+	uint64_t last_exit_ts, join_ticks; /* join_ticks: RP_JOIN_MIN_NS */
 	/* filters (rp_convert_opts: window, keep) */
 	int filtered, in_window;
 	uint64_t from_ts, to_ts;
@@ -737,6 +740,8 @@ static void on_meta(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		p = op_begin(c, ti, AWL_OP_THREAD_EXIT);
 		op_end(c, ti, p, 0);
 		c->th[ti].exited = 1;
+		c->last_exit = ti;
+		c->last_exit_ts = ev->ts;
 		{
 			uint32_t pos = c->th[ti].alive_pos, last = c->alive[--c->nlive];
 			c->alive[pos] = last;
@@ -1130,6 +1135,25 @@ static void on_xcall(struct conv *c, uint32_t ti, const struct atr_event *ev)
 	}
 }
 
+/* A long gap (>= RP_JOIN_MIN_NS) in thread ti ending at start, during
+ * which another thread exited, in its first half: ti is taken to have
+ * waited for that exit (pthread_join, or a pool waiting for its workers)
+ * rather than to have worked.  The gap up to the exit becomes a WAIT for
+ * every op the exited thread has made so far (a real dependency, which
+ * the replay honours at its own speed); only the rest stays think time.
+ * Returns the stamp the think time counts from. */
+static uint64_t think_joined(struct conv *c, uint32_t ti, uint64_t ret, uint64_t start)
+{
+	uint32_t x = c->last_exit;
+	if (x == RP_NONE || x == ti || start - ret < c->join_ticks || c->last_exit_ts <= ret ||
+	    c->last_exit_ts > start || (start - c->last_exit_ts) * 2 > start - ret)
+		return ret;
+	uint32_t xw = c->th[x].widx;
+	emit_wait_ops(c, ti, xw, awl_writer_thread_ops(c->w, xw));
+	c->st->joins++;
+	return c->last_exit_ts;
+}
+
 /* Thread ti makes a call (ev): the time since its previous call returned,
  * less the recorder's own share (think_floor_ns per gap), is think time;
  * gaps add up until they reach RP_THINK_MIN_NS and go out as a THINK op
@@ -1143,6 +1167,8 @@ static void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev
 	   the extended calls but munmap */
 	uint64_t start = rea && ev->ts >= ev->duration ? ev->ts - ev->duration : ev->ts;
 	uint64_t ret = rea || !(ev->flags & ATR_FLAG_TIMED) ? ev->ts : ev->ts + ev->duration;
+	if (t->have_ret && start > t->ret_ts + c->join_ticks)
+		t->ret_ts = think_joined(c, ti, t->ret_ts, start);
 	if (t->have_ret && start > t->ret_ts + c->floor_ticks) {
 		/* in ticks: no conversion per call */
 		t->think_ticks += start - t->ret_ts - c->floor_ticks;
@@ -1743,6 +1769,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.f = sc.f;
 	c.sp_thread = RP_NONE;
 	c.spawner = RP_NONE;
+	c.last_exit = RP_NONE;
 	long pg = sysconf(_SC_PAGESIZE);
 	c.page = pg > 0 ? (uint64_t)pg : 4096;
 	lv_init(&c.live, 0); /* convert counts unknown frees itself */
@@ -1774,10 +1801,13 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		c.min_ticks = (uint64_t)((double)RP_THINK_MIN_NS * tpn + 0.5);
 		if (!c.min_ticks)
 			c.min_ticks = 1;
+		c.join_ticks =
+		    o->no_joins ? UINT64_MAX / 2 : (uint64_t)((double)RP_JOIN_MIN_NS * tpn + 0.5);
 	} else {
 		/* a dj trace has no clock (ts is the record number): no think time */
 		c.floor_ticks = UINT64_MAX / 2;
 		c.min_ticks = UINT64_MAX;
+		c.join_ticks = UINT64_MAX / 2;
 	}
 	if ((rc = awl_writer_open(out, &c.w, eb, el)) < 0) {
 		src_close(&sc);

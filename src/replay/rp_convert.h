@@ -48,6 +48,7 @@ struct rp_convert_opts {
 	void *note_arg;
 	uint64_t think_floor_ns; /* the recorder's share of each gap between
 				    calls, not think time (RP_THINK_FLOOR_NS) */
+	int no_joins;		 /* 1: no gap is taken as a wait for a thread's exit */
 };
 
 enum { RP_NOTE_ANOMALY, RP_NOTE_PROGRESS };
@@ -58,6 +59,10 @@ enum { RP_NOTE_ANOMALY, RP_NOTE_PROGRESS };
 /* `convert`'s default think_floor_ns: the median gap between the calls of
  * a tight malloc/free loop under `record` here (bench/replay/RESULTS.md). */
 #define RP_THINK_FLOOR_NS 20u
+/* A gap at least this long, during which another thread exited, is taken
+ * as a wait for that exit (think_joined in rp_convert.c): as long as the
+ * replay's think() spins at most before it sleeps (RP_THINK_SPIN_MAX_NS). */
+#define RP_JOIN_MIN_NS 500000u
 
 struct rp_convert_stats {
 	uint32_t pid, nprocs;
@@ -66,6 +71,7 @@ struct rp_convert_stats {
 	uint64_t unknown_frees, double_frees, dup_allocs, unknown_reallocs, failed_allocs;
 	uint64_t lost_records, anomalies, bytes_out;
 	uint64_t think_ns;
+	uint64_t joins; /* gaps taken as a wait for a thread's exit */
 	uint32_t max_live;
 	/* the other calls (workload v3, docs/WORKLOAD_FORMAT.md "Mappings") */
 	uint64_t xcalls;	 /* extended call records read */

@@ -276,11 +276,15 @@ struct rlocal {
 	struct rp_callstat st[RP_NTYPES + 1];
 	struct rp_xstat x[RP_NXOPS];
 	uint64_t map_bytes, usable_trace, usable_bytes;
-	uint64_t ops, waits, sleeps, unexpected_ok, unexpected_fail;
-	uint64_t create_ns, think_ns, think_debt;
+	uint64_t ops, waits, sleeps, wait_ns, unexpected_ok, unexpected_fail;
+	uint64_t create_ns, think_ns, think_debt, think_shared;
 	size_t wpos;
 	uint8_t *wset; /* think working set (RP_THINK_WSET bytes) */
 };
+
+/* Mappings kept for reuse per kind (struct replay.pool). */
+#define RP_POOL_MAX 64
+enum { POOL_STATE, POOL_DECODER };
 
 struct replay {
 	awl_file *f;
@@ -300,7 +304,9 @@ struct replay {
 	enum rp_touch touch;  /* o->touch, AUTO resolved */
 	uint64_t timer_floor; /* ticks an empty timed region measures */
 	unsigned spin, ncpu;
-	int membar; /* membarrier(PRIVATE_EXPEDITED) registered */
+	uint64_t step_ps; /* think work: picoseconds per step (calibrate_think) */
+	int think_share;  /* RP_THINK_SHARE: scale gaps while oversubscribed */
+	int membar;	  /* membarrier(PRIVATE_EXPEDITED) registered */
 	pthread_attr_t attr;
 	_Atomic uint32_t running; /* replay threads between start and end */
 	_Atomic uint32_t live;	  /* between spawn and exit op, as the trace counts */
@@ -309,6 +315,15 @@ struct replay {
 	_Atomic uint64_t overlap_checked, overlap_diff;
 	_Atomic uint64_t dec_bytes, dec_peak;	  /* decoder buffers */
 	_Atomic uint64_t state_bytes, state_peak; /* stats + think sets */
+	/* a finished thread's mappings (its state, its decoder buffer), for
+	   the next thread to start: unmapping them cost a TLB shootdown on
+	   every core per thread exit; so many are mapped as threads were
+	   alive at once.  Under lock. */
+	struct pooled {
+		void *p;
+		size_t len;
+	} pool[2][RP_POOL_MAX]; /* [POOL_STATE], [POOL_DECODER] */
+	uint32_t npool[2];
 	_Atomic uint64_t exit_ns;
 	/* finished threads, for the reaper (main) */
 	pthread_mutex_t lock; /* also guards res and err */
@@ -319,6 +334,60 @@ struct replay {
 	int err; /* the first failure's atr_err, 0 none */
 	char errmsg[200];
 };
+
+static void add_peak(_Atomic uint64_t *cur, _Atomic uint64_t *peak, uint64_t n)
+{
+	uint64_t d = atomic_fetch_add(cur, n) + n, m = atomic_load(peak);
+	while (d > m && !atomic_compare_exchange_weak(peak, &m, d))
+		;
+}
+
+/* A private anonymous mapping of at least *len bytes for kind (*len: its
+ * size), from the pool if one is there (*reused set: its old contents
+ * are kept), else a new one counted in *bytes and *peak.  NULL if mmap
+ * fails. */
+static void *pool_get(struct replay *rp, int kind, size_t *len, int *reused,
+		      _Atomic uint64_t *bytes, _Atomic uint64_t *peak)
+{
+	void *p = NULL;
+	pthread_mutex_lock(&rp->lock);
+	struct pooled *pl = rp->pool[kind];
+	uint32_t best = UINT32_MAX;
+	for (uint32_t i = 0; i < rp->npool[kind]; i++)
+		if (pl[i].len >= *len && (best == UINT32_MAX || pl[i].len < pl[best].len))
+			best = i;
+	if (best != UINT32_MAX) {
+		p = pl[best].p;
+		*len = pl[best].len;
+		pl[best] = pl[--rp->npool[kind]];
+	}
+	pthread_mutex_unlock(&rp->lock);
+	*reused = p != NULL;
+	if (p)
+		return p;
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	add_peak(bytes, peak, *len);
+	return p;
+}
+
+/* Back to kind's pool; unmapped (and uncounted from *bytes) when it is
+ * full. */
+static void pool_put(struct replay *rp, int kind, void *p, size_t len, _Atomic uint64_t *bytes)
+{
+	pthread_mutex_lock(&rp->lock);
+	if (rp->npool[kind] < RP_POOL_MAX) {
+		rp->pool[kind][rp->npool[kind]].p = p;
+		rp->pool[kind][rp->npool[kind]++].len = len;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&rp->lock);
+	if (p) {
+		munmap(p, len);
+		atomic_fetch_sub(bytes, len);
+	}
+}
 
 static long futex(_Atomic uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
 {
@@ -369,6 +438,7 @@ static void wait_for(struct replay *rp, struct rlocal *me, uint32_t t, uint64_t 
 	if (atomic_load_explicit(&p->done, memory_order_acquire) >= need)
 		return;
 	me->waits++;
+	uint64_t t0 = plat_mono_ns();
 	/* Spin only while every running replay thread can have a core: with
 	   more threads than cores the thread we wait for may need ours. */
 	if (atomic_load_explicit(&rp->running, memory_order_relaxed) <= rp->ncpu)
@@ -378,8 +448,10 @@ static void wait_for(struct replay *rp, struct rlocal *me, uint32_t t, uint64_t 
 #elif defined(__aarch64__)
 			__asm__ volatile("yield");
 #endif
-			if (atomic_load_explicit(&p->done, memory_order_acquire) >= need)
+			if (atomic_load_explicit(&p->done, memory_order_acquire) >= need) {
+				me->wait_ns += plat_mono_ns() - t0;
 				return;
+			}
 		}
 	atomic_fetch_add(&p->waiters, 1);
 	while (atomic_load_explicit(&p->done, memory_order_acquire) < need) {
@@ -397,6 +469,7 @@ static void wait_for(struct replay *rp, struct rlocal *me, uint32_t t, uint64_t 
 		futex(&p->fut, FUTEX_WAIT_PRIVATE, v, &ts);
 	}
 	atomic_fetch_sub(&p->waiters, 1);
+	me->wait_ns += plat_mono_ns() - t0;
 }
 
 static uint64_t thread_cpu_ns(void)
@@ -462,14 +535,78 @@ static inline uint64_t mul_sat(uint64_t a, uint64_t b)
 	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
+/* One step of think work: 16 cache lines of the working set written. */
+static inline size_t think_step(volatile uint8_t *w, size_t pos)
+{
+	for (int i = 0; i < 16; i++) {
+		w[pos]++;
+		pos = (pos + 64) & (RP_THINK_WSET - 1);
+	}
+	return pos;
+}
+
+/* Picoseconds per think_step on this machine: the fastest of a few
+ * timed runs (the others were preempted). */
+static uint64_t calibrate_think(void)
+{
+	static uint8_t w[RP_THINK_WSET];
+	uint64_t best = UINT64_MAX;
+	size_t pos = 0;
+	for (int r = 0; r < 7; r++) {
+		uint64_t t0 = plat_mono_ns();
+		for (int i = 0; i < 4096; i++)
+			pos = think_step(w, pos);
+		uint64_t d = plat_mono_ns() - t0;
+		if (d < best)
+			best = d;
+	}
+	best = best * 1000 / 4096;
+	return best ? best : 1;
+}
+
+/* A gap while more replay threads run than there are cores: the traced
+ * thread, one of as many, had about cores/running of a core then (the
+ * rest of the gap it waited for one, and so will this replay's thread:
+ * the replay runs as many threads as the trace did).  So only that
+ * share is spent, as work counted in steps rather than on the clock,
+ * since being preempted here is that waiting, not work done; past
+ * RP_THINK_SPIN_MAX_NS of work the rest is slept, as in think(). */
+static void think_shared(struct replay *rp, struct rlocal *me, uint64_t ns, uint32_t run)
+{
+	uint64_t t0 = plat_mono_ns();
+	ns = ns / run * rp->ncpu + ns % run * rp->ncpu / run;
+	uint64_t work = ns > RP_THINK_SPIN_MAX_NS ? RP_THINK_SPIN_MAX_NS : ns;
+	uint64_t steps = work * 1000 / rp->step_ps;
+	volatile uint8_t *w = me->wset;
+	size_t pos = me->wpos;
+	for (uint64_t i = 0; i < steps; i++)
+		pos = think_step(w, pos);
+	me->wpos = pos;
+	if (ns > work) {
+		uint64_t rest = ns - work;
+		struct timespec ts = {(time_t)(rest / 1000000000u), (long)(rest % 1000000000u)};
+		while (nanosleep(&ts, &ts) == EINTR)
+			;
+	}
+	me->think_ns += plat_mono_ns() - t0;
+	me->think_shared++;
+}
+
 /* The traced thread's time between calls: written through a per-thread
  * working set, a cache line at a time, until the clock says it is spent
  * (the first RP_THINK_SPIN_MAX_NS of it; the rest is slept).
  * (Not the thread's own blocks: another thread may free them meanwhile,
  * the workload orders only the calls.)  Overshoot is paid back by the
  * next THINK. */
-static void think(struct rlocal *me, uint64_t ns)
+static void think(struct replay *rp, struct rlocal *me, uint64_t ns)
 {
+	if (rp->think_share) {
+		uint32_t run = atomic_load_explicit(&rp->running, memory_order_relaxed);
+		if (run > rp->ncpu) {
+			think_shared(rp, me, ns, run);
+			return;
+		}
+	}
 	if (ns <= me->think_debt) {
 		me->think_debt -= ns;
 		return;
@@ -478,12 +615,9 @@ static void think(struct rlocal *me, uint64_t ns)
 	uint64_t spin_end = end - t0 > RP_THINK_SPIN_MAX_NS ? t0 + RP_THINK_SPIN_MAX_NS : end;
 	volatile uint8_t *w = me->wset;
 	size_t pos = me->wpos;
-	do {
-		for (int i = 0; i < 16; i++) {
-			w[pos]++;
-			pos = (pos + 64) & (RP_THINK_WSET - 1);
-		}
-	} while ((now = plat_mono_ns()) < spin_end);
+	do
+		pos = think_step(w, pos);
+	while ((now = plat_mono_ns()) < spin_end);
 	if (now < end) {
 		/* a long gap: the traced thread more likely waited (I/O, a lock,
 		   a join) than computed; sleep, leave the core to others */
@@ -498,13 +632,6 @@ static void think(struct rlocal *me, uint64_t ns)
 }
 
 static void *run_thread(void *arg);
-
-static void add_peak(_Atomic uint64_t *cur, _Atomic uint64_t *peak, uint64_t n)
-{
-	uint64_t d = atomic_fetch_add(cur, n) + n, m = atomic_load(peak);
-	while (d > m && !atomic_compare_exchange_weak(peak, &m, d))
-		;
-}
 
 static void lifecycle_exit(struct replay *rp, struct rthread *me)
 {
@@ -560,6 +687,7 @@ static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *
 	r->ops += L->ops;
 	r->waits += L->waits;
 	r->sleeps += L->sleeps;
+	r->wait_ns += L->wait_ns;
 	r->thread_ns_sum += ns;
 	r->thread_cpu_ns_sum += cpu_ns;
 	r->invol_switches += (uint64_t)(nivcsw > 0 ? nivcsw : 0);
@@ -567,6 +695,7 @@ static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *
 	r->unexpected_fail += L->unexpected_fail;
 	r->thread_create_ns += L->create_ns;
 	r->think_ns += L->think_ns;
+	r->think_shared += L->think_shared;
 	r->map_bytes += L->map_bytes;
 	r->usable_trace += L->usable_trace;
 	r->usable_bytes += L->usable_bytes;
@@ -719,14 +848,18 @@ static void *run_thread(void *arg)
 	int dry = rp->o->dry_run;
 	const enum rp_timing tm = rp->o->timing;
 	const uint64_t floor_ticks = rp->timer_floor;
-	const int thinking = rp->o->think == RP_THINK_ON;
+	const int thinking = rp->o->think != RP_THINK_OFF;
 	uint64_t trim_every = rp->o->trim_interval, next_trim = trim_every;
 	/* stats and the think working set: mapped (zero pages cost nothing
-	   until touched), apart from the allocator, gone with the thread */
+	   until touched), apart from the allocator, back to the pool with
+	   the thread */
 	size_t lsize = (sizeof(struct rlocal) + RP_THINK_WSET + rp->page - 1) & ~(rp->page - 1);
+	int reused;
 	struct rlocal *L =
-	    mmap(NULL, lsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (L == MAP_FAILED) {
+	    pool_get(rp, POOL_STATE, &lsize, &reused, &rp->state_bytes, &rp->state_peak);
+	if (L && reused)
+		memset(L, 0, sizeof(*L));
+	if (!L) {
 		abort_all(rp, ATR_E_NOMEM, "out of memory for a replay thread's state");
 		atomic_fetch_sub(&rp->running, 1);
 		pthread_mutex_lock(&rp->lock);
@@ -737,7 +870,6 @@ static void *run_thread(void *arg)
 		return NULL;
 	}
 	L->wset = (uint8_t *)L + ((sizeof(struct rlocal) + 63) & ~(size_t)63);
-	add_peak(&rp->state_bytes, &rp->state_peak, lsize);
 	struct awl_op op;
 	int r = 0;
 	while (!atomic_load_explicit(&rp->go, memory_order_acquire))
@@ -746,19 +878,18 @@ static void *run_thread(void *arg)
 	long sw_start = thread_nivcsw();
 	int64_t live = 0;
 	uint64_t pending_kib = 0;
-	/* the decoder's buffer: its own mapping, not the allocator's, and
-	   gone when the thread is */
+	/* the decoder's buffer: its own mapping, not the allocator's, back
+	   to the pool when the thread ends */
 	const struct awl_thread *at = awl_get_thread(rp->f, me->t);
 	size_t cap = ((size_t)(at->max_chunk ? at->max_chunk : 1) + rp->page - 1) & ~(rp->page - 1);
-	uint8_t *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *buf = pool_get(rp, POOL_DECODER, &cap, &reused, &rp->dec_bytes, &rp->dec_peak);
 	struct awl_stream s;
-	if (buf == MAP_FAILED) {
+	if (!buf) {
 		abort_all(rp, ATR_E_NOMEM, "out of memory for a decoder buffer");
 		buf = NULL;
 		r = -1;
 		memset(&s, 0, sizeof(s));
 	} else {
-		add_peak(&rp->dec_bytes, &rp->dec_peak, cap);
 		awl_stream_init_buf(rp->f, me->t, &s, buf, cap);
 	}
 	while (buf && !atomic_load_explicit(&rp->abort, memory_order_relaxed) &&
@@ -775,7 +906,7 @@ static void *run_thread(void *arg)
 			goto next;
 		case AWL_OP_THINK:
 			if (thinking)
-				think(L, op.a);
+				think(rp, L, op.a);
 			goto next;
 		case AWL_OP_SPAWN:
 			start_thread(rp, L, (uint32_t)op.a);
@@ -947,15 +1078,12 @@ static void *run_thread(void *arg)
 		abort_all(rp, ATR_E_RECORD, s.err);
 	/* no THREAD_EXIT op: the traced thread lived to the end (main) */
 	uint64_t t_end = plat_mono_ns();
-	if (buf) {
-		munmap(buf, cap);
-		atomic_fetch_sub(&rp->dec_bytes, cap);
-	}
+	if (buf)
+		pool_put(rp, POOL_DECODER, buf, cap, &rp->dec_bytes);
 	atomic_fetch_sub(&rp->running, 1);
 	finish_thread(rp, me, L, t_end - t_start, thread_cpu_ns() - c_start,
 		      thread_nivcsw() - sw_start);
-	munmap(L, lsize);
-	atomic_fetch_sub(&rp->state_bytes, lsize);
+	pool_put(rp, POOL_STATE, L, lsize, &rp->state_bytes);
 	atomic_fetch_add_explicit(&rp->exit_ns, plat_mono_ns() - t_end, memory_order_relaxed);
 	return NULL;
 }
@@ -1117,6 +1245,9 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	rp.timer_floor = timer_floor(o->timing);
 	rp.spin = o->spin == UINT_MAX ? 0 : o->spin ? o->spin : RP_SPIN_DEFAULT;
 	rp.ncpu = usable_cpus();
+	rp.think_share = o->think == RP_THINK_SHARE;
+	if (rp.think_share)
+		rp.step_ps = calibrate_think();
 	rp.membar = membarrier_register();
 	pthread_mutex_init(&rp.lock, NULL);
 	res->timer_floor = rp.timer_floor;
@@ -1231,6 +1362,9 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 				A.free(rp.slots[i].p);
 	munmap(rp.slots, rp.slots_bytes);
 	munmap(rp.maps, rp.maps_bytes);
+	for (int k = 0; k < 2; k++)
+		for (uint32_t i = 0; i < rp.npool[k]; i++)
+			munmap(rp.pool[k][i].p, rp.pool[k][i].len);
 	pthread_mutex_destroy(&rp.lock);
 	free(rp.prog);
 	free(rp.th);

@@ -31,8 +31,12 @@ enum rp_touch { RP_TOUCH_NONE, RP_TOUCH_FIRST, RP_TOUCH_ALL, RP_TOUCH_TRACE, RP_
  * overhead: wall time only). */
 enum rp_timing { RP_TIMING_SERIAL, RP_TIMING_FAST, RP_TIMING_OFF };
 /* THINK ops: OFF skips them (calls back to back), ON spends them writing a
- * per-thread working set (RP_THINK_WSET bytes). */
-enum rp_think { RP_THINK_ON, RP_THINK_OFF };
+ * per-thread working set (RP_THINK_WSET bytes) until the clock says the
+ * gap is spent; SHARE does the same, but while more replay threads run
+ * than there are cores it spends only the thread's share of a gap
+ * (cores / running threads) as work, the rest being the trace's
+ * preemption, which the replay's own threads reproduce. */
+enum rp_think { RP_THINK_ON, RP_THINK_OFF, RP_THINK_SHARE };
 #define RP_THINK_WSET (8u << 10)
 /* Of a longer gap, only this much is spent working, the rest sleeping. */
 #define RP_THINK_SPIN_MAX_NS 500000u
@@ -75,9 +79,10 @@ struct rp_callstat {
 struct rp_result {
 	uint32_t threads;
 	uint64_t ops, waits, sleeps;
-	uint64_t threads_created;		   /* replay threads run (roots included) */
-	uint32_t max_live_threads;		   /* most alive at once (spawn .. exit op) */
-	uint32_t trace_max_live;		   /* the same in the trace (workload header) */
+	uint64_t wait_ns;	   /* thread time in waits that did not find their op done */
+	uint64_t threads_created;  /* replay threads run (roots included) */
+	uint32_t max_live_threads; /* most alive at once (spawn .. exit op) */
+	uint32_t trace_max_live;   /* the same in the trace (workload header) */
 	uint64_t overlap_checked, overlap_diff;	   /* starts whose live-thread count
 						       differed from the trace's */
 	uint64_t thread_create_ns, thread_exit_ns; /* pthread_create; teardown + join */
@@ -85,6 +90,7 @@ struct rp_result {
 	uint64_t thread_state_peak_bytes;	   /* per-thread stats + think sets (mapped) */
 	uint64_t slot_table_bytes;		   /* the replay's pointer table */
 	uint64_t think_ns, think_trace_ns;	   /* spent; in the workload */
+	uint64_t think_shared;			   /* THINK ops spent as a share (RP_THINK_SHARE) */
 	uint64_t trace_duration_ns;		   /* the traced run, first to last record */
 	int version;				   /* workload format version */
 	enum rp_touch touch;			   /* the mode used (AUTO resolved) */
