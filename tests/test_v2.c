@@ -351,6 +351,9 @@ static void test_compact_merge(void **state)
 	assert_int_equal(atr_get32(h + ATR_H_COMPACT_LEVEL), 3);
 	assert_int_equal(atr_compact(tmp, 3, NULL, NULL, err, sizeof err), 0);
 	assert_int_equal(atr_compact(tmp, 30, NULL, NULL, err, sizeof err), ATR_E_USAGE);
+	/* merged frames recompressed again at another level */
+	assert_int_equal(atr_compact(tmp, 12, NULL, NULL, err, sizeof err), 1);
+	same_events(v1, len, NULL, 0, tmp);
 	unlink(tmp);
 	free(tmp);
 	free(v1);

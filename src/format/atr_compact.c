@@ -160,9 +160,9 @@ static int copy_units(int in_fd, int out_fd, const struct atr_unit_ref *u, size_
 		      const char *tmp)
 {
 	c->ecap = ATR_V2_ENC_BOUND((size_t)bs);
-	c->zcap = ATR_BLOCK_HEADER_SIZE + ZSTD_compressBound(c->ecap) + 8;
-	if (c->zcap < ATR_BLOCK_HEADER_SIZE + c->ecap + 8)
-		c->zcap = ATR_BLOCK_HEADER_SIZE + c->ecap + 8;
+	/* frames are copied through c->z: merged ones too */
+	c->zcap = ATR_BLOCK_HEADER_SIZE +
+		  ZSTD_compressBound(ATR_V2_ENC_BOUND((size_t)atr_frame_used_max(bs))) + 8;
 	c->blk = malloc(bs);
 	c->enc = malloc(c->ecap);
 	c->z = malloc(c->zcap);
@@ -354,8 +354,9 @@ static int recompress(struct rz *z, struct unit *u, size_t n, int level)
 		u[i].seq = atr_get64(h + ATR_B_SEQ);
 	}
 	qsort(u, n, sizeof *u, unit_cmp);
-	size_t ib = ZSTD_compressBound(ATR_V2_ENC_BOUND((size_t)z->bs));
 	z->fmax = atr_frame_used_max(z->bs);
+	/* an input frame may be a merged one (compacted before) */
+	size_t ib = ZSTD_compressBound(ATR_V2_ENC_BOUND(z->fmax));
 	z->icap = ATR_BLOCK_HEADER_SIZE + (ib > z->bs ? ib : z->bs);
 	z->ecap = ATR_V2_ENC_BOUND(z->fmax);
 	z->ocap = ATR_BLOCK_HEADER_SIZE + ZSTD_compressBound(z->ecap) + 8;
@@ -471,8 +472,9 @@ int atr_compact(const char *path, int level, uint64_t *before, uint64_t *after, 
 	/* nothing to gain: no staging unit, nothing superseded, and the
 	 * frames as asked (level 0: as written; else recompressed at level) */
 	r = 0;
-	if (nstaging > n || (!nstaging && nunits == n &&
-			     (!level || atr_get32(hdr + ATR_H_COMPACT_LEVEL) == (uint32_t)level)))
+	if (nstaging > n || !n ||
+	    (!nstaging && nunits == n &&
+	     (!level || atr_get32(hdr + ATR_H_COMPACT_LEVEL) == (uint32_t)level)))
 		goto out;
 	r = ATR_E_IO;
 	if ((out_fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
