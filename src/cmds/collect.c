@@ -369,6 +369,8 @@ static int cb_unit(void *arg, const uint8_t *u, size_t len)
 
 static const struct atn_rx_cb col_cb = {.header = cb_header, .unit = cb_unit};
 
+_Static_assert(ATR_COMPACT_LEVEL_DEFAULT == 9, "--help and docs/CLI.md say 9");
+
 /* A file whose stream has ended is compacted (atr_compact.h) by a child
  * process, so that the streams still coming in are never held up. */
 static void col_compact(struct col *cs, struct col_file *f)

@@ -582,6 +582,8 @@ static void ship_leftovers(const char *spool, const char *collector)
  * file is rewritten without them (atr_compact.h).  A process still
  * running (a daemon child, an attached target) is left alone, and so is
  * any file a reader would call damaged. */
+_Static_assert(ATR_COMPACT_LEVEL_DEFAULT == 9, "--help and docs/CLI.md say 9");
+
 static void compact_dir(const char *dir, int level)
 {
 	DIR *d = opendir(dir);
