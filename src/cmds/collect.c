@@ -727,7 +727,10 @@ int cmd_collect(int argc, char **argv)
 	}
 	while (cs.n)
 		col_close(&cs, cs.n - 1, "collector stopped");
-	col_reap(&cs, 1); /* the files are final when the collector is gone */
+	/* after --streams N the files are final when the collector is gone;
+	 * after a signal it goes at once, and compactions under way finish
+	 * on their own (each replaces its file only once it is done) */
+	col_reap(&cs, !col_stop);
 	for (size_t i = 0; i < cs.nfiles; i++) {
 		util_hmap_destroy(&cs.files[i]->stg);
 		util_hmap_destroy(&cs.files[i]->frames);
