@@ -40,6 +40,13 @@
              running, and a good stream afterwards is still written.
   no_collector  nothing listens: the program runs untraced, exit status kept,
              stderr says why.
+  compacted  when a stream has ended the collector compacts its file
+             (docs/TRACE_FORMAT.md, "Compaction"): no staging block is left,
+             the frames were merged and recompressed (header compact_level 9,
+             the default; 0 with --compact-level 0: frames as sent), and the
+             file reads the calls the program counted, as a local recording
+             does; a killed client's file is compacted once `record` has sent
+             the rest of its stream.
 
 usage: test_net.py [--build DIR] CASE...   (or --list; tests/atr_runner.py)
 """
@@ -287,6 +294,9 @@ def case_client_killed(build, tmp):
         fail("record did not send the killed client's staging blocks:\n" + col.text())
     if r.returncode != 0 or len(q) != 2:
         fail("the next client was not recorded:\n" + col.text())
+    us, level = units(k["path"])
+    if level != 9 or any(kind != 4 for kind, _ in us):
+        fail("the killed client's file was not compacted (level %d, units %s)" % (level, us))
 
 
 def case_killed(build, tmp):
@@ -583,7 +593,52 @@ def case_no_collector(build, tmp):
         fail("stderr does not say why nothing was traced:\n" + r.stderr)
 
 
-CASES = {"same": case_same, "fork": case_fork, "exec": case_exec, "killed": case_killed,
+def units(path):
+    """(kind, used) of each unit of a v2 file, and its compact_level."""
+    with open(path, "rb") as f:
+        b = f.read()
+    hs, bs = struct.unpack_from("<I", b, 12)[0], struct.unpack_from("<I", b, 24)[0]
+    level = struct.unpack_from("<I", b, 252)[0]
+    off, out = hs, []
+    while off + 64 <= len(b):
+        if struct.unpack_from("<Q", b, off)[0] == 0:
+            off += 8
+            continue
+        magic, kind = struct.unpack_from("<II", b, off)
+        if magic != 0x4b4c4254:
+            fail("%s: bad unit at 0x%x" % (path, off))
+        used, csize = struct.unpack_from("<I", b, off + 24)[0], struct.unpack_from("<I", b, off + 36)[0]
+        out.append((kind, used))
+        off += 64 + ((csize + 7) & ~7) if kind == 4 else bs
+    return out, level
+
+
+def case_compacted(build, tmp):
+    for level, extra in ((9, []), (0, ["--compact-level", "0"])):
+        coldir = os.path.join(tmp, "col%d" % level)
+        col = Collector(build, coldir, extra=extra + ["--streams", "1"])
+        r = record(build, "tcp://127.0.0.1:%d" % col.port, "threads", [], ["--buffer-kb", "4"])
+        if r.returncode != 0:
+            fail("threads over tcp: exit %d\n%s" % (r.returncode, r.stderr))
+        if col.p.wait(TIMEOUT) != 0:  # --streams 1: gone once its compactor is done
+            fail("collector exit %s:\n%s" % (col.p.returncode, col.text()))
+        path = re.findall(r" bytes -> (\S+\.atr) ", col.text())[-1]
+        m = re.search(r"(\d+) frame\(s\), (\d+) staging block", col.text())
+        sent = int(m.group(1)) + int(m.group(2))
+        us, got_level = units(path)
+        if got_level != level or any(k != 4 for k, _ in us):
+            fail("level %d: file not compacted (level %d, units %s)" % (level, got_level, us))
+        if level and not (len(us) < sent / 4 and max(u for _, u in us) > 4096):
+            fail("level %d: %d units for %d sent, largest %d bytes: frames not merged" %
+                 (level, len(us), sent, max(u for _, u in us)))
+        exp = list(expectations(r.stdout).values())[0]
+        net = info(build, path)[0]
+        if net["calls"] != exp["calls"] or net["lost_records"]:
+            fail("level %d: the file counts %s calls (lost %s), the program made %s" %
+                 (level, net["calls"], net["lost_records"], exp["calls"]))
+
+
+CASES = {"compacted": case_compacted, "same": case_same, "fork": case_fork, "exec": case_exec, "killed": case_killed,
          "restart": case_restart, "resend": case_resend, "client_killed": case_client_killed,
          "slow": case_slow, "bad_input": case_bad_input, "no_collector": case_no_collector}
 

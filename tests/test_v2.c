@@ -12,6 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -189,10 +193,10 @@ static void test_round_trip(void **state)
 	}
 }
 
-/* Compaction (atr_compact.h): the staging blocks become FRAMEs, the file
- * shrinks, and every event, count, stack and module reads as in the v1
- * original.  A compacted file has nothing left to gain; a version-1 file
- * is left alone. */
+/* Compaction (atr_compact.h): the staging blocks become FRAMEs (and at a
+ * level > 0 every frame is recompressed), the file shrinks, and every
+ * event, count, stack and module reads as in the v1 original.  A compacted file has nothing left to
+ * gain; a version-1 file is left alone. */
 static void test_compact(void **state)
 {
 	(void)state;
@@ -200,7 +204,9 @@ static void test_compact(void **state)
 	for (size_t i = 0; i < sizeof corpus / sizeof *corpus; i++) {
 		size_t len;
 		uint8_t *v1 = slurp(corpus[i], &len);
-		for (int level = 0; level <= 1; level++) {
+		static const int clevels[] = {0, 3, 19};
+		for (int k = 0; k < 6; k++) {
+			int level = k & 1, clevel = clevels[k / 2];
 			uint8_t *v2;
 			size_t l2;
 			char err[512] = "";
@@ -212,16 +218,17 @@ static void test_compact(void **state)
 			assert_int_equal(write(fd, v2, l2), (ssize_t)l2);
 			close(fd);
 			uint64_t before = 0, after = 0;
-			int r = atr_compact(tmp, &before, &after, err, sizeof err);
+			int r = atr_compact(tmp, clevel, &before, &after, err, sizeof err);
 			if (r < 0)
 				fail_msg("%s: %s", corpus[i], err);
 			if (r == 1) {
 				compacted++;
 				assert_int_equal(before, l2);
-				assert_true(after < before);
+				assert_true(clevel ? after <= before : after < before);
 			}
 			same_events(v1, len, NULL, 0, tmp);
-			assert_int_equal(atr_compact(tmp, NULL, NULL, err, sizeof err), 0);
+			/* nothing left to gain at that level */
+			assert_int_equal(atr_compact(tmp, clevel, NULL, NULL, err, sizeof err), 0);
 			unlink(tmp);
 			free(v2);
 		}
@@ -232,11 +239,195 @@ static void test_compact(void **state)
 		assert_int_equal(write(fd, v1, len), (ssize_t)len);
 		close(fd);
 		char err[512];
-		assert_int_equal(atr_compact(tmp, NULL, NULL, err, sizeof err), 0);
+		assert_int_equal(atr_compact(tmp, 0, NULL, NULL, err, sizeof err), 0);
 		unlink(tmp);
 		free(v1);
 	}
 	assert_true(compacted > 0);
+}
+
+/* Three threads of many small blocks (4 KiB), one with a lost block in
+ * the middle and every one with records left in its staging block. */
+static uint8_t *many_blocks_v1(int n, size_t *len)
+{
+	struct atw *w = atw_new(4096);
+	uint32_t t[3];
+	for (int k = 0; k < 3; k++)
+		t[k] = atw_thread(w, 500 + (uint32_t)k, 10 + (uint64_t)k);
+	for (int i = 0; i < n; i++) {
+		uint32_t s = t[i % 3];
+		uint64_t ts = 100 + (uint64_t)i * 7, p = 0x100000ULL + (uint64_t)(i % 997) * 4096;
+		assert_int_equal(
+		    atw_malloc(w, s, ts, p, 16 + (uint64_t)(i * 37 % 4000), UINT64_MAX), 0);
+		if (i % 2)
+			assert_int_equal(atw_free(w, s, ts + 3, p), 0);
+		if (i == n / 2)
+			assert_int_equal(atw_skip_seq(w, t[1]), 0);
+	}
+	uint8_t *buf;
+	assert_int_equal(atw_build(w, &buf, len, 1), 0);
+	atw_destroy(w);
+	return buf;
+}
+
+static char *write_tmp(const uint8_t *b, size_t len)
+{
+	char *tmp = strdup("/tmp/atr-test-merge.XXXXXX");
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b, len), (ssize_t)len);
+	close(fd);
+	return tmp;
+}
+
+/* The events of thread serial 2 in a time window, and the iterator's
+ * frame counts. */
+static long window(atr_file *f, struct atr_event *ev, long cap, struct atr_iter_stats *st)
+{
+	static const uint32_t two = 2;
+	struct atr_sel sel = {.serials = &two, .nserials = 1, .from_ts = 20000, .to_ts = 40000};
+	atr_iter *it;
+	assert_int_equal(atr_iter_new_sel(f, &sel, &it), 0);
+	long n = 0;
+	int r;
+	struct atr_event e;
+	while ((r = atr_iter_next(it, &e)) > 0) {
+		assert_true(n < cap);
+		ev[n++] = e;
+	}
+	assert_int_equal(r, 0);
+	atr_iter_get_stats(it, st);
+	atr_iter_free(it);
+	return n;
+}
+
+/* Recompression merges a thread's frames (fewer units), keeps the lost
+ * block where it was, and seeking by thread and time gives the same
+ * events while skipping other threads' frames. */
+static void test_compact_merge(void **state)
+{
+	(void)state;
+	size_t len, l2;
+	uint8_t *v1 = many_blocks_v1(30000, &len), *v2;
+	char err[512] = "";
+	assert_int_equal(atr_v1_to_v2(v1, len, 1, &v2, &l2, err, sizeof err), 0);
+	char *tmp = write_tmp(v2, l2);
+	uint64_t before, after;
+	assert_int_equal(atr_compact(tmp, 3, &before, &after, err, sizeof err), 1);
+	assert_true(after < before);
+	same_events(v1, len, NULL, 0, tmp);
+	atr_file *a, *b;
+	assert_int_equal(atr_open_buffer(v2, l2, "v2", &a, err, sizeof err), 0);
+	assert_int_equal(atr_open(tmp, &b, err, sizeof err), 0);
+	const struct atr_info *ia = atr_get_info(a), *ib = atr_get_info(b);
+	assert_int_equal(ia->lost_blocks, 1);
+	assert_int_equal(ib->lost_blocks, 1);
+	assert_true(ib->blocks * 10 < ia->blocks); /* 4 KiB blocks -> 1 MiB frames */
+	assert_true(ib->blocks >= 4);		   /* threads 1, 3; 2 on both sides of its gap */
+	enum { CAP = 20000 };
+	struct atr_event *ea = malloc(CAP * sizeof *ea), *eb = malloc(CAP * sizeof *eb);
+	struct atr_iter_stats sa, sb;
+	long na = window(a, ea, CAP, &sa), nb = window(b, eb, CAP, &sb);
+	assert_true(na > 100);
+	assert_int_equal(na, nb);
+	for (long i = 0; i < na; i++) {
+		assert_int_equal(ea[i].thread, 2);
+		assert_int_equal(ea[i].ts, eb[i].ts);
+		assert_int_equal(ea[i].type, eb[i].type);
+		assert_int_equal(ea[i].ptr, eb[i].ptr);
+		assert_int_equal(ea[i].ret, eb[i].ret);
+		assert_int_equal(ea[i].size, eb[i].size);
+	}
+	assert_true(sb.blocks_skipped > 0); /* threads 1 and 3 never decompressed */
+	free(ea);
+	free(eb);
+	atr_close(a);
+	atr_close(b);
+	/* the header says so; the same level again has nothing to gain */
+	uint8_t h[ATR_HEADER_SIZE];
+	FILE *fp = fopen(tmp, "rb");
+	assert_int_equal(fread(h, 1, sizeof h, fp), sizeof h);
+	fclose(fp);
+	assert_int_equal(atr_get32(h + ATR_H_COMPACT_LEVEL), 3);
+	assert_int_equal(atr_compact(tmp, 3, NULL, NULL, err, sizeof err), 0);
+	assert_int_equal(atr_compact(tmp, 30, NULL, NULL, err, sizeof err), ATR_E_USAGE);
+	/* merged frames recompressed again at another level */
+	assert_int_equal(atr_compact(tmp, 12, NULL, NULL, err, sizeof err), 1);
+	same_events(v1, len, NULL, 0, tmp);
+	unlink(tmp);
+	free(tmp);
+	free(v1);
+	free(v2);
+}
+
+static uint8_t *slurp_path(const char *path, size_t *len)
+{
+	FILE *fp = fopen(path, "rb");
+	assert_non_null(fp);
+	fseek(fp, 0, SEEK_END);
+	long n = ftell(fp);
+	fseek(fp, 0, SEEK_SET);
+	uint8_t *b = malloc((size_t)n + 1);
+	assert_int_equal(fread(b, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	*len = (size_t)n;
+	return b;
+}
+
+/* A frame whose payload is damaged: the file is not replaced (the
+ * evidence stays, byte for byte).  A compactor killed (-9) half-way
+ * leaves the original as it was; the next compaction goes through. */
+static void test_compact_damaged_and_killed(void **state)
+{
+	(void)state;
+	size_t len, l2, lc;
+	uint8_t *v1 = many_blocks_v1(60000, &len), *v2;
+	char err[512] = "";
+	assert_int_equal(atr_v1_to_v2(v1, len, 1, &v2, &l2, err, sizeof err), 0);
+	/* the first FRAME after the header: flip a byte of its payload */
+	uint64_t off = ATR_HEADER_SIZE;
+	while (atr_get32(v2 + off + ATR_B_KIND) != ATR_BLOCK_FRAME)
+		off += 4096; /* staging blocks of 4 KiB come first */
+	uint32_t cs = atr_get32(v2 + off + ATR_U_CSIZE);
+	v2[off + ATR_BLOCK_HEADER_SIZE + cs / 2] ^= 0x40;
+	char *tmp = write_tmp(v2, l2);
+	int r = atr_compact(tmp, 3, NULL, NULL, err, sizeof err);
+	assert_true(r <= 0);
+	uint8_t *c = slurp_path(tmp, &lc);
+	assert_int_equal(lc, l2);
+	assert_memory_equal(c, v2, l2);
+	free(c);
+	unlink(tmp);
+	free(tmp);
+	v2[off + ATR_BLOCK_HEADER_SIZE + cs / 2] ^= 0x40;
+
+	tmp = write_tmp(v2, l2);
+	char part[4096];
+	snprintf(part, sizeof part, "%s.compact", tmp);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(atr_compact(tmp, 19, NULL, NULL, err, sizeof err) == 1 ? 0 : 1);
+	struct stat st;
+	struct timespec ms = {0, 1000000};
+	for (int i = 0; i < 20000 && stat(part, &st) != 0; i++)
+		nanosleep(&ms, NULL);
+	kill(pid, SIGKILL);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status)); /* killed while it wrote the copy */
+	c = slurp_path(tmp, &lc);
+	assert_int_equal(lc, l2);
+	assert_memory_equal(c, v2, l2);
+	free(c);
+	same_events(v1, len, NULL, 0, tmp);
+	assert_int_equal(atr_compact(tmp, 3, NULL, NULL, err, sizeof err), 1);
+	same_events(v1, len, NULL, 0, tmp);
+	assert_int_not_equal(stat(part, &st), 0);
+	unlink(tmp);
+	free(tmp);
+	free(v1);
+	free(v2);
 }
 
 /* EXT records (ATR_XCALLS): each call's words come out in the event's
@@ -611,10 +802,15 @@ static void test_reencode(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_codec),	  cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_xcalls),	  cmocka_unit_test(test_truncated_and_flipped),
-	    cmocka_unit_test(test_garbage_frame), cmocka_unit_test(test_compact),
+	    cmocka_unit_test(test_codec),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_xcalls),
+	    cmocka_unit_test(test_truncated_and_flipped),
+	    cmocka_unit_test(test_garbage_frame),
+	    cmocka_unit_test(test_compact),
 	    cmocka_unit_test(test_reencode),
+	    cmocka_unit_test(test_compact_merge),
+	    cmocka_unit_test(test_compact_damaged_and_killed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

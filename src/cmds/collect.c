@@ -21,9 +21,11 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "atn_stream.h"
+#include "atr_compact.h"
 #include "atr_format.h"
 #include "cmds/cmds.h"
 #include "util_hmap.h"
@@ -38,6 +40,7 @@ static volatile sig_atomic_t col_stop;
 static void col_usage(FILE *out)
 {
 	fprintf(out, "usage: alloctrace collect --listen [ADDR:]PORT [-o DIR] [--streams N]\n"
+		     "                          [--compact-level N]\n"
 		     "Receive the traces of programs recorded with `alloctrace record -o\n"
 		     "tcp://HOST:PORT` and write one trace file per process image to DIR,\n"
 		     "named as a local record names them (DIR/<pid>.atr, DIR/<pid>.<n>.atr).\n"
@@ -48,7 +51,10 @@ static void col_usage(FILE *out)
 		     "; created\n"
 		     "                     if missing; existing files are never overwritten)\n"
 		     "      --streams N    exit after N connections (streams or their\n"
-		     "                     continuations) have ended\n");
+		     "                     continuations) have ended\n"
+		     "      --compact-level N  when a process's stream has ended, recompress\n"
+		     "                     its file at zstd level N (1..19), or 0 (only\n"
+		     "                     staging blocks to frames); default 9\n");
 }
 
 static void col_on_signal(int sig)
@@ -74,6 +80,8 @@ struct col_file {
 	 * so that frames sent again are skipped */
 	struct util_hmap frames;
 	int dedup;
+	int continued; /* a CONTINUATION came: the rest of an ended stream */
+	int compacted; /* its stream ended and it was handed to a compactor */
 };
 
 struct col_conn {
@@ -94,6 +102,9 @@ struct col {
 	struct col_file **files; /* every file of this run */
 	size_t nfiles;
 	unsigned long ended;
+	int lfd, level; /* the listening socket; --compact-level */
+	pid_t *kids;	/* compactors running */
+	size_t nkids;
 };
 
 static uint64_t unit_key(const uint8_t *u)
@@ -192,7 +203,7 @@ static struct col_file *col_find(struct col *cs, const struct col_file *id)
 	for (size_t i = cs->nfiles; i-- > 0;) {
 		struct col_file *f = cs->files[i];
 		if (f->pid == id->pid && f->start_realtime == id->start_realtime &&
-		    !strcmp(f->host, id->host))
+		    !strcmp(f->host, id->host) && !f->compacted)
 			return f;
 	}
 	return NULL;
@@ -274,6 +285,7 @@ static int col_attach(struct col *cs, struct col_conn *k, const uint8_t *h)
 			return atn_rx_fail(&k->rx, "cannot reopen %s: %s", f->path,
 					   strerror(errno));
 		f->refs++;
+		f->continued |= (fl & ATN_FLAG_CONTINUATION) != 0;
 		k->f = f;
 		if (resume && col_scan(k, f))
 			return -1;
@@ -291,6 +303,7 @@ static int col_attach(struct col *cs, struct col_conn *k, const uint8_t *h)
 		return -1;
 	}
 	f->refs = 1;
+	f->continued = (fl & ATN_FLAG_CONTINUATION) != 0;
 	f->off = ATR_HEADER_SIZE;
 	f->dedup = resume;
 	k->f = f;
@@ -356,6 +369,50 @@ static int cb_unit(void *arg, const uint8_t *u, size_t len)
 
 static const struct atn_rx_cb col_cb = {.header = cb_header, .unit = cb_unit};
 
+_Static_assert(ATR_COMPACT_LEVEL_DEFAULT == 9, "--help and docs/CLI.md say 9");
+
+/* A file whose stream has ended is compacted (atr_compact.h) by a child
+ * process, so that the streams still coming in are never held up. */
+static void col_compact(struct col *cs, struct col_file *f)
+{
+	pid_t *kids = realloc(cs->kids, (cs->nkids + 1) * sizeof *kids);
+	if (!kids)
+		util_die_nomem();
+	cs->kids = kids;
+	f->compacted = 1;
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		util_err("collect: %s: cannot start its compaction: %s (left as it is)", f->path,
+			 strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		/* the connections stay the collector's alone */
+		for (size_t i = 0; i < cs->n; i++)
+			close(cs->c[i]->fd);
+		close(cs->lfd);
+		char eb[512] = "";
+		int r = atr_compact(f->path, cs->level, NULL, NULL, eb, sizeof eb);
+		if (r < 0)
+			util_err("collect: %s (the file is unchanged)", eb);
+		_exit(r < 0);
+	}
+	cs->kids[cs->nkids++] = pid;
+}
+
+/* Reap the compactors that are done (block: wait for all of them). */
+static void col_reap(struct col *cs, int block)
+{
+	for (size_t i = cs->nkids; i-- > 0;) {
+		int st;
+		pid_t r = waitpid(cs->kids[i], &st, block ? 0 : WNOHANG);
+		if (r == 0 || (r < 0 && errno == EINTR))
+			continue;
+		cs->kids[i] = cs->kids[--cs->nkids];
+	}
+}
+
 static void col_close(struct col *cs, size_t i, const char *why)
 {
 	struct col_conn *k = cs->c[i];
@@ -369,6 +426,10 @@ static void col_close(struct col *cs, size_t i, const char *why)
 		if (close(f->fd) != 0)
 			util_err("collect: %s: %s", f->path, strerror(errno));
 		f->fd = -1;
+		/* nothing more comes for it: the program exited (or the rest
+		 * of its stream came) and the last connection ended cleanly */
+		if (!why && ((f->status & ATR_STATUS_CLEAN_EXIT) || f->continued))
+			col_compact(cs, f);
 	}
 	if (f) {
 		const char *end = (f->status & ATR_STATUS_CLEAN_EXIT)
@@ -554,17 +615,18 @@ static void print_listening(int fd, const char *dir)
 
 int cmd_collect(int argc, char **argv)
 {
-	enum { O_STREAMS = 256 };
+	enum { O_STREAMS = 256, O_COMPACT };
 	static const struct option opts[] = {
 	    {"listen", required_argument, NULL, 'l'},
 	    {"output", required_argument, NULL, 'o'},
 	    {"streams", required_argument, NULL, O_STREAMS},
+	    {"compact-level", required_argument, NULL, O_COMPACT},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *listen_on = NULL, *dir = COL_DEFAULT_DIR;
 	unsigned long streams = 0;
-	int c;
+	int c, level = ATR_COMPACT_LEVEL_DEFAULT;
 	optind = 1;
 	while ((c = cmdu_getopt(argc, argv, "l:o:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -583,6 +645,17 @@ int cmd_collect(int argc, char **argv)
 					 optarg);
 				return 2;
 			}
+			break;
+		}
+		case O_COMPACT: {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 0 || v > 19) {
+				util_err("collect: --compact-level %s: must be 0 to 19", optarg);
+				return 2;
+			}
+			level = (int)v;
 			break;
 		}
 		case 'h':
@@ -622,7 +695,7 @@ int cmd_collect(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	print_listening(lfd, dir);
 
-	struct col cs = {.dir = dir};
+	struct col cs = {.dir = dir, .lfd = lfd, .level = level};
 	uint8_t *buf = malloc(COL_READ_SIZE);
 	struct pollfd *pf = NULL;
 	if (!buf)
@@ -636,6 +709,7 @@ int cmd_collect(int argc, char **argv)
 		for (size_t i = 0; i < cs.n; i++)
 			pf[i + 1] = (struct pollfd){.fd = cs.c[i]->fd, .events = POLLIN};
 		size_t np = cs.n + 1;
+		col_reap(&cs, 0);
 		int r = poll(pf, np, -1);
 		if (r < 0) {
 			if (errno == EINTR)
@@ -653,12 +727,17 @@ int cmd_collect(int argc, char **argv)
 	}
 	while (cs.n)
 		col_close(&cs, cs.n - 1, "collector stopped");
+	/* after --streams N the files are final when the collector is gone;
+	 * after a signal it goes at once, and compactions under way finish
+	 * on their own (each replaces its file only once it is done) */
+	col_reap(&cs, !col_stop);
 	for (size_t i = 0; i < cs.nfiles; i++) {
 		util_hmap_destroy(&cs.files[i]->stg);
 		util_hmap_destroy(&cs.files[i]->frames);
 		free(cs.files[i]);
 	}
 	free(cs.files);
+	free(cs.kids);
 	free(cs.c);
 	free(pf);
 	free(buf);

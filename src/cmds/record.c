@@ -66,6 +66,10 @@ static void record_usage(FILE *out)
 		"      --zstd-level N  compression of full blocks, 0 (none: compact\n"
 		"                     encoding only, least CPU) to 19, or -1 to -100\n"
 		"                     (zstd's fast levels); default 1\n"
+		"      --compact-level N  after the program, recompress each finished\n"
+		"                     process's trace at zstd level N (1..19; larger frames,\n"
+		"                     smaller file, more CPU then), or 0 (frames kept as\n"
+		"                     written, staging blocks compacted only); default 9\n"
 		"      --buffer-kb N  per-thread block size in KiB (power of two, 4..65536;\n"
 		"                     default 256)\n"
 		"      --no-rss       do not sample PROG's RSS/VmSize every 10 ms into\n"
@@ -244,7 +248,8 @@ struct rec_opts {
 	const char *buffer_kb;
 	const char *stack_depth;
 	const char *zstd_level;
-	char sample[24]; /* --sample: bytes, "" = every call */
+	int compact_level; /* --compact-level: after the program (atr_compact.h) */
+	char sample[24];   /* --sample: bytes, "" = every call */
 };
 
 /* record -p: the tracer's settings for alloctrace_attach_impl, the same
@@ -577,7 +582,9 @@ static void ship_leftovers(const char *spool, const char *collector)
  * file is rewritten without them (atr_compact.h).  A process still
  * running (a daemon child, an attached target) is left alone, and so is
  * any file a reader would call damaged. */
-static void compact_dir(const char *dir)
+_Static_assert(ATR_COMPACT_LEVEL_DEFAULT == 9, "--help and docs/CLI.md say 9");
+
+static void compact_dir(const char *dir, int level)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -597,7 +604,7 @@ static void compact_dir(const char *dir)
 		memcpy(&pid, h + ATR_H_PID, 4);
 		if (pid && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
 			continue; /* still running */
-		if (atr_compact(p, NULL, NULL, eb, sizeof eb) < 0)
+		if (atr_compact(p, level, NULL, NULL, eb, sizeof eb) < 0)
 			util_err("record: %s (the file is unchanged)", eb);
 	}
 	if (d)
@@ -709,7 +716,8 @@ int cmd_record(int argc, char **argv)
 		O_NORSS,
 		O_DURATION,
 		O_ZSTD,
-		O_SAMPLE
+		O_SAMPLE,
+		O_COMPACT
 	};
 	static const struct option opts[] = {
 	    {"output", required_argument, NULL, 'o'},
@@ -721,6 +729,7 @@ int cmd_record(int argc, char **argv)
 	    {"buffer-kb", required_argument, NULL, O_BUFKB},
 	    {"stack-depth", required_argument, NULL, O_DEPTH},
 	    {"zstd-level", required_argument, NULL, O_ZSTD},
+	    {"compact-level", required_argument, NULL, O_COMPACT},
 	    {"sample", required_argument, NULL, O_SAMPLE},
 	    {"no-rss", no_argument, NULL, O_NORSS},
 	    {"pid", required_argument, NULL, 'p'},
@@ -728,7 +737,7 @@ int cmd_record(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct rec_opts o = {.dir = REC_DEFAULT_DIR};
+	struct rec_opts o = {.dir = REC_DEFAULT_DIR, .compact_level = ATR_COMPACT_LEVEL_DEFAULT};
 	long attach_pid = 0;
 	double duration = 0;
 	int c;
@@ -814,6 +823,17 @@ int cmd_record(int argc, char **argv)
 				return 2;
 			}
 			o.zstd_level = optarg;
+			break;
+		}
+		case O_COMPACT: {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 0 || v > 19) {
+				util_err("record: --compact-level %s: must be 0 to 19", optarg);
+				return 2;
+			}
+			o.compact_level = (int)v;
 			break;
 		}
 		case O_DEPTH: {
@@ -1004,7 +1024,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "%s: recorded to %s (the collector wrote the files)\n",
 			util_msg_prog(), o.dir);
 	} else {
-		compact_dir(o.dir);
+		compact_dir(o.dir, o.compact_level);
 		report(o.dir);
 	}
 	return rc;

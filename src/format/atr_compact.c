@@ -77,6 +77,28 @@ static long staging_used(const uint8_t *b, uint32_t bs, int xcalls)
 	return (long)(pos - ATR_BLOCK_HEADER_SIZE);
 }
 
+/* The FRAME header at h for a payload of plen bytes at h + 64 (zero
+ * padded here to a multiple of 8): magic .. pid from the unit at from,
+ * then seq, used and what meta says.  Returns the unit's length. */
+static size_t frame_header(uint8_t *h, const uint8_t *from, uint64_t seq, uint32_t used,
+			   const struct atr_v2_meta *m, size_t plen)
+{
+	size_t pad = (ATR_UNIT_ALIGN - plen % ATR_UNIT_ALIGN) % ATR_UNIT_ALIGN;
+	memset(h + ATR_BLOCK_HEADER_SIZE + plen, 0, pad);
+	memset(h, 0, ATR_BLOCK_HEADER_SIZE);
+	memcpy(h, from, ATR_U_CSIZE); /* magic .. pid: thread, tid */
+	atr_put32(h + ATR_B_KIND, ATR_BLOCK_FRAME);
+	atr_put64(h + ATR_B_SEQ, seq);
+	atr_put32(h + ATR_B_USED, used);
+	atr_put32(h + ATR_B_RECORDS, m->records);
+	atr_put32(h + ATR_U_CSIZE, (uint32_t)plen);
+	atr_put64(h + ATR_U_FIRST_TS, m->first_ts);
+	atr_put64(h + ATR_U_LAST_TS, m->last_ts);
+	atr_put32(h + ATR_U_CALLS, m->calls);
+	atr_put32(h + ATR_U_CHECK, atr_unit_check(h));
+	return ATR_BLOCK_HEADER_SIZE + plen + pad;
+}
+
 struct cbuf {
 	uint8_t *blk, *enc, *z;
 	size_t ecap, zcap;
@@ -111,19 +133,8 @@ static long staging_frame(int fd, uint64_t off, uint32_t bs, uint64_t features, 
 	} else {
 		memcpy(payload, c->enc, elen);
 	}
-	size_t pad = (ATR_UNIT_ALIGN - plen % ATR_UNIT_ALIGN) % ATR_UNIT_ALIGN;
-	memset(payload + plen, 0, pad);
-	memset(h, 0, ATR_BLOCK_HEADER_SIZE);
-	memcpy(h, c->blk, ATR_U_CSIZE); /* magic .. pid: thread, tid, seq */
-	atr_put32(h + ATR_B_KIND, ATR_BLOCK_FRAME);
-	atr_put32(h + ATR_B_USED, (uint32_t)used);
-	atr_put32(h + ATR_B_RECORDS, m.records);
-	atr_put32(h + ATR_U_CSIZE, (uint32_t)plen);
-	atr_put64(h + ATR_U_FIRST_TS, m.first_ts);
-	atr_put64(h + ATR_U_LAST_TS, m.last_ts);
-	atr_put32(h + ATR_U_CALLS, m.calls);
-	atr_put32(h + ATR_U_CHECK, atr_unit_check(h));
-	return (long)(ATR_BLOCK_HEADER_SIZE + plen + pad);
+	return (long)frame_header(h, c->blk, atr_get64(c->blk + ATR_B_SEQ), (uint32_t)used, &m,
+				  plen);
 }
 
 /* Copy the FRAME at off (header and padded payload). */
@@ -138,6 +149,257 @@ static int copy_frame(int in, int out, uint64_t off, struct cbuf *c)
 	if (len > c->zcap || read_at(in, off, c->z, len) < 0)
 		return -1;
 	return write_all(out, c->z, len);
+}
+
+/* Level 0: every FRAME as it is, each STAGING unit a reader reads as the
+ * recorder would have flushed it (level 1).  1, 0 (a staging block a
+ * reader would call damaged: the file is left alone), or a negative
+ * atr_err with err set. */
+static int copy_units(int in_fd, int out_fd, const struct atr_unit_ref *u, size_t n, uint32_t bs,
+		      uint64_t features, struct cbuf *c, char *err, size_t errlen, const char *path,
+		      const char *tmp)
+{
+	c->ecap = ATR_V2_ENC_BOUND((size_t)bs);
+	/* frames are copied through c->z: merged ones too */
+	c->zcap = ATR_BLOCK_HEADER_SIZE +
+		  ZSTD_compressBound(ATR_V2_ENC_BOUND((size_t)atr_frame_used_max(bs))) + 8;
+	c->blk = malloc(bs);
+	c->enc = malloc(c->ecap);
+	c->z = malloc(c->zcap);
+	c->cc = ZSTD_createCCtx();
+	if (!c->blk || !c->enc || !c->z || !c->cc) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return ATR_E_NOMEM;
+	}
+	ZSTD_CCtx_setParameter(c->cc, ZSTD_c_compressionLevel, 1);
+	ZSTD_CCtx_setParameter(c->cc, ZSTD_c_checksumFlag, 1);
+	for (size_t i = 0; i < n; i++) {
+		if (!u[i].staging) {
+			if (copy_frame(in_fd, out_fd, u[i].off, c) < 0) {
+				snprintf(err, errlen, "%s: cannot copy the frame at 0x%llx", path,
+					 (unsigned long long)u[i].off);
+				return ATR_E_IO;
+			}
+			continue;
+		}
+		long len = staging_frame(in_fd, u[i].off, bs, features, c);
+		if (len == 0) /* a reader would call it damaged: keep it as it is */
+			return 0;
+		if (len < 0 || write_all(out_fd, c->z, (size_t)len) < 0) {
+			snprintf(err, errlen, "%s: cannot write the staging block at 0x%llx", tmp,
+				 (unsigned long long)u[i].off);
+			return ATR_E_IO;
+		}
+	}
+	return 1;
+}
+
+/* ---- recompression (level > 0) ----------------------------------------
+ *
+ * A thread's units in seq order are decoded back to version-1 records,
+ * concatenated up to fmax bytes, and each run is encoded and compressed
+ * again at the level asked for, as one FRAME: more zstd context and a
+ * stronger match search than the recorder can afford at flush.  Each new
+ * frame is decompressed and decoded again and compared with the records
+ * it was made of before it is written. */
+
+struct unit {
+	uint64_t off, seq;
+	uint32_t thread;
+	int staging;
+};
+
+static int unit_cmp(const void *a, const void *b)
+{
+	const struct unit *x = a, *y = b;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+struct rz {
+	uint64_t features;
+	uint32_t bs;
+	size_t fmax;		   /* records per output frame, at most */
+	uint8_t *acc;		   /* the run of records being collected (fmax) */
+	size_t alen, nunits;	   /* its bytes, the units it came from */
+	uint8_t tmpl[ATR_U_CSIZE]; /* magic .. pid of the run's first unit */
+	uint8_t *in;		   /* one input unit (icap) */
+	uint8_t *enc;		   /* an encoding (ecap) */
+	uint8_t *out;		   /* an output FRAME (ocap) */
+	uint8_t *chk;		   /* the output frame decoded again (fmax) */
+	size_t icap, ecap, ocap;
+	ZSTD_CCtx *cc;
+	ZSTD_DCtx *dc;
+	int in_fd, out_fd;
+	uint64_t seq, nout; /* seq of the next output frame; frames written */
+	char *err;
+	size_t errlen;
+	const char *path;
+};
+
+/* Write the run collected so far as one FRAME.  0, or -1 with err set. */
+static int rz_flush(struct rz *z)
+{
+	if (!z->nunits)
+		return 0;
+	struct atr_v2_meta m = {0}, m2 = {0};
+	size_t elen = 0;
+	if (z->alen && !(elen = atr_v2_encode(z->acc, z->alen, z->features, z->enc, z->ecap, &m))) {
+		snprintf(z->err, z->errlen, "%s: thread %u: records do not encode", z->path,
+			 (unsigned)atr_get32(z->tmpl + ATR_B_THREAD));
+		return -1;
+	}
+	uint8_t *h = z->out, *payload = z->out + ATR_BLOCK_HEADER_SIZE;
+	size_t plen =
+	    ZSTD_compress2(z->cc, payload, z->ocap - ATR_BLOCK_HEADER_SIZE - 8, z->enc, elen);
+	if (ZSTD_isError(plen)) {
+		snprintf(z->err, z->errlen, "%s: zstd: %s", z->path, ZSTD_getErrorName(plen));
+		return -1;
+	}
+	/* read back what a reader will read */
+	const char *why = "";
+	size_t dlen = ZSTD_decompressDCtx(z->dc, z->enc, z->ecap, payload, plen);
+	long got = ZSTD_isError(dlen)
+		       ? -1
+		       : atr_v2_decode(z->enc, dlen, z->features, z->chk, z->fmax, &m2, &why);
+	if (got != (long)z->alen || memcmp(z->chk, z->acc, z->alen) != 0 ||
+	    m2.records != m.records || m2.calls != m.calls) {
+		snprintf(z->err, z->errlen,
+			 "%s: thread %u: a recompressed frame does not decode to its records%s%s",
+			 z->path, (unsigned)atr_get32(z->tmpl + ATR_B_THREAD), *why ? ": " : "",
+			 why);
+		return -1;
+	}
+	size_t len = frame_header(h, z->tmpl, z->seq, (uint32_t)z->alen, &m, plen);
+	if (write_all(z->out_fd, h, len) < 0) {
+		snprintf(z->err, z->errlen, "%s.compact: %s", z->path, strerror(errno));
+		return -1;
+	}
+	z->seq++;
+	z->nout++;
+	z->alen = 0;
+	z->nunits = 0;
+	return 0;
+}
+
+/* Append the records of the unit u to the run (flushing it first if they
+ * do not fit).  1, 0 (the unit does not read: the file is left alone), or
+ * -1 with err set. */
+static int rz_add(struct rz *z, const struct unit *u)
+{
+	size_t used;
+	const uint8_t *src = NULL;
+	if (read_at(z->in_fd, u->off, z->in, u->staging ? z->bs : ATR_BLOCK_HEADER_SIZE) < 0)
+		goto ioerr;
+	if (u->staging) {
+		long n = staging_used(z->in, z->bs, (z->features & ATR_FEAT_XCALLS) != 0);
+		if (n < 0)
+			return 0;
+		used = (size_t)n;
+		src = z->in + ATR_BLOCK_HEADER_SIZE;
+	} else {
+		used = atr_get32(z->in + ATR_B_USED);
+		uint32_t csize = atr_get32(z->in + ATR_U_CSIZE);
+		if (used > z->fmax || csize > z->icap - ATR_BLOCK_HEADER_SIZE)
+			return 0;
+		if (z->alen + used > z->fmax && rz_flush(z) < 0) /* it uses z->enc */
+			return -1;
+		if (read_at(z->in_fd, u->off + ATR_BLOCK_HEADER_SIZE, z->in + ATR_BLOCK_HEADER_SIZE,
+			    csize) < 0)
+			goto ioerr;
+		const uint8_t *enc = z->in + ATR_BLOCK_HEADER_SIZE;
+		size_t elen = csize;
+		if (z->features & ATR_FEAT_ZSTD) {
+			elen = ZSTD_decompressDCtx(z->dc, z->enc, z->ecap, enc, csize);
+			if (ZSTD_isError(elen))
+				return 0;
+			enc = z->enc;
+		}
+		struct atr_v2_meta m;
+		const char *why;
+		if (atr_v2_decode(enc, elen, z->features, z->acc + z->alen, used, &m, &why) !=
+		    (long)used)
+			return 0;
+	}
+	if (src) {
+		if (z->alen + used > z->fmax && rz_flush(z) < 0)
+			return -1;
+		memcpy(z->acc + z->alen, src, used);
+	}
+	if (!z->nunits)
+		memcpy(z->tmpl, z->in, sizeof z->tmpl);
+	z->alen += used;
+	z->nunits++;
+	return 1;
+ioerr:
+	snprintf(z->err, z->errlen, "%s: cannot read the unit at 0x%llx", z->path,
+		 (unsigned long long)u->off);
+	return -1;
+}
+
+/* Every unit a reader reads (u[0..n-1], any order) recompressed at level,
+ * thread by thread.  1 (written to z->out_fd), 0 (a unit does not read:
+ * leave the file alone), or -1 with err set. */
+static int recompress(struct rz *z, struct unit *u, size_t n, int level)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint8_t h[ATR_BLOCK_HEADER_SIZE];
+		if (read_at(z->in_fd, u[i].off, h, sizeof h) < 0) {
+			snprintf(z->err, z->errlen, "%s: cannot read the unit at 0x%llx", z->path,
+				 (unsigned long long)u[i].off);
+			return -1;
+		}
+		u[i].thread = atr_get32(h + ATR_B_THREAD);
+		u[i].seq = atr_get64(h + ATR_B_SEQ);
+	}
+	qsort(u, n, sizeof *u, unit_cmp);
+	z->fmax = atr_frame_used_max(z->bs);
+	/* an input frame may be a merged one (compacted before) */
+	size_t ib = ZSTD_compressBound(ATR_V2_ENC_BOUND(z->fmax));
+	z->icap = ATR_BLOCK_HEADER_SIZE + (ib > z->bs ? ib : z->bs);
+	z->ecap = ATR_V2_ENC_BOUND(z->fmax);
+	z->ocap = ATR_BLOCK_HEADER_SIZE + ZSTD_compressBound(z->ecap) + 8;
+	z->acc = malloc(z->fmax);
+	z->chk = malloc(z->fmax);
+	z->in = malloc(z->icap);
+	z->enc = malloc(z->ecap);
+	z->out = malloc(z->ocap);
+	z->cc = ZSTD_createCCtx();
+	z->dc = ZSTD_createDCtx();
+	if (!z->acc || !z->chk || !z->in || !z->enc || !z->out || !z->cc || !z->dc) {
+		snprintf(z->err, z->errlen, "%s: out of memory", z->path);
+		return -1;
+	}
+	ZSTD_CCtx_setParameter(z->cc, ZSTD_c_compressionLevel, level);
+	ZSTD_CCtx_setParameter(z->cc, ZSTD_c_checksumFlag, 1);
+	for (size_t i = 0; i < n; i++) {
+		if (!i || u[i].thread != u[i - 1].thread) {
+			if (rz_flush(z) < 0)
+				return -1;
+			z->seq = u[i].seq; /* blocks lost before it stay lost */
+		} else if (u[i].seq != u[i - 1].seq + 1) {
+			/* blocks lost in between: the gap stays, as wide */
+			if (rz_flush(z) < 0)
+				return -1;
+			z->seq += u[i].seq - u[i - 1].seq - 1;
+		}
+		int r = rz_add(z, &u[i]);
+		if (r <= 0)
+			return r;
+	}
+	return rz_flush(z) < 0 ? -1 : 1;
+}
+
+static void rz_free(struct rz *z)
+{
+	free(z->acc);
+	free(z->chk);
+	free(z->in);
+	free(z->enc);
+	free(z->out);
+	ZSTD_freeCCtx(z->cc);
+	ZSTD_freeDCtx(z->dc);
 }
 
 /* What a reader makes of a file: calls (from the index and the staging
@@ -157,8 +419,13 @@ static int facts(const char *path, uint64_t v[3], char *err, size_t errlen)
 	return r;
 }
 
-int atr_compact(const char *path, uint64_t *before, uint64_t *after, char *err, size_t errlen)
+int atr_compact(const char *path, int level, uint64_t *before, uint64_t *after, char *err,
+		size_t errlen)
 {
+	if (level < 0 || level > ZSTD_maxCLevel()) {
+		snprintf(err, errlen, "compaction level %d: not in 0..%d", level, ZSTD_maxCLevel());
+		return ATR_E_USAGE;
+	}
 	atr_file *f;
 	int r = atr_open(path, &f, err, errlen);
 	if (r < 0)
@@ -184,63 +451,70 @@ int atr_compact(const char *path, uint64_t *before, uint64_t *after, char *err, 
 		if (u[i].staging && u[i].off + bs > size)
 			nstaging = n + 1; /* cut by the end of the file: left alone */
 	}
-	if (nstaging > n || (!nstaging && nunits == n)) {
-		free(u);
-		return 0;
-	}
 	char tmp[4096];
 	snprintf(tmp, sizeof tmp, "%s.compact", path);
 	struct cbuf c = {0};
-	c.ecap = ATR_V2_ENC_BOUND((size_t)bs);
-	c.zcap = ATR_BLOCK_HEADER_SIZE + ZSTD_compressBound(c.ecap) + 8;
-	if (c.zcap < ATR_BLOCK_HEADER_SIZE + c.ecap + 8)
-		c.zcap = ATR_BLOCK_HEADER_SIZE + c.ecap + 8;
-	c.blk = malloc(bs);
-	c.enc = malloc(c.ecap);
-	c.z = malloc(c.zcap);
-	c.cc = ZSTD_createCCtx();
+	struct rz z = {.features = features, .bs = bs, .err = err, .errlen = errlen, .path = path};
+	struct unit *uu = NULL;
 	uint8_t *hdr = malloc(ATR_HEADER_SIZE);
 	int in_fd = open(path, O_RDONLY | O_CLOEXEC);
 	int out_fd = -1;
 	r = ATR_E_NOMEM;
-	if (!c.blk || !c.enc || !c.z || !c.cc || !hdr) {
+	if (!hdr) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
 	r = ATR_E_IO;
-	if (in_fd < 0 || read_at(in_fd, 0, hdr, ATR_HEADER_SIZE) < 0 ||
-	    (out_fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
-		snprintf(err, errlen, "%s: %s", in_fd < 0 || out_fd < 0 ? tmp : path,
-			 strerror(errno));
+	if (in_fd < 0 || read_at(in_fd, 0, hdr, ATR_HEADER_SIZE) < 0) {
+		snprintf(err, errlen, "%s: %s", path, in_fd < 0 ? strerror(errno) : "short read");
 		goto out;
 	}
-	ZSTD_CCtx_setParameter(c.cc, ZSTD_c_compressionLevel, 1);
-	ZSTD_CCtx_setParameter(c.cc, ZSTD_c_checksumFlag, 1);
-	atr_put64(hdr + ATR_H_BLOCKS, n);
+	/* nothing to gain: no staging unit, nothing superseded, and the
+	 * frames as asked (level 0: as written; else recompressed at level) */
+	r = 0;
+	if (nstaging > n || !n ||
+	    (!nstaging && nunits == n &&
+	     (!level || atr_get32(hdr + ATR_H_COMPACT_LEVEL) == (uint32_t)level)))
+		goto out;
+	r = ATR_E_IO;
+	if ((out_fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		goto out;
+	}
 	uint64_t hs = atr_get32(hdr + ATR_H_HEADER_SIZE);
 	if (hs != ATR_HEADER_SIZE || write_all(out_fd, hdr, ATR_HEADER_SIZE) < 0) {
 		snprintf(err, errlen, "%s: cannot write the header", tmp);
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (!u[i].staging) {
-			if (copy_frame(in_fd, out_fd, u[i].off, &c) < 0) {
-				snprintf(err, errlen, "%s: cannot copy the frame at 0x%llx", path,
-					 (unsigned long long)u[i].off);
-				goto out;
-			}
-			continue;
-		}
-		long len = staging_frame(in_fd, u[i].off, bs, features, &c);
-		if (len == 0) { /* a reader would call it damaged: keep it as it is */
-			r = 0;
+	if (level) {
+		if (!(uu = malloc((n ? n : 1) * sizeof *uu))) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			r = ATR_E_NOMEM;
 			goto out;
 		}
-		if (len < 0 || write_all(out_fd, c.z, (size_t)len) < 0) {
-			snprintf(err, errlen, "%s: cannot write the staging block at 0x%llx", tmp,
-				 (unsigned long long)u[i].off);
+		for (size_t i = 0; i < n; i++)
+			uu[i] = (struct unit){.off = u[i].off, .staging = u[i].staging};
+		z.in_fd = in_fd;
+		z.out_fd = out_fd;
+		int k = recompress(&z, uu, n, level);
+		if (k <= 0) {
+			r = k < 0 ? ATR_E_RECORD : 0;
 			goto out;
 		}
+		/* every frame is a zstd frame now */
+		atr_put64(hdr + ATR_H_FEATURES, features | ATR_FEAT_ZSTD);
+		atr_put32(hdr + ATR_H_COMPACT_LEVEL, (uint32_t)level);
+		atr_put64(hdr + ATR_H_BLOCKS, z.nout);
+	} else {
+		atr_put64(hdr + ATR_H_BLOCKS, n);
+		r = copy_units(in_fd, out_fd, u, n, bs, features, &c, err, errlen, path, tmp);
+		if (r <= 0)
+			goto out;
+	}
+	r = ATR_E_IO;
+	if (pwrite(out_fd, hdr, ATR_HEADER_SIZE, 0) != (ssize_t)ATR_HEADER_SIZE) {
+		snprintf(err, errlen, "%s: cannot write the header", tmp);
+		goto out;
 	}
 	if (close(out_fd) != 0) {
 		out_fd = -1;
@@ -250,16 +524,19 @@ int atr_compact(const char *path, uint64_t *before, uint64_t *after, char *err, 
 	out_fd = -1;
 	/* the same calls, threads and gaps, or the original stays */
 	uint64_t a[3], b[3];
-	char e2[256];
+	char e2[256] = "";
 	if ((r = facts(path, a, err, errlen)) < 0 || (r = facts(tmp, b, e2, sizeof e2)) < 0 ||
 	    memcmp(a, b, sizeof a) != 0) {
 		if (r >= 0 || !err[0])
-			snprintf(err, errlen, "%s: the compacted copy does not read the same",
-				 path);
+			snprintf(err, errlen, "%s: the compacted copy does not read the same%s%s",
+				 path, r < 0 ? ": " : "", r < 0 ? e2 : "");
 		r = ATR_E_RECORD;
 		goto out;
 	}
 	struct stat st;
+	r = 0;
+	if (stat(tmp, &st) != 0 || (uint64_t)st.st_size > size)
+		goto out; /* not smaller: the original stays */
 	if (rename(tmp, path) != 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		r = ATR_E_IO;
@@ -269,7 +546,7 @@ int atr_compact(const char *path, uint64_t *before, uint64_t *after, char *err, 
 	if (before)
 		*before = size;
 	if (after)
-		*after = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+		*after = (uint64_t)st.st_size;
 	r = 1;
 out:
 	if (out_fd >= 0)
@@ -279,10 +556,12 @@ out:
 	if (tmp[0])
 		unlink(tmp);
 	free(u);
+	free(uu);
 	free(hdr);
 	free(c.blk);
 	free(c.enc);
 	free(c.z);
 	ZSTD_freeCCtx(c.cc);
+	rz_free(&z);
 	return r;
 }

@@ -7,7 +7,10 @@
  * with each STAGING block that a reader reads encoded as a FRAME, exactly
  * as the recorder would have flushed it, and without the superseded and
  * RETIRED ones: the same records, threads and counts
- * (docs/TRACE_FORMAT.md, "Compaction").
+ * (docs/TRACE_FORMAT.md, "Compaction").  Once the program is gone, time is
+ * cheap and nobody waits for it, so the frames are recompressed too: a
+ * thread's records in frames four times a block, at a stronger zstd level
+ * than the recorder can afford at flush.
  */
 #ifndef ATR_COMPACT_H
 #define ATR_COMPACT_H
@@ -19,12 +22,22 @@
  * share of them, and rewriting costs a copy of the whole file. */
 #define ATR_COMPACT_MAX_BYTES (1ULL << 30)
 
+/* The level record and collect use by default (docs/CLI.md,
+ * `--compact-level`): bench/RESULTS.md has the sweep it was chosen by. */
+#define ATR_COMPACT_LEVEL_DEFAULT 9
+
 /* Only for a file no process writes any more (the caller checks that its
- * pid is gone).  Writes PATH.compact, checks it, renames it over path.
- * Returns 1 (compacted; *before and *after are the file sizes), 0 (left
- * alone: version 1, nothing to gain, too big, or a file a reader would
- * report as damaged: the evidence stays), or a negative atr_err with err
- * filled (the file is unchanged). */
-int atr_compact(const char *path, uint64_t *before, uint64_t *after, char *err, size_t errlen);
+ * pid is gone).  level 0: frames stay as written, staging blocks become
+ * frames as the recorder would have flushed them.  level 1..22: besides,
+ * each thread's records are recompressed at that zstd level in frames of
+ * up to ATR_FRAME_MERGED bytes of records (docs/TRACE_FORMAT.md,
+ * "Compaction"); the file header says so (ATR_H_COMPACT_LEVEL) and a file
+ * compacted at that level already is left alone.  Writes PATH.compact,
+ * checks it, renames it over path.  Returns 1 (compacted; *before and
+ * *after are the file sizes), 0 (left alone: version 1, nothing to gain,
+ * too big, or a file a reader would report as damaged: the evidence
+ * stays), or a negative atr_err with err filled (the file is unchanged). */
+int atr_compact(const char *path, int level, uint64_t *before, uint64_t *after, char *err,
+		size_t errlen);
 
 #endif

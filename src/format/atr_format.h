@@ -113,6 +113,8 @@ enum {
 				      RESIDENT counting may take: 1..9999,
 				      some releases have none; 0 or 10000:
 				      all have one */
+	ATR_H_COMPACT_LEVEL = 252, /* u32 zstd level compaction recompressed the
+				      frames at (atr_compact.h); 0: as written */
 	ATR_H_EXE = 256,	   /* char[256] executable path, NUL-terminated */
 	ATR_H_CMDLINE = 512,	   /* u32 length, then bytes (args split by NUL) */
 	ATR_H_CMDLINE_MAX = 4096 - 512 - 4,
@@ -141,6 +143,18 @@ enum {
 	ATR_U_CHECK = 60,    /* u32 FRAME: atr_unit_check() of bytes 0..59 */
 };
 #define ATR_UNIT_ALIGN 8u /* every unit starts at a multiple of this */
+
+/* v2: the records of one FRAME (its `used`) are at most
+ * atr_frame_used_max(block_size) bytes: a recorder's frame holds one
+ * staging block (block_size - 64), compaction merges a thread's frames
+ * into frames of up to ATR_FRAME_MERGED bytes (atr_compact.h).  What a
+ * reader holds per thread stays bounded by this. */
+#define ATR_FRAME_MERGED (1u << 20)
+static inline uint32_t atr_frame_used_max(uint32_t block_size)
+{
+	return (block_size > ATR_FRAME_MERGED ? block_size : ATR_FRAME_MERGED) -
+	       ATR_BLOCK_HEADER_SIZE;
+}
 
 /* Fields of headers and records: little-endian on disk, as is every host
  * we build for (memcpy: no alignment assumed). */

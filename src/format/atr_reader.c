@@ -525,8 +525,8 @@ static int scan_v2(atr_file *f, struct scan_list *l, char *eb, size_t el)
 					p, off);
 				return ATR_E_BLOCK;
 			}
-			if (used > f->bs - ATR_BLOCK_HEADER_SIZE || used % 8 || calls > nrec ||
-			    csize > ZSTD_compressBound(ATR_V2_ENC_BOUND((size_t)f->bs)) ||
+			if (used > atr_frame_used_max(f->bs) || used % 8 || calls > nrec ||
+			    csize > ZSTD_compressBound(ATR_V2_ENC_BOUND((size_t)used)) ||
 			    (uint64_t)nrec * 16 > used) {
 				fmt_err(eb, el,
 					"%s: frame at offset 0x%" PRIx64
@@ -1095,9 +1095,9 @@ static int cur_load_v2(atr_file *f, struct atr_cur *c)
 	const uint8_t *enc = f->zbuf;
 	size_t elen = csize;
 	if (f->features & ATR_FEAT_ZSTD) {
-		/* at most the encoding bound of a block: a frame that claims
-		 * more is corrupt (zstd stops at the buffer's end) */
-		size_t n = ATR_V2_ENC_BOUND((size_t)f->bs);
+		/* at most the encoding bound of its records: a frame that
+		 * claims more is corrupt (zstd stops at the buffer's end) */
+		size_t n = ATR_V2_ENC_BOUND((size_t)used);
 		if (grow(&f->dbuf, &f->dcap, n))
 			return ATR_E_NOMEM;
 		if (!f->dctx && !(f->dctx = ZSTD_createDCtx()))
