@@ -14,11 +14,14 @@ of glibc do not overlap).
                           [--thirdparty BINDIR]
 
 --thirdparty adds the allocator benchmarks of issue 19 (larson,
-xmalloc-test, mimalloc's test-stress), built by bench/fidelity/thirdparty.sh
-from their public sources.  larson and xmalloc-test run for a fixed time
-and print their own throughput: their time metric is reality's time per
-operation (from that output) against the replay's wall time for the traced
-operations (the wall and CPU rows would only show the fixed run time).
+xmalloc-test, mimalloc's test-stress, alloc-test), built by
+bench/fidelity/thirdparty.sh from their public sources.  larson and
+xmalloc-test run for a fixed time and print their own throughput: their time
+metric is reality's time per operation (from that output) against the
+replay's wall time for the traced operations (the wall and CPU rows would
+only show the fixed run time).  alloc-test does a fixed amount of work and
+prints the time its threads took: its time row is that time per operation
+(process start and exit left out), and its CPU row stays.
 
 Needs scripts/setup-deps.sh (allocators) and a build; ~1 GB in --work.
 Writes WORK/fidelity.json and WORK/fidelity.md (also printed).
@@ -138,11 +141,13 @@ def gen_sql(n):
     return "\n".join(out)
 
 
-# time-bound programs: regex on their output -> ns per operation
+# programs that time themselves: regex on their output -> ns per operation
 RATE = {
     "larson": (r"Throughput = *([0-9.]+) operations per second", lambda x: 1e9 / x),
     "xmalloc-test": (r"free/sec: ([0-9.]+) M", lambda x: 1e3 / x),
+    "alloc-test": (r"made ([0-9]+) alloc/dealloc operations in ([0-9]+) ms", lambda ops, ms: ms * 1e6 / ops),
 }
+FIXED_WORK = {"alloc-test"}  # of RATE: a fixed amount of work, so CPU time means something too
 
 
 def thirdparty(bindir):
@@ -155,6 +160,11 @@ def thirdparty(bindir):
                          "xmalloc-test (mimalloc-bench; C, 2 producers + 2 consumers, 2 s): cross-thread frees"),
         "test-stress": ([b + "/test-stress", "8", "25", "10"], {},
                         "mimalloc test-stress (C; 8 threads x 10 waves = 80 threads over the run)"),
+        # mimalloc-bench's bench.sh runs `alloc-test 1` and `alloc-test $procs`
+        "alloc-test": ([b + "/alloc-test", "2"], {},
+                       "alloc-test (mimalloc-bench, OLogN; C++17, 2 threads): each keeps 131072 slots, half filled, "
+                       "then new[]/delete[] at Pareto-chosen slots (80/20), sizes 5-1024 B (half 5-8 B), every "
+                       "byte written and read; $ALLOC_TEST_ITERS (thirdparty.sh, default 20 M) ops per thread"),
     }
 
 
@@ -219,7 +229,7 @@ def run_real(argv, env, cwd, rate=None):
         m = re.search(rate[0], p.stdout)
         if not m:
             sys.exit("fidelity: %s printed no throughput (%r)" % (argv[0], p.stdout[-200:]))
-        r["op_ns"] = rate[1](float(m.group(1)))
+        r["op_ns"] = rate[1](*map(float, m.groups()))
     return r
 
 
@@ -290,7 +300,7 @@ def main():
                                       "off", "--json"], capture_output=True, text=True, check=True).stdout
         cmp = {x["allocator"]: x for x in json.loads(cmp_out)["allocators"]}
         p = {"argv": argv, "env": extra, "description": desc, "calls": calls, "threads": threads,
-             "real": {}, "replay": {}}
+             "fixed_work": name in FIXED_WORK, "real": {}, "replay": {}}
         metrics = ("wall_s", "cpu_s", "maxrss_mib") + (("op_ns",) if name in RATE else ())
         for cname, _, _, col in CONFIGS:
             p["real"][cname] = {k: summarize([x[k] for x in real[cname]]) for k in metrics}
@@ -324,8 +334,8 @@ def table(res):
     L.append("|---|---|---|---|---|---|---|---|---|")
     for name, p in res["programs"].items():
         ms = (("wall_s", "s"), ("cpu_s", "s"), ("maxrss_mib", "MiB"))
-        if "op_ns" in p["real"]["glibc"]:  # time-bound: time per op replaces wall and CPU time
-            ms = (("op_ns", "ns"), ("maxrss_mib", "MiB"))
+        if "op_ns" in p["real"]["glibc"]:  # the program's own time per op replaces wall time
+            ms = (("op_ns", "ns"),) + ((("cpu_s", "s"),) if p.get("fixed_work") else ()) + (("maxrss_mib", "MiB"),)
         for m, unit in ms:
             g, rg = p["real"]["glibc"][m], p["replay"]["glibc"][m]
             for cname, _, _, _ in CONFIGS[1:]:
