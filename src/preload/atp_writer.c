@@ -4,9 +4,9 @@
  * of one block of the trace file that it reuses: its pages are faulted in
  * once, and what is in them is in the file even after a kill -9.  A full
  * staging block is encoded into a FRAME appended to the file, by an
- * encoder thread (atp_offload.c) or by the thread itself, then reused.  The file is opened by path for every
- * write, so programs that close all descriptors do not break it.
- * Everything here runs with the calling thread's guard set.
+ * encoder thread (atp_offload.c) or by the thread itself, then reused.  The file is opened by path
+ * for every write, so programs that close all descriptors do not break it. Everything here runs
+ * with the calling thread's guard set.
  */
 #define _GNU_SOURCE
 #include <errno.h>
