@@ -16,6 +16,7 @@
 #include "dj_trace.h"
 #include "liveset/lv_ahead.h"
 #include "liveset/lv_set.h"
+#include "replay/rp_pipe.h"
 #include "util_hmap.h"
 #include "util_ranges.h"
 
@@ -1722,11 +1723,25 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	 * trace */
 	struct lv_ahead ah;
 	lv_ahead_init(&ah, src_next, &sc, &c.live);
-	if (sc.it)
-		atr_iter_set_prefetch(sc.it, lv_prefetch_hook, &c.live);
-	for (size_t i = 0; i < sc.nm; i++) {
-		sc.m[i].pf_set = &c.live;
-		atr_iter_set_prefetch(sc.m[i].it, msrc_prefetch, &sc.m[i]);
+	/* or read on a second thread (rp_pipe.h), which then prefetches on
+	 * this one: the reader's hook would touch the live set from the
+	 * other thread */
+	struct rp_pipe *pipe = NULL;
+	int nthreads = o->threads;
+	if (!nthreads)
+		nthreads = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+	if (nthreads > 1 && !o->keep &&
+	    rp_pipe_start(&pipe, sc.it ? lv_source_iter : src_next, sc.it ? (void *)sc.it : &sc,
+			  &c.live) == 0)
+		st->read_threads = 1;
+	else {
+		pipe = NULL;
+		if (sc.it)
+			atr_iter_set_prefetch(sc.it, lv_prefetch_hook, &c.live);
+		for (size_t i = 0; i < sc.nm; i++) {
+			sc.m[i].pf_set = &c.live;
+			atr_iter_set_prefetch(sc.m[i].it, msrc_prefetch, &sc.m[i]);
+		}
 	}
 	c.filtered = o->keep || o->have_from || o->have_to;
 	c.in_window = !o->have_from;
@@ -1757,7 +1772,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	const struct atr_event *ev = NULL;
 	uint64_t first_ts = 0, last_ts = 0, total_hint = in ? in->records_hint : 0;
 	double last_prog = t0;
-	while ((r = sc.dj ? lv_ahead_next(&ah, &ev) : src_next(&sc, &ev)) > 0) {
+	while ((r = pipe    ? rp_pipe_next(pipe, &ev)
+		    : sc.dj ? lv_ahead_next(&ah, &ev)
+			    : src_next(&sc, &ev)) > 0) {
 		if (ev->type != RP_EV_REALLOC_RELEASE) {
 			if (!st->records++)
 				first_ts = ev->ts;
@@ -1818,6 +1835,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 			}
 		}
 	}
+	/* the source is this thread's again */
+	rp_pipe_stop(pipe);
 	if (o->progress && o->note)
 		o->note(o->note_arg, RP_NOTE_PROGRESS, "");
 	rc = 0;
