@@ -34,6 +34,11 @@
 /* The slot of a block a filter left out (a realloc's old block): it and
  * every later op on it are left out (struct rp_convert_opts). */
 #define RP_EXCLUDED UINT32_MAX /* a tag: slots are below it */
+/* The per-record path: inlined into the loop (a call's prologue and
+ * epilogue were a fifth of convert's own instructions); its rare cases
+ * stay out of line (RP_COLD). */
+#define RP_HOT	static inline __attribute__((always_inline))
+#define RP_COLD static __attribute__((noinline, cold))
 
 /* A free slot and its last use (the WAIT its next user may need). */
 struct fslot {
@@ -267,11 +272,10 @@ static void spawn(struct conv *c, uint32_t nt)
 	awl_writer_set_start(c->w, c->th[nt].widx, pw, idx, c->nlive);
 }
 
-static uint32_t thread_of(struct conv *c, const struct atr_event *ev)
+/* A serial not seen yet (thread_of). */
+RP_COLD uint32_t thread_new(struct conv *c, const struct atr_event *ev)
 {
 	uint32_t s = ev->thread;
-	if (s < c->nserial && c->by_serial[s] != RP_NONE)
-		return c->by_serial[s];
 	if (s >= RP_MAX_SERIAL) {
 		c->bad_serial = s;
 		c->nomem = 1;
@@ -327,6 +331,14 @@ static uint32_t thread_of(struct conv *c, const struct atr_event *ev)
 	if (c->nth)
 		spawn(c, c->nth);
 	return c->nth++;
+}
+
+RP_HOT uint32_t thread_of(struct conv *c, const struct atr_event *ev)
+{
+	uint32_t s = ev->thread;
+	if (__builtin_expect(s < c->nserial && c->by_serial[s] != RP_NONE, 1))
+		return c->by_serial[s];
+	return thread_new(c, ev);
 }
 
 /* -------------------------------------------------------------- slots */
@@ -397,10 +409,8 @@ static void put_uv_fixed(uint8_t *p, uint64_t v)
 /* Thread ti's next op allocates a block of usable bytes into slot: a
  * large one gets a TOUCH op first, its count unknown (0) until the
  * block's release says how many pages the program had resident. */
-static void touch_place(struct conv *c, uint32_t ti, uint64_t slot, uint64_t usable)
+RP_COLD void touch_place_op(struct conv *c, uint32_t ti, uint64_t slot)
 {
-	if (!c->touch_min || usable < c->touch_min)
-		return;
 	uint32_t wi = c->th[ti].widx;
 	uint8_t *p = awl_writer_reserve(c->w, wi, 1 + RP_TOUCH_WIDTH);
 	*p++ = AWL_OP_TOUCH;
@@ -412,12 +422,18 @@ static void touch_place(struct conv *c, uint32_t ti, uint64_t slot, uint64_t usa
 	c->st->touch_ops++;
 }
 
+RP_HOT void touch_place(struct conv *c, uint32_t ti, uint64_t slot, uint64_t usable)
+{
+	if (__builtin_expect(c->touch_min != 0, 0) && usable >= c->touch_min)
+		touch_place_op(c, ti, slot);
+}
+
 /* Block b dies (released by ev, NULL: dropped): its TOUCH, if it has one,
  * gets ev's resident count. */
-static void touch_release(struct conv *c, const struct lv_block *b, const struct atr_event *ev)
+RP_COLD void touch_release_op(struct conv *c, const struct lv_block *b, const struct atr_event *ev)
 {
 	uint64_t mark;
-	if (!c->touch_min || b->size < c->touch_lo || !util_hmap_remove(&c->touch, b->tag, &mark))
+	if (!util_hmap_remove(&c->touch, b->tag, &mark))
 		return;
 	if (!ev || !ev->span_pages)
 		return; /* no count: the replay touches it as --touch first */
@@ -428,7 +444,13 @@ static void touch_release(struct conv *c, const struct lv_block *b, const struct
 	c->st->touch_counted++;
 }
 
-static uint64_t usable_of(const struct atr_event *ev)
+RP_HOT void touch_release(struct conv *c, const struct lv_block *b, const struct atr_event *ev)
+{
+	if (__builtin_expect(c->touch_min != 0, 0) && b->size >= c->touch_lo)
+		touch_release_op(c, b, ev);
+}
+
+RP_HOT uint64_t usable_of(const struct atr_event *ev)
 {
 	return ev->usable != UINT64_MAX && ev->usable ? ev->usable : ev->size;
 }
@@ -436,31 +458,37 @@ static uint64_t usable_of(const struct atr_event *ev)
 /* ptr becomes live in slot, used last by thread ti's op idx (an_summary's
  * make_live).  A ptr that is still live means the trace missed its
  * release: its old slot is dropped. */
-static void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev, uint64_t ptr,
+/* An allocation returned a block that is still live (old: its entry
+ * before): the trace missed its release, its old slot is dropped. */
+RP_COLD void addr_dropped(struct conv *c, uint32_t ti, const struct atr_event *ev,
+			  const struct lv_block *old)
+{
+	c->st->dup_allocs++;
+	report(c, REP_DUP, ev, "allocation returned a block that is still live (old one dropped)");
+	touch_release(c, old, NULL);
+	uint32_t wi = c->th[ti].widx;
+	emit_wait_for(c, ti, old->owner, old->when);
+	uint8_t *p = awl_writer_reserve(c->w, wi, 16);
+	*p++ = AWL_OP_DROP;
+	p = awl_put_uv(p, old->tag);
+	uint64_t didx = awl_writer_thread_ops(c->w, wi);
+	awl_writer_commit(c->w, wi, p);
+	slot_release(c, ti, old->tag, didx);
+}
+
+RP_HOT void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev, uint64_t ptr,
 			uint64_t slot, uint64_t size, uint64_t idx)
 {
 	struct lv_block *b, old;
 	int r = lv_born(&c->live, ptr, size, idx, &b, &old);
-	if (r < 0) {
+	if (__builtin_expect(r < 0, 0)) {
 		c->nomem = 1;
 		return;
 	}
 	b->tag = (uint32_t)slot;
 	b->owner = c->th[ti].widx;
-	if (r == 0) {
-		c->st->dup_allocs++;
-		report(c, REP_DUP, ev,
-		       "allocation returned a block that is still live (old one dropped)");
-		touch_release(c, &old, NULL);
-		uint32_t wi = c->th[ti].widx;
-		emit_wait_for(c, ti, old.owner, old.when);
-		uint8_t *p = awl_writer_reserve(c->w, wi, 16);
-		*p++ = AWL_OP_DROP;
-		p = awl_put_uv(p, old.tag);
-		uint64_t didx = awl_writer_thread_ops(c->w, wi);
-		awl_writer_commit(c->w, wi, p);
-		slot_release(c, ti, old.tag, didx);
-	}
+	if (__builtin_expect(r == 0, 0))
+		addr_dropped(c, ti, ev, &old);
 }
 
 static void unknown_free(struct conv *c, const struct atr_event *ev, uint64_t ptr)
@@ -477,7 +505,7 @@ static void unknown_free(struct conv *c, const struct atr_event *ev, uint64_t pt
 
 /* ptr (non-NULL) dies: 1 and its block (slot, last use) in *b, or 0 if it
  * was not live. */
-static int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
+RP_HOT int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
 {
 	if (!lv_died(&c->live, ptr, b))
 		return 0;
@@ -485,7 +513,7 @@ static int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
 	return 1;
 }
 
-static uint8_t *op_begin(struct conv *c, uint32_t ti, unsigned code)
+RP_HOT uint8_t *op_begin(struct conv *c, uint32_t ti, unsigned code)
 {
 	uint8_t *p = awl_writer_reserve(c->w, c->th[ti].widx, 64);
 	*p++ = (uint8_t)code;
@@ -493,7 +521,7 @@ static uint8_t *op_begin(struct conv *c, uint32_t ti, unsigned code)
 }
 
 /* callop: the call's op code (counted in the header), 0 for other ops */
-static void op_end(struct conv *c, uint32_t ti, uint8_t *p, unsigned callop)
+RP_HOT void op_end(struct conv *c, uint32_t ti, uint8_t *p, unsigned callop)
 {
 	uint32_t wi = c->th[ti].widx;
 	awl_writer_commit(c->w, wi, p);
@@ -509,7 +537,7 @@ static const uint8_t op_of_type[ATR_T_CALL_LAST + 1] = {ATR_CALLS(OP_OF_)};
  * and the op's fields. */
 
 /* A FREE op of block b (already taken out of the live set) for ev. */
-static void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
+RP_HOT void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
 		       const struct atr_event *ev)
 {
 	touch_release(c, b, ev);
@@ -521,7 +549,7 @@ static void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
 	slot_release(c, ti, b->tag, idx);
 }
 
-static void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
+RP_HOT void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
 	if (!ev->ptr) {
 		uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
@@ -545,7 +573,7 @@ static void split_array(uint64_t total, uint64_t nmemb, uint64_t *n, uint64_t *e
 		*n = 0;
 }
 
-static void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
+RP_HOT void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
 	uint32_t wi = c->th[ti].widx;
 	struct fslot f = {0};
@@ -1107,7 +1135,7 @@ static void on_xcall(struct conv *c, uint32_t ti, const struct atr_event *ev)
  * less the recorder's own share (think_floor_ns per gap), is think time;
  * gaps add up until they reach RP_THINK_MIN_NS and go out as a THINK op
  * before the call. */
-static void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev)
+RP_HOT void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
 	struct cthread *t = &c->th[ti];
 	int rea = ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY ||
