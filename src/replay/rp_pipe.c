@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Polls before the waiting side sleeps: a handoff every RP_PIPE_BATCH
- * events, a futex wait and wake per batch would cost more than a short
- * spin when both sides keep pace. */
-#define RP_PIPE_SPIN 1000
+/* Polls before the waiting side sleeps.  The side that waits is the
+ * faster one, and it sleeps until half the ring is ready (RP_PIPE_DEPTH /
+ * 2 batches filled for the converting thread, emptied for the reader): a
+ * wake-up per few batches, not per batch, and the slower side never
+ * waits.  A long spin would only burn a shared core. */
+#define RP_PIPE_SPIN 100
 
 struct rp_batch {
 	struct atr_event ev[RP_PIPE_BATCH];
@@ -38,6 +40,9 @@ struct rp_pipe {
 	_Atomic int done; /* the source ended: rc is its result */
 	_Atomic int stop; /* the reader is told to stop */
 	_Atomic int sleeping;
+	/* what a sleeper waits for: prod >= c_want (the converting thread),
+	 * cons >= r_want (the reader) */
+	_Atomic uint64_t c_want, r_want;
 	int rc;
 	/* the converting thread's side: the batch in v, its ring index */
 	struct rp_batch *cur;
@@ -53,27 +58,31 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static void wake(struct rp_pipe *p)
+/* Wakes the other side if it sleeps and ctr (now at v) reached what it
+ * waits for (want), or always (want NULL). */
+static void wake(struct rp_pipe *p, uint64_t v, _Atomic uint64_t *want)
 {
-	if (atomic_load(&p->sleeping)) {
+	if (atomic_load(&p->sleeping) && (!want || v >= atomic_load(want))) {
 		pthread_mutex_lock(&p->mu);
 		pthread_cond_broadcast(&p->cv);
 		pthread_mutex_unlock(&p->mu);
 	}
 }
 
-/* Waits until *ctr != seen (or the pipe is done / told to stop, as flag
- * says); spins a little first. */
-static void wait_change(struct rp_pipe *p, _Atomic uint64_t *ctr, uint64_t seen, _Atomic int *flag)
+/* Waits until *ctr >= want (or flag: the pipe is done / told to stop);
+ * spins a little first. */
+static void wait_for(struct rp_pipe *p, _Atomic uint64_t *ctr, uint64_t want, _Atomic int *flag,
+		     _Atomic uint64_t *want_slot)
 {
 	for (unsigned k = 0; k < RP_PIPE_SPIN; k++) {
-		if (atomic_load(ctr) != seen || atomic_load(flag))
+		if (atomic_load(ctr) >= want || atomic_load(flag))
 			return;
 		cpu_relax();
 	}
 	pthread_mutex_lock(&p->mu);
+	atomic_store(want_slot, want);
 	atomic_fetch_add(&p->sleeping, 1);
-	while (atomic_load(ctr) == seen && !atomic_load(flag))
+	while (atomic_load(ctr) < want && !atomic_load(flag))
 		pthread_cond_wait(&p->cv, &p->mu);
 	atomic_fetch_sub(&p->sleeping, 1);
 	pthread_mutex_unlock(&p->mu);
@@ -107,7 +116,7 @@ static void *reader(void *arg)
 	while (r > 0) {
 		uint64_t cons = atomic_load(&p->cons);
 		if (prod - cons >= RP_PIPE_DEPTH) {
-			wait_change(p, &p->cons, cons, &p->stop);
+			wait_for(p, &p->cons, prod - RP_PIPE_DEPTH / 2, &p->stop, &p->r_want);
 			if (atomic_load(&p->stop))
 				break;
 			continue;
@@ -141,7 +150,7 @@ static void *reader(void *arg)
 			atomic_store(&p->prod, ++prod);
 		if (r <= 0)
 			atomic_store(&p->done, 1);
-		wake(p);
+		wake(p, prod, r <= 0 ? NULL : &p->c_want);
 	}
 	return NULL;
 }
@@ -187,7 +196,7 @@ static int next_batch(struct rp_pipe *p)
 		p->cur = NULL;
 		p->v.n = p->v.i = 0;
 		atomic_store(&p->cons, ++p->taken);
-		wake(p);
+		wake(p, p->taken, &p->r_want);
 	}
 	while (atomic_load(&p->prod) == p->taken) {
 		if (atomic_load(&p->done)) {
@@ -195,7 +204,7 @@ static int next_batch(struct rp_pipe *p)
 				break; /* its last batch came with the end */
 			return 0;
 		}
-		wait_change(p, &p->prod, p->taken, &p->done);
+		wait_for(p, &p->prod, p->taken + RP_PIPE_DEPTH / 2, &p->done, &p->c_want);
 	}
 	p->cur = &p->b[p->taken % RP_PIPE_DEPTH];
 	p->v.ev = p->cur->ev;
