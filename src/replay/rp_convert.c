@@ -1748,29 +1748,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	lv_init(&c.rel, 0);
 	/* the live set's entries of coming events are fetched ahead: by the
 	 * reader while it walks its decoded blocks, by lv_ahead for a dj
-	 * trace */
+	 * trace, by the pipe (below) */
 	struct lv_ahead ah;
 	lv_ahead_init(&ah, src_next, &sc, &c.live);
-	/* or read on a second thread (rp_pipe.h), which then prefetches on
-	 * this one: the reader's hook would touch the live set from the
-	 * other thread */
-	struct rp_pipe *pipe = NULL;
-	int nthreads = o->threads;
-	if (!nthreads)
-		nthreads = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
-	if (nthreads > 1 && !o->keep &&
-	    rp_pipe_start(&pipe, sc.it ? lv_source_iter : src_next, sc.it ? (void *)sc.it : &sc,
-			  &c.live) == 0)
-		st->read_threads = 1;
-	else {
-		pipe = NULL;
-		if (sc.it)
-			atr_iter_set_prefetch(sc.it, lv_prefetch_hook, &c.live);
-		for (size_t i = 0; i < sc.nm; i++) {
-			sc.m[i].pf_set = &c.live;
-			atr_iter_set_prefetch(sc.m[i].it, msrc_prefetch, &sc.m[i]);
-		}
-	}
 	c.filtered = o->keep || o->have_from || o->have_to;
 	c.in_window = !o->have_from;
 	c.to_ts = UINT64_MAX;
@@ -1798,8 +1778,31 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	}
 	int r;
 	const struct atr_event *ev = NULL;
+	/* the reader writes the file's info when it ends: read before */
 	uint64_t first_ts = 0, last_ts = 0, total_hint = in ? in->records_hint : 0;
 	double last_prog = t0;
+	/* the trace is read on this thread, its reader prefetching the live
+	 * set's entries; or on a second thread (rp_pipe.h), which then
+	 * prefetches on this one (the reader's hook would touch the live set
+	 * from the other thread).  From here to rp_pipe_stop the source is
+	 * the pipe's. */
+	struct rp_pipe *pipe = NULL;
+	int nthreads = o->threads;
+	if (!nthreads)
+		nthreads = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+	if (nthreads > 1 && !o->keep &&
+	    rp_pipe_start(&pipe, sc.it ? lv_source_iter : src_next, sc.it ? (void *)sc.it : &sc,
+			  &c.live) == 0)
+		st->read_threads = 1;
+	else {
+		pipe = NULL;
+		if (sc.it)
+			atr_iter_set_prefetch(sc.it, lv_prefetch_hook, &c.live);
+		for (size_t i = 0; i < sc.nm; i++) {
+			sc.m[i].pf_set = &c.live;
+			atr_iter_set_prefetch(sc.m[i].it, msrc_prefetch, &sc.m[i]);
+		}
+	}
 	while ((r = pipe    ? rp_pipe_next(pipe, &ev)
 		    : sc.dj ? lv_ahead_next(&ah, &ev)
 			    : src_next(&sc, &ev)) > 0) {
