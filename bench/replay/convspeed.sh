@@ -10,8 +10,8 @@
 #   bench/replay/convspeed.sh "OLD/alloctrace" "NEW/alloctrace --threads 1" \
 #       "NEW/alloctrace --threads 2"
 # WORK (default /tmp/rpconvspeed), RUNS (5), TRACES ("t10000 t1000000 xfree
-# py"), STEPS (liveset steps, 2000000), XFREE (blocks per producer, 500000),
-# PYN (JSON items, 300000); REC: the alloctrace that records (default: the
+# py"), STEPS (liveset steps, 1000000), XFREE (blocks per producer, 250000),
+# PYN (JSON items, 100000); REC: the alloctrace that records (default: the
 # first command's).  The timing runs hold /tmp/alloctrace-bench.lock.
 # CALLGRIND=1: then one `valgrind --tool=callgrind --separate-threads=yes`
 # run per command and trace, outside the lock: instructions per record in
@@ -31,14 +31,14 @@ for t in $TRACES; do
 	case $t in
 	t*)
 		gcc -O2 -o liveset "$SRC/replay/liveset.c"
-		"$REC" record -o "$t" -- ./liveset "${t#t}" "${STEPS:-2000000}" >/dev/null
+		"$REC" record -o "$t" -- ./liveset "${t#t}" "${STEPS:-1000000}" >/dev/null
 		;;
 	xfree)
 		gcc -O2 -pthread -o xfreebench "$SRC/xfreebench.c"
-		"$REC" record -o xfree -- ./xfreebench 4 "${XFREE:-500000}" >/dev/null
+		"$REC" record -o xfree -- ./xfreebench 4 "${XFREE:-250000}" >/dev/null
 		;;
 	py)
-		python3 - "${PYN:-300000}" >pyjson.py <<'PY'
+		python3 - "${PYN:-100000}" >pyjson.py <<'PY'
 import sys
 print('''import json
 d = [{"id": i, "name": "item%%d" %% i, "tags": ["x", "y", str(i)], "v": i * 0.5} for i in range(%s)]
