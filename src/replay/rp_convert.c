@@ -86,14 +86,20 @@ static struct fslot dq_pop_front(struct deque *d)
 }
 
 struct cthread {
-	uint32_t widx;	      /* workload thread index */
-	int exited;	      /* its THREAD_EXIT was seen */
-	uint32_t alive_pos;   /* index in conv.alive while not exited */
-	uint64_t last_seq;    /* global index of its latest record */
-	int have_ret;	      /* ret_ts valid */
-	uint64_t ret_ts;      /* when its latest call returned (ticks) */
-	uint64_t think_ticks; /* gap not yet written as a THINK op */
-	struct util_hmap waited;
+	uint32_t widx;		 /* workload thread index */
+	int exited;		 /* its THREAD_EXIT was seen */
+	uint32_t alive_pos;	 /* index in conv.alive while not exited */
+	uint64_t last_seq;	 /* global index of its latest record */
+	int have_ret;		 /* ret_ts valid */
+	uint64_t ret_ts;	 /* when its latest call returned (ticks) */
+	uint64_t think_ticks;	 /* gap not yet written as a THINK op */
+	struct util_hmap waited; /* owner -> ops waited for, but wc_owner's */
+	/* the latest owner waited for and its count (not yet in waited): a
+	 * thread mostly waits for one other (a producer), and then neither a
+	 * lookup nor an insert is needed */
+	int wc_valid;
+	uint32_t wc_owner;
+	uint64_t wc_need;
 	struct deque freeq;
 };
 
@@ -192,12 +198,21 @@ static void emit_wait_ops(struct conv *c, uint32_t ti, uint32_t owner, uint64_t 
 	uint32_t wi = c->th[ti].widx;
 	uint64_t have = 0;
 	struct cthread *t = &c->th[ti];
-	if (util_hmap_lookup(&t->waited, owner, &have) && have >= need)
-		return;
-	if (util_hmap_insert(&t->waited, owner, need, NULL) < 0) {
-		c->nomem = 1;
-		return;
+	if (t->wc_valid && t->wc_owner == owner) {
+		if (t->wc_need >= need)
+			return;
+	} else {
+		if (util_hmap_lookup(&t->waited, owner, &have) && have >= need)
+			return;
+		if (t->wc_valid &&
+		    util_hmap_insert(&t->waited, t->wc_owner, t->wc_need, NULL) < 0) {
+			c->nomem = 1;
+			return;
+		}
+		t->wc_valid = 1;
+		t->wc_owner = owner;
 	}
+	t->wc_need = need;
 	uint8_t *p = awl_writer_reserve(c->w, wi, 32);
 	*p++ = AWL_OP_WAIT;
 	p = awl_put_uv(p, owner);
@@ -345,8 +360,8 @@ RP_HOT uint32_t thread_of(struct conv *c, const struct atr_event *ev)
 static struct fslot slot_new_slow(struct conv *c, uint32_t ti)
 {
 	if (c->total_free >= RP_STEAL_MIN) {
-		for (uint32_t k = 0; k < c->nth; k++) {
-			uint32_t v = (c->steal_cursor + k) % c->nth;
+		uint32_t v = c->steal_cursor % c->nth;
+		for (uint32_t k = 0; k < c->nth; k++, v = v + 1 == c->nth ? 0 : v + 1) {
 			if (v != ti && c->th[v].freeq.n) {
 				c->steal_cursor = v + 1;
 				c->total_free--;
