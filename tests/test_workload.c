@@ -299,6 +299,128 @@ static void test_bad_input(void **state)
 	(void)tn;
 }
 
+/* Byte for byte equal files. */
+static int same_bytes(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	int same = fa && fb;
+	while (same) {
+		int x = fgetc(fa), y = fgetc(fb);
+		same = x == y;
+		if (x == EOF)
+			break;
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+/* rp_convert with o's options on 1 and 2 threads: the same result, the
+ * same error text, the same workload bytes (or none on an error). */
+static int convert_both(const char *trace, const char *name, struct rp_convert_opts *o)
+{
+	char wl[2][400], eb[2][512];
+	int rc[2];
+	struct rp_convert_stats st[2];
+	for (int k = 0; k < 2; k++) {
+		char n[40];
+		snprintf(n, sizeof(n), "%.20s.t%d.wl", name, k + 1);
+		path_in(wl[k], sizeof(wl[k]), n);
+		o->threads = k + 1;
+		eb[k][0] = 0;
+		rc[k] = rp_convert(trace, wl[k], o, &st[k], eb[k], sizeof(eb[k]));
+		assert_int_equal(st[k].read_threads, k);
+	}
+	assert_int_equal(rc[0], rc[1]);
+	assert_string_equal(eb[0], eb[1]);
+	if (rc[0]) {
+		assert_true(access(wl[0], F_OK) != 0 && access(wl[1], F_OK) != 0);
+		return rc[0];
+	}
+	assert_int_equal(st[0].records, st[1].records);
+	assert_int_equal(st[0].waits, st[1].waits);
+	assert_true(same_bytes(wl[0], wl[1]));
+	return 0;
+}
+
+/* Three threads, blocks freed and reallocated by other threads than their
+ * allocator, a marker every 1000 rounds; corrupt_at: an unknown record
+ * type there (0: none). */
+static void pipe_trace(const char *path, int rounds, int corrupt_at)
+{
+	struct atw *w = atw_new(1 << 14);
+	uint32_t a = atw_thread(w, 41, 0), b = atw_thread(w, 42, 0), c = atw_thread(w, 43, 0);
+	uint64_t ts = 10;
+	for (int i = 0; i < rounds; i++) {
+		uint64_t p = 0x10000000 + (uint64_t)i * 0x40;
+		atw_malloc(w, a, ts++, p, 16 + (uint64_t)i % 200, 8);
+		if (i >= 50 && i % 3 == 0) {
+			uint64_t q = 0x10000000 + (uint64_t)(i - 50) * 0x40;
+			atw_realloc(w, c, ts, q, q + 0x8000000, 300, 2);
+			ts += 3;
+			atw_free(w, b, ts++, q + 0x8000000);
+		} else if (i >= 50) {
+			atw_free(w, b, ts++, 0x10000000 + (uint64_t)(i - 50) * 0x40);
+		}
+		if (i % 1000 == 0) {
+			char m[32];
+			snprintf(m, sizeof(m), "m%d", i / 1000);
+			atw_marker(w, c, ts++, m);
+		}
+		/* a run of markers longer than a batch: one ends a batch; some
+		 * longer than the batch's first payload buffer */
+		for (int k = 0; i == 9000 && k < 700; k++) {
+			char m[3000];
+			memset(m, 'a' + k % 26, sizeof(m) - 1);
+			m[k % 7 ? 8 : sizeof(m) - 1] = 0;
+			assert_int_equal(atw_marker(w, c, ts++, m), 0);
+		}
+		if (i == corrupt_at && corrupt_at) {
+			uint64_t bad = ts++ << ATR_TS_SHIFT | 13; /* between EXT and metas */
+			assert_int_equal(atw_raw(w, a, &bad, 1), 0);
+		}
+	}
+	assert_int_equal(atw_write_file(w, path, 1), 0);
+	atw_destroy(w);
+}
+
+/* convert --threads 2 (the trace read on a second thread, rp_pipe.h)
+ * writes what --threads 1 writes: many batches of events, cross-thread
+ * frees and reallocs, markers (their payloads travel with the events),
+ * --from/--to at markers (the reader is stopped while ahead), --merge; a
+ * corrupt record after many batches fails the same way in both. */
+static void test_pipe_same(void **state)
+{
+	(void)state;
+	char trace[300], bad[300];
+	path_in(trace, sizeof(trace), "pipe.atr");
+	path_in(bad, sizeof(bad), "pipebad.atr");
+	pipe_trace(trace, 30000, 0);
+	struct rp_convert_opts o = {.quiet = 1};
+	assert_int_equal(convert_both(trace, "pipe", &o), 0);
+	o.have_from = o.have_to = 1;
+	o.from_label = "m3";
+	o.to_label = "m17";
+	assert_int_equal(convert_both(trace, "pipewin", &o), 0);
+	struct rp_convert_opts m = {.quiet = 1, .merge = 1};
+	assert_int_equal(convert_both(trace, "pipemerge", &m), 0);
+	pipe_trace(bad, 30000, 20000);
+	struct rp_convert_opts q = {.quiet = 1};
+	int rc = convert_both(bad, "pipebad", &q);
+	assert_true(atr_isError(rc));
+	/* the error is the reader's, with the file's name */
+	char eb[512];
+	struct rp_convert_stats st;
+	char out[300];
+	path_in(out, sizeof(out), "pipebad.wl");
+	q.threads = 2;
+	assert_int_equal(rp_convert(bad, out, &q, &st, eb, sizeof(eb)), rc);
+	assert_non_null(strstr(eb, "pipebad.atr"));
+	assert_non_null(strstr(eb, "unknown record type"));
+}
+
 /* Paths of the built tool and a test program; 0 if any is missing. */
 static int built(const char *prog, char *tool, size_t tl, char *pp, size_t pl)
 {
@@ -608,6 +730,9 @@ static void test_recorded_threads(void **state)
 	record_prog(tool, prog, "4", "rec", trace, sizeof(trace));
 	path_in(wl, sizeof(wl), "threads.wl");
 	check_exact(trace, wl, 1);
+	/* the same workload when the trace is read on a second thread */
+	struct rp_convert_opts po = {.quiet = 1};
+	assert_int_equal(convert_both(trace, "threads", &po), 0);
 	/* the command line agrees: ideal_rss_peak_bytes == peak_live_bytes */
 	snprintf(cmd, sizeof(cmd),
 		 "'%s' info --json '%s' | grep -o '\"peak_live_bytes\": [0-9]*' | grep -o "
@@ -912,7 +1037,7 @@ int main(void)
 	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
 	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
 	    cmocka_unit_test(test_touch_budget),   cmocka_unit_test(test_join_gap),
-	    cmocka_unit_test(test_think_shared),
+	    cmocka_unit_test(test_think_shared),   cmocka_unit_test(test_pipe_same),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

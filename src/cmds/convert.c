@@ -18,8 +18,8 @@ static void convert_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: alloctrace convert TRACE -o WORKLOAD [--pid PID | --merge] [filters]\n"
-		"                          [--think-floor NS] [--no-joins] [--quiet]\n"
-		"                          [--no-progress]\n"
+		"                          [--think-floor NS] [--no-joins] [--threads N]\n"
+		"                          [--quiet] [--no-progress]\n"
 		"Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
 		"trace, docs/DJ_COMPAT.md) into a workload\n"
 		"for `alloctrace replay` (format: docs/WORKLOAD_FORMAT.md).  One process per\n"
@@ -33,6 +33,9 @@ static void convert_usage(FILE *out)
 		"      --no-joins     keep every gap as think time (default: a gap of 500 us\n"
 		"                     or more ending soon after another thread's exit is a\n"
 		"                     wait for that exit)\n"
+		"      --threads N    1: read the trace and convert on one thread; 2: read it\n"
+		"                     on a second one (default: 2 when more than one CPU is\n"
+		"                     online; the workload is the same byte for byte)\n"
 		"  -q, --quiet        no anomaly reports (they are still counted)\n"
 		"      --no-progress  no progress line even on a terminal\n"
 		"Filters select allocations as report's do; a block left out is left out\n"
@@ -78,10 +81,11 @@ static void conv_note(void *arg, int kind, const char *msg)
 
 /* ro: the filters (NULL: none) */
 static int do_convert(const char *in, const char *out, uint32_t pid, int merge, int quiet,
-		      int progress, uint64_t floor_ns, int no_joins,
+		      int progress, uint64_t floor_ns, int no_joins, int threads,
 		      const struct an_session_opts *ro)
 {
 	struct rp_convert_opts o = {.pid = pid,
+				    .threads = threads,
 				    .merge = merge,
 				    .progress = progress,
 				    .quiet = quiet,
@@ -210,6 +214,7 @@ int cmd_convert(int argc, char **argv)
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"no-progress", no_argument, NULL, 'P'},
 	    {"think-floor", required_argument, NULL, 'F'},
+	    {"threads", required_argument, NULL, 'T'},
 	    {"merge", no_argument, NULL, 'M'},
 	    {"no-joins", no_argument, NULL, 'J'},
 	    {"thread", required_argument, NULL, REP_OPT_BASE + 2},
@@ -223,7 +228,7 @@ int cmd_convert(int argc, char **argv)
 	};
 	const char *out = NULL;
 	uint32_t pid = 0;
-	int quiet = 0, progress = isatty(2), merge = 0, no_joins = 0, c, rc;
+	int quiet = 0, progress = isatty(2), merge = 0, no_joins = 0, threads = 0, c, rc;
 	uint64_t floor_ns = RP_THINK_FLOOR_NS;
 	struct an_session_opts ro;
 	an_session_opts_init(&ro);
@@ -272,6 +277,14 @@ int cmd_convert(int argc, char **argv)
 		case 'P':
 			progress = 0;
 			break;
+		case 'T':
+			if (strcmp(optarg, "1") && strcmp(optarg, "2")) {
+				util_err("convert: bad --threads '%s' (1 or 2)", optarg);
+				an_session_opts_free(&ro);
+				return 2;
+			}
+			threads = optarg[0] - '0';
+			break;
 		case 'M':
 			merge = 1;
 			break;
@@ -296,7 +309,7 @@ int cmd_convert(int argc, char **argv)
 		return 2;
 	}
 	rc = do_convert(argv[optind], out, pid, merge, quiet, progress && !quiet, floor_ns,
-			no_joins, ro.any_filter ? &ro : NULL);
+			no_joins, threads, ro.any_filter ? &ro : NULL);
 	an_session_opts_free(&ro);
 	return rc;
 }
@@ -313,7 +326,7 @@ int cmd_trace2wl(int argc, char **argv)
 		return argc == 2 ? 0 : 2;
 	}
 	if (argc == 3)
-		return do_convert(argv[2], argv[1], 0, 0, 0, isatty(2), RP_THINK_FLOOR_NS, 0, NULL);
+		return do_convert(argv[2], argv[1], 0, 0, 0, isatty(2), RP_THINK_FLOOR_NS, 0, 0, NULL);
 	const char *td = getenv("TMPDIR");
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s/trace2wl.XXXXXX", td && *td ? td : "/tmp");
@@ -337,7 +350,7 @@ int cmd_trace2wl(int argc, char **argv)
 		rc = 1;
 	}
 	if (!rc)
-		rc = do_convert(tmp, argv[1], 0, 0, 0, 0, RP_THINK_FLOOR_NS, 0, NULL);
+		rc = do_convert(tmp, argv[1], 0, 0, 0, 0, RP_THINK_FLOOR_NS, 0, 0, NULL);
 	unlink(tmp);
 	return rc;
 }

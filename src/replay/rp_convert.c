@@ -16,6 +16,7 @@
 #include "dj_trace.h"
 #include "liveset/lv_ahead.h"
 #include "liveset/lv_set.h"
+#include "replay/rp_pipe.h"
 #include "util_hmap.h"
 #include "util_ranges.h"
 
@@ -33,6 +34,11 @@
 /* The slot of a block a filter left out (a realloc's old block): it and
  * every later op on it are left out (struct rp_convert_opts). */
 #define RP_EXCLUDED UINT32_MAX /* a tag: slots are below it */
+/* The per-record path: inlined into the loop (a call's prologue and
+ * epilogue were a fifth of convert's own instructions); its rare cases
+ * stay out of line (RP_COLD). */
+#define RP_HOT	static inline __attribute__((always_inline))
+#define RP_COLD static __attribute__((noinline, cold))
 
 /* A free slot and its last use (the WAIT its next user may need). */
 struct fslot {
@@ -80,14 +86,20 @@ static struct fslot dq_pop_front(struct deque *d)
 }
 
 struct cthread {
-	uint32_t widx;	      /* workload thread index */
-	int exited;	      /* its THREAD_EXIT was seen */
-	uint32_t alive_pos;   /* index in conv.alive while not exited */
-	uint64_t last_seq;    /* global index of its latest record */
-	int have_ret;	      /* ret_ts valid */
-	uint64_t ret_ts;      /* when its latest call returned (ticks) */
-	uint64_t think_ticks; /* gap not yet written as a THINK op */
-	struct util_hmap waited;
+	uint32_t widx;		 /* workload thread index */
+	int exited;		 /* its THREAD_EXIT was seen */
+	uint32_t alive_pos;	 /* index in conv.alive while not exited */
+	uint64_t last_seq;	 /* global index of its latest record */
+	int have_ret;		 /* ret_ts valid */
+	uint64_t ret_ts;	 /* when its latest call returned (ticks) */
+	uint64_t think_ticks;	 /* gap not yet written as a THINK op */
+	struct util_hmap waited; /* owner -> ops waited for, but wc_owner's */
+	/* the latest owner waited for and its count (not yet in waited): a
+	 * thread mostly waits for one other (a producer), and then neither a
+	 * lookup nor an insert is needed */
+	int wc_valid;
+	uint32_t wc_owner;
+	uint64_t wc_need;
 	struct deque freeq;
 };
 
@@ -194,12 +206,21 @@ static void emit_wait_ops(struct conv *c, uint32_t ti, uint32_t owner, uint64_t 
 	uint32_t wi = c->th[ti].widx;
 	uint64_t have = 0;
 	struct cthread *t = &c->th[ti];
-	if (util_hmap_lookup(&t->waited, owner, &have) && have >= need)
-		return;
-	if (util_hmap_insert(&t->waited, owner, need, NULL) < 0) {
-		c->nomem = 1;
-		return;
+	if (t->wc_valid && t->wc_owner == owner) {
+		if (t->wc_need >= need)
+			return;
+	} else {
+		if (util_hmap_lookup(&t->waited, owner, &have) && have >= need)
+			return;
+		if (t->wc_valid &&
+		    util_hmap_insert(&t->waited, t->wc_owner, t->wc_need, NULL) < 0) {
+			c->nomem = 1;
+			return;
+		}
+		t->wc_valid = 1;
+		t->wc_owner = owner;
 	}
+	t->wc_need = need;
 	uint8_t *p = awl_writer_reserve(c->w, wi, 32);
 	*p++ = AWL_OP_WAIT;
 	p = awl_put_uv(p, owner);
@@ -274,11 +295,10 @@ static void spawn(struct conv *c, uint32_t nt)
 	awl_writer_set_start(c->w, c->th[nt].widx, pw, idx, c->nlive);
 }
 
-static uint32_t thread_of(struct conv *c, const struct atr_event *ev)
+/* A serial not seen yet (thread_of). */
+RP_COLD uint32_t thread_new(struct conv *c, const struct atr_event *ev)
 {
 	uint32_t s = ev->thread;
-	if (s < c->nserial && c->by_serial[s] != RP_NONE)
-		return c->by_serial[s];
 	if (s >= RP_MAX_SERIAL) {
 		c->bad_serial = s;
 		c->nomem = 1;
@@ -336,12 +356,20 @@ static uint32_t thread_of(struct conv *c, const struct atr_event *ev)
 	return c->nth++;
 }
 
+RP_HOT uint32_t thread_of(struct conv *c, const struct atr_event *ev)
+{
+	uint32_t s = ev->thread;
+	if (__builtin_expect(s < c->nserial && c->by_serial[s] != RP_NONE, 1))
+		return c->by_serial[s];
+	return thread_new(c, ev);
+}
+
 /* -------------------------------------------------------------- slots */
 static struct fslot slot_new_slow(struct conv *c, uint32_t ti)
 {
 	if (c->total_free >= RP_STEAL_MIN) {
-		for (uint32_t k = 0; k < c->nth; k++) {
-			uint32_t v = (c->steal_cursor + k) % c->nth;
+		uint32_t v = c->steal_cursor % c->nth;
+		for (uint32_t k = 0; k < c->nth; k++, v = v + 1 == c->nth ? 0 : v + 1) {
 			if (v != ti && c->th[v].freeq.n) {
 				c->steal_cursor = v + 1;
 				c->total_free--;
@@ -404,10 +432,8 @@ static void put_uv_fixed(uint8_t *p, uint64_t v)
 /* Thread ti's next op allocates a block of usable bytes into slot: a
  * large one gets a TOUCH op first, its count unknown (0) until the
  * block's release says how many pages the program had resident. */
-static void touch_place(struct conv *c, uint32_t ti, uint64_t slot, uint64_t usable)
+RP_COLD void touch_place_op(struct conv *c, uint32_t ti, uint64_t slot)
 {
-	if (!c->touch_min || usable < c->touch_min)
-		return;
 	uint32_t wi = c->th[ti].widx;
 	uint8_t *p = awl_writer_reserve(c->w, wi, 1 + RP_TOUCH_WIDTH);
 	*p++ = AWL_OP_TOUCH;
@@ -417,6 +443,12 @@ static void touch_place(struct conv *c, uint32_t ti, uint64_t slot, uint64_t usa
 	if (util_hmap_insert(&c->touch, slot, mark, NULL) < 0)
 		c->nomem = 1;
 	c->st->touch_ops++;
+}
+
+RP_HOT void touch_place(struct conv *c, uint32_t ti, uint64_t slot, uint64_t usable)
+{
+	if (__builtin_expect(c->touch_min != 0, 0) && usable >= c->touch_min)
+		touch_place_op(c, ti, slot);
 }
 
 /* The count field (KiB + 1) for a block of size bytes released without a
@@ -433,10 +465,10 @@ static uint64_t touch_estimate(const struct conv *c, uint64_t size)
 
 /* Block b dies (released by ev, NULL: dropped): its TOUCH, if it has one,
  * gets ev's resident count, or an estimate when the recorder skipped it. */
-static void touch_release(struct conv *c, const struct lv_block *b, const struct atr_event *ev)
+RP_COLD void touch_release_op(struct conv *c, const struct lv_block *b, const struct atr_event *ev)
 {
 	uint64_t mark;
-	if (!c->touch_min || b->size < c->touch_lo || !util_hmap_remove(&c->touch, b->tag, &mark))
+	if (!util_hmap_remove(&c->touch, b->tag, &mark))
 		return;
 	uint64_t kib;
 	if (ev && ev->span_pages) {
@@ -458,7 +490,13 @@ static void touch_release(struct conv *c, const struct lv_block *b, const struct
 	awl_writer_patch(c->w, mark, v, sizeof(v));
 }
 
-static uint64_t usable_of(const struct atr_event *ev)
+RP_HOT void touch_release(struct conv *c, const struct lv_block *b, const struct atr_event *ev)
+{
+	if (__builtin_expect(c->touch_min != 0, 0) && b->size >= c->touch_lo)
+		touch_release_op(c, b, ev);
+}
+
+RP_HOT uint64_t usable_of(const struct atr_event *ev)
 {
 	return ev->usable != UINT64_MAX && ev->usable ? ev->usable : ev->size;
 }
@@ -466,31 +504,37 @@ static uint64_t usable_of(const struct atr_event *ev)
 /* ptr becomes live in slot, used last by thread ti's op idx (an_summary's
  * make_live).  A ptr that is still live means the trace missed its
  * release: its old slot is dropped. */
-static void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev, uint64_t ptr,
+/* An allocation returned a block that is still live (old: its entry
+ * before): the trace missed its release, its old slot is dropped. */
+RP_COLD void addr_dropped(struct conv *c, uint32_t ti, const struct atr_event *ev,
+			  const struct lv_block *old)
+{
+	c->st->dup_allocs++;
+	report(c, REP_DUP, ev, "allocation returned a block that is still live (old one dropped)");
+	touch_release(c, old, NULL);
+	uint32_t wi = c->th[ti].widx;
+	emit_wait_for(c, ti, old->owner, old->when);
+	uint8_t *p = awl_writer_reserve(c->w, wi, 16);
+	*p++ = AWL_OP_DROP;
+	p = awl_put_uv(p, old->tag);
+	uint64_t didx = awl_writer_thread_ops(c->w, wi);
+	awl_writer_commit(c->w, wi, p);
+	slot_release(c, ti, old->tag, didx);
+}
+
+RP_HOT void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev, uint64_t ptr,
 			uint64_t slot, uint64_t size, uint64_t idx)
 {
 	struct lv_block *b, old;
 	int r = lv_born(&c->live, ptr, size, idx, &b, &old);
-	if (r < 0) {
+	if (__builtin_expect(r < 0, 0)) {
 		c->nomem = 1;
 		return;
 	}
 	b->tag = (uint32_t)slot;
 	b->owner = c->th[ti].widx;
-	if (r == 0) {
-		c->st->dup_allocs++;
-		report(c, REP_DUP, ev,
-		       "allocation returned a block that is still live (old one dropped)");
-		touch_release(c, &old, NULL);
-		uint32_t wi = c->th[ti].widx;
-		emit_wait_for(c, ti, old.owner, old.when);
-		uint8_t *p = awl_writer_reserve(c->w, wi, 16);
-		*p++ = AWL_OP_DROP;
-		p = awl_put_uv(p, old.tag);
-		uint64_t didx = awl_writer_thread_ops(c->w, wi);
-		awl_writer_commit(c->w, wi, p);
-		slot_release(c, ti, old.tag, didx);
-	}
+	if (__builtin_expect(r == 0, 0))
+		addr_dropped(c, ti, ev, &old);
 }
 
 static void unknown_free(struct conv *c, const struct atr_event *ev, uint64_t ptr)
@@ -507,7 +551,7 @@ static void unknown_free(struct conv *c, const struct atr_event *ev, uint64_t pt
 
 /* ptr (non-NULL) dies: 1 and its block (slot, last use) in *b, or 0 if it
  * was not live. */
-static int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
+RP_HOT int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
 {
 	if (!lv_died(&c->live, ptr, b))
 		return 0;
@@ -515,7 +559,7 @@ static int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
 	return 1;
 }
 
-static uint8_t *op_begin(struct conv *c, uint32_t ti, unsigned code)
+RP_HOT uint8_t *op_begin(struct conv *c, uint32_t ti, unsigned code)
 {
 	uint8_t *p = awl_writer_reserve(c->w, c->th[ti].widx, 64);
 	*p++ = (uint8_t)code;
@@ -523,7 +567,7 @@ static uint8_t *op_begin(struct conv *c, uint32_t ti, unsigned code)
 }
 
 /* callop: the call's op code (counted in the header), 0 for other ops */
-static void op_end(struct conv *c, uint32_t ti, uint8_t *p, unsigned callop)
+RP_HOT void op_end(struct conv *c, uint32_t ti, uint8_t *p, unsigned callop)
 {
 	uint32_t wi = c->th[ti].widx;
 	awl_writer_commit(c->w, wi, p);
@@ -539,7 +583,7 @@ static const uint8_t op_of_type[ATR_T_CALL_LAST + 1] = {ATR_CALLS(OP_OF_)};
  * and the op's fields. */
 
 /* A FREE op of block b (already taken out of the live set) for ev. */
-static void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
+RP_HOT void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
 		       const struct atr_event *ev)
 {
 	touch_release(c, b, ev);
@@ -551,7 +595,7 @@ static void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
 	slot_release(c, ti, b->tag, idx);
 }
 
-static void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
+RP_HOT void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
 	if (!ev->ptr) {
 		uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
@@ -575,7 +619,7 @@ static void split_array(uint64_t total, uint64_t nmemb, uint64_t *n, uint64_t *e
 		*n = 0;
 }
 
-static void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
+RP_HOT void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
 	uint32_t wi = c->th[ti].widx;
 	struct fslot f = {0};
@@ -1158,7 +1202,7 @@ static uint64_t think_joined(struct conv *c, uint32_t ti, uint64_t ret, uint64_t
  * less the recorder's own share (think_floor_ns per gap), is think time;
  * gaps add up until they reach RP_THINK_MIN_NS and go out as a THINK op
  * before the call. */
-static void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev)
+RP_HOT void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
 	struct cthread *t = &c->th[ti];
 	int rea = ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY ||
@@ -1776,15 +1820,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	lv_init(&c.rel, 0);
 	/* the live set's entries of coming events are fetched ahead: by the
 	 * reader while it walks its decoded blocks, by lv_ahead for a dj
-	 * trace */
+	 * trace, by the pipe (below) */
 	struct lv_ahead ah;
 	lv_ahead_init(&ah, src_next, &sc, &c.live);
-	if (sc.it)
-		atr_iter_set_prefetch(sc.it, lv_prefetch_hook, &c.live);
-	for (size_t i = 0; i < sc.nm; i++) {
-		sc.m[i].pf_set = &c.live;
-		atr_iter_set_prefetch(sc.m[i].it, msrc_prefetch, &sc.m[i]);
-	}
 	c.filtered = o->keep || o->have_from || o->have_to;
 	c.in_window = !o->have_from;
 	c.to_ts = UINT64_MAX;
@@ -1815,9 +1853,34 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	}
 	int r;
 	const struct atr_event *ev = NULL;
+	/* the reader writes the file's info when it ends: read before */
 	uint64_t first_ts = 0, last_ts = 0, total_hint = in ? in->records_hint : 0;
 	double last_prog = t0;
-	while ((r = sc.dj ? lv_ahead_next(&ah, &ev) : src_next(&sc, &ev)) > 0) {
+	/* the trace is read on this thread, its reader prefetching the live
+	 * set's entries; or on a second thread (rp_pipe.h), which then
+	 * prefetches on this one (the reader's hook would touch the live set
+	 * from the other thread).  From here to rp_pipe_stop the source is
+	 * the pipe's. */
+	struct rp_pipe *pipe = NULL;
+	int nthreads = o->threads;
+	if (!nthreads)
+		nthreads = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+	if (nthreads > 1 && !o->keep &&
+	    rp_pipe_start(&pipe, sc.it ? lv_source_iter : src_next, sc.it ? (void *)sc.it : &sc,
+			  &c.live) == 0)
+		st->read_threads = 1;
+	else {
+		pipe = NULL;
+		if (sc.it)
+			atr_iter_set_prefetch(sc.it, lv_prefetch_hook, &c.live);
+		for (size_t i = 0; i < sc.nm; i++) {
+			sc.m[i].pf_set = &c.live;
+			atr_iter_set_prefetch(sc.m[i].it, msrc_prefetch, &sc.m[i]);
+		}
+	}
+	while ((r = pipe    ? rp_pipe_next(pipe, &ev)
+		    : sc.dj ? lv_ahead_next(&ah, &ev)
+			    : src_next(&sc, &ev)) > 0) {
 		if (ev->type != RP_EV_REALLOC_RELEASE) {
 			if (!st->records++)
 				first_ts = ev->ts;
@@ -1878,6 +1941,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 			}
 		}
 	}
+	/* the source is this thread's again */
+	rp_pipe_stop(pipe);
 	if (o->progress && o->note)
 		o->note(o->note_arg, RP_NOTE_PROGRESS, "");
 	rc = 0;

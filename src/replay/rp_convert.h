@@ -49,6 +49,10 @@ struct rp_convert_opts {
 	uint64_t think_floor_ns; /* the recorder's share of each gap between
 				    calls, not think time (RP_THINK_FLOOR_NS) */
 	int no_joins;		 /* 1: no gap is taken as a wait for a thread's exit */
+	/* 1: one thread; 2: the trace is read on a second thread (rp_pipe.h;
+	 * not with keep, whose callback reads the source's state); 0: 2 when
+	 * more than one CPU is online.  The workload is the same either way. */
+	int threads;
 };
 
 enum { RP_NOTE_ANOMALY, RP_NOTE_PROGRESS };
@@ -95,6 +99,7 @@ struct rp_convert_stats {
 	uint64_t dj_inversions_fixed, dj_inversions_pending, dj_reallocs_merged;
 	uint64_t dj_unknown_records, dj_truncated_bytes, dj_hints;
 	double seconds;
+	int read_threads; /* 1: the trace was read on a second thread */
 };
 
 /* 0, or a negative atr_err with errbuf filled ("PATH: what was wrong"). */

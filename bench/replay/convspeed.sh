@@ -1,0 +1,119 @@
+#!/bin/sh
+# convert throughput (issue 12 item 5: >= 30 M records/s at 1e4-1e6 live
+# blocks) on one and two threads: bench/replay/liveset.c under `record` at
+# 1e4 and 1e6 live blocks, xfreebench (8 threads, cross-thread frees) and
+# python3 (PYTHONMALLOC=malloc, JSON).  Each argument is a command that
+# converts, e.g. "B/alloctrace" or "B/alloctrace --threads 1"; RUNS
+# interleaved runs of each; prints M records per wall second and per CPU
+# second (user+sys), median (min-max), max RSS, and whether every output is
+# the same workload byte for byte as the first command's.
+#   bench/replay/convspeed.sh "OLD/alloctrace" "NEW/alloctrace --threads 1" \
+#       "NEW/alloctrace --threads 2"
+# WORK (default /tmp/rpconvspeed), RUNS (5), TRACES ("t10000 t1000000 xfree
+# py"), STEPS (liveset steps, 1000000), XFREE (blocks per producer, 250000),
+# PYN (JSON items, 100000); REC: the alloctrace that records (default: the
+# first command's).  The timing runs hold /tmp/alloctrace-bench.lock.
+# CALLGRIND=1: then one `valgrind --tool=callgrind --separate-threads=yes`
+# run per command and trace, outside the lock: instructions per record in
+# all and on the busiest thread (with two threads the busier one bounds the
+# rate): repeatable on a noisy machine.
+set -eu
+[ $# -ge 1 ] || { echo "usage: $0 'ALLOCTRACE [ARGS]'..." >&2; exit 2; }
+W=${WORK:-/tmp/rpconvspeed}
+RUNS=${RUNS:-5}
+TRACES=${TRACES:-"t10000 t1000000 xfree py"}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+REC=${REC:-${1%% *}}
+mkdir -p "$W"
+cd "$W"
+for t in $TRACES; do
+	[ -d "$t" ] && continue
+	case $t in
+	t*)
+		gcc -O2 -o liveset "$SRC/replay/liveset.c"
+		"$REC" record -o "$t" -- ./liveset "${t#t}" "${STEPS:-1000000}" >/dev/null
+		;;
+	xfree)
+		gcc -O2 -pthread -o xfreebench "$SRC/xfreebench.c"
+		"$REC" record -o xfree -- ./xfreebench 4 "${XFREE:-250000}" >/dev/null
+		;;
+	py)
+		python3 - "${PYN:-100000}" >pyjson.py <<'PY'
+import sys
+print('''import json
+d = [{"id": i, "name": "item%%d" %% i, "tags": ["x", "y", str(i)], "v": i * 0.5} for i in range(%s)]
+s = json.dumps(d)
+e = json.loads(s)
+print(len(s), len(e))''' % sys.argv[1])
+PY
+		PYTHONMALLOC=malloc "$REC" record -o py -- /usr/bin/python3 pyjson.py >/dev/null
+		;;
+	esac
+done
+key() { echo "$1" | md5sum | cut -c1-8; }
+# "BIN ARGS": BIN convert TRACE ARGS
+bin_of() { echo "$1" | cut -d' ' -f1; }
+args_of() { echo "$1" | cut -s -d' ' -f2-; }
+# records of the busiest process (the one convert takes)
+recs_of() {
+	"$REC" info --json "$1" | python3 -c 'import json,sys; print(max(p["records"] for p in json.load(sys.stdin)["processes"]))'
+}
+exec 9>/tmp/alloctrace-bench.lock
+flock 9
+uptime
+for t in $TRACES; do
+	recs=$(recs_of "$t")
+	for b in "$@"; do : >"$W/conv.$t.$(key "$b")"; done
+	i=0
+	while [ $i -lt "$RUNS" ]; do
+		for b in "$@"; do
+			# shellcheck disable=SC2086
+			/usr/bin/time -f "%e %U %S %M" -o "$W/time" \
+				"$(bin_of "$b")" convert "$t" $(args_of "$b") -o "$W/out.$(key "$b").wl" \
+				--no-progress --quiet
+			cat "$W/time" >>"$W/conv.$t.$(key "$b")"
+		done
+		i=$((i + 1))
+	done
+	first=""
+	for b in "$@"; do
+		out="$W/out.$(key "$b").wl"
+		[ -n "$first" ] || first=$out
+		same=same
+		cmp -s "$first" "$out" || same=DIFFERENT
+		python3 - "$b" "$t" "$recs" "$W/conv.$t.$(key "$b")" "$same" <<'PY'
+import statistics, sys
+b, t, recs, path, same = sys.argv[1:6]
+rows = [list(map(float, l.split())) for l in open(path) if l.strip()]
+cpu = sorted(int(recs) / max(r[1] + r[2], 0.005) / 1e6 for r in rows)
+wall = sorted(int(recs) / max(r[0], 0.005) / 1e6 for r in rows)
+print("convert %-8s %-40s %9d rec: wall %5.1f M/s (%.1f-%.1f), CPU %5.1f M/s (%.1f-%.1f), max RSS %d KB, %s, %d runs" %
+      (t, b, int(recs), statistics.median(wall), wall[0], wall[-1], statistics.median(cpu), cpu[0], cpu[-1],
+       max(r[3] for r in rows), same, len(rows)))
+PY
+	done
+done
+uptime
+flock -u 9
+[ "${CALLGRIND:-0}" = 1 ] || exit 0
+for t in $TRACES; do
+	recs=$(recs_of "$t")
+	for b in "$@"; do
+		rm -f "$W"/cg.out*
+		# shellcheck disable=SC2086
+		valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$W/cg.out" \
+			"$(bin_of "$b")" convert "$t" $(args_of "$b") -o /dev/null --no-progress --quiet \
+			>/dev/null 2>&1
+		python3 - "$b" "$t" "$recs" "$W"/cg.out* <<'PY'
+import sys
+b, t, recs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+per = []
+for f in sys.argv[4:]:
+    for line in open(f):
+        if line.startswith("totals:"):
+            per.append(int(line.split()[1]))
+print("convert %-8s %-40s callgrind %5.0f instructions/record, busiest thread %5.0f (threads: %s)" %
+      (t, b, sum(per) / recs, max(per) / recs, " ".join("%.0f" % (x / recs) for x in per)))
+PY
+	done
+done
