@@ -1129,8 +1129,6 @@ static void cur_block_done(struct atr_cur *c)
 	c->loaded = 0;
 }
 
-static const struct atr_event atr_ev_zero;
-
 /* The words of an extended call (after word 1, ATR_XCALLS order) into the
  * event's fields (atr_reader.h). */
 static void xcall_decode(struct atr_event *ev, unsigned xt, const uint8_t *w)
@@ -1282,11 +1280,31 @@ static inline uint64_t cur_ts(struct atr_cur *c, uint64_t ts)
 	return ts;
 }
 
+/* *ev = all zeros in 16-byte stores (a copy of a zero event loads as
+ * much as it stores; memset may become `rep stos`). */
+static inline void ev_clear(struct atr_event *ev)
+{
+	typedef uint64_t u64x2 __attribute__((vector_size(16), aligned(8), may_alias));
+	typedef uint64_t u64a __attribute__((aligned(8), may_alias));
+	_Static_assert(sizeof(struct atr_event) <= 256 && sizeof(struct atr_event) % 8 == 0,
+		       "ev_clear: 16 stores at the most");
+	const u64x2 z = {0, 0};
+	u64x2 *q = (u64x2 *)(void *)ev;
+#define EV_Z(i)                                                                                    \
+	if (sizeof(struct atr_event) >= 16 * (i) + 16)                                             \
+		q[i] = z;
+	EV_Z(0) EV_Z(1) EV_Z(2) EV_Z(3) EV_Z(4) EV_Z(5) EV_Z(6) EV_Z(7);
+	EV_Z(8) EV_Z(9) EV_Z(10) EV_Z(11) EV_Z(12) EV_Z(13) EV_Z(14) EV_Z(15);
+#undef EV_Z
+	if (sizeof(struct atr_event) % 16)
+		*(u64a *)(void *)((char *)ev + sizeof(struct atr_event) - 8) = 0;
+}
+
 /* The fields every event has. */
 static inline void ev_start(struct atr_cur *c, struct atr_event *ev, unsigned type, unsigned flags,
 			    uint32_t serial, uint64_t ts)
 {
-	*ev = atr_ev_zero; /* a copy, not memset: no rep stos */
+	ev_clear(ev);
 	ev->type = (uint8_t)type;
 	ev->flags = (uint8_t)flags;
 	ev->thread = serial;
@@ -1407,39 +1425,56 @@ static inline void cur_pf_rec(struct atr_cur *c, const struct v2_rec *q)
 		c->pf(c->pfctx, q->x);
 }
 
-/* Decode records of a lazy frame into the ring until it holds the next
- * record and ATR_PREFETCH_AHEAD more (with a prefetch hook), or the
- * frame's end; at the end, the frame's totals are checked against its
- * header (atr_v2_decode's checks).  0 or < 0 error. */
+/* Decode records of a lazy frame into the ring, once it holds no more
+ * than ATR_PREFETCH_AHEAD records after the next one: up to CUR_RING (a
+ * batch: the decoder's state stays in registers), so the records handed
+ * out have been decoded, and their addresses handed to the prefetch hook,
+ * ATR_PREFETCH_AHEAD to 2 * ATR_PREFETCH_AHEAD records before.  At the
+ * frame's end its totals are checked against its header (atr_v2_decode's
+ * checks).  0 or < 0 error. */
 static int cur_fill(atr_file *f, struct atr_cur *c)
 {
-	unsigned ahead = c->pf ? ATR_PREFETCH_AHEAD : 0;
-	while (c->rt - c->rh <= ahead) {
-		if (c->rb.p >= c->rb.end) {
-			if (c->v1used != c->lim || c->nrec != c->want ||
-			    c->ncalls_dec != c->want_calls)
-				return frame_bad(f, c->off,
-						 "decoded records disagree with the frame header",
-						 "");
-			c->rdone = 1;
-			return 0;
+	if (c->rt - c->rh > ATR_PREFETCH_AHEAD)
+		return 0;
+	uint32_t rt = c->rt, stop = c->rh + CUR_RING;
+	uint64_t v1used = c->v1used, lim = c->lim;
+	uint32_t ncalls = c->ncalls_dec;
+	struct rbuf b = c->rb;
+	int r = 0;
+	while (rt != stop) {
+		if (b.p >= b.end) {
+			if (v1used != lim || c->nrec + (rt - c->rt) != c->want ||
+			    ncalls != c->want_calls)
+				r = frame_bad(f, c->off,
+					      "decoded records disagree with the frame header", "");
+			else
+				c->rdone = 1;
+			break;
 		}
-		struct v2_rec *q = &c->ring[c->rt & (CUR_RING - 1)];
+		struct v2_rec *q = &c->ring[rt & (CUR_RING - 1)];
 		const char *why = "";
-		size_t need = v2_dec_rec(&c->vs, &c->rb, q, &why);
-		if (!need)
-			return frame_bad(f, c->off, "records do not decode: ", why);
-		if (need > c->lim - c->v1used)
-			return frame_bad(f, c->off, "records do not decode: ",
-					 "frame decodes to more than its block size");
-		c->v1used += need;
-		c->nrec++;
-		c->ncalls_dec += q->type < ATR_T_THREAD_START;
-		c->rt++;
+		size_t need = v2_dec_rec(&c->vs, &b, q, &why);
+		if (!need) {
+			r = frame_bad(f, c->off, "records do not decode: ", why);
+			break;
+		}
+		if (need > lim - v1used) {
+			r = frame_bad(f, c->off, "records do not decode: ",
+				      "frame decodes to more than its block size");
+			break;
+		}
+		v1used += need;
+		ncalls += q->type < ATR_T_THREAD_START;
+		rt++;
 		if (c->pf)
 			cur_pf_rec(c, q);
 	}
-	return 0;
+	c->nrec += rt - c->rt;
+	c->rt = rt;
+	c->rb = b;
+	c->v1used = v1used;
+	c->ncalls_dec = ncalls;
+	return r;
 }
 
 /* The next record of a lazy frame: 1 ev filled, 0 no event (the frame
@@ -1679,7 +1714,7 @@ static inline __attribute__((always_inline)) int cur_next_ev(atr_file *f, struct
 	c->stash.ts = end;
 	c->has_stash = 1;
 	struct atr_event rel;
-	memset(&rel, 0, sizeof(rel));
+	ev_clear(&rel);
 	rel.type = ATR_EV_REALLOC_RELEASE;
 	rel.thread = ev->thread;
 	rel.tid = ev->tid;

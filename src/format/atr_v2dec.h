@@ -164,10 +164,11 @@ static inline uint64_t get_var(struct rbuf *b)
 			b->p += bits >> 3;
 			if (bits < 64)
 				w &= (1ULL << bits) - 1;
-			return (w & 0x7f) | ((w >> 1) & 0x3f80) | ((w >> 2) & 0x1fc000) |
-			       ((w >> 3) & 0xfe00000) | ((w >> 4) & 0x7f0000000ULL) |
-			       ((w >> 5) & 0x3f800000000ULL) | ((w >> 6) & 0x1fc0000000000ULL) |
-			       ((w >> 7) & 0xfe000000000000ULL);
+			/* pairs of 7-bit groups into 14 bits, pairs of those
+			 * into 28, then 56: three steps, not seven shifts */
+			w = (w & 0x007f007f007f007fULL) | ((w & 0x7f007f007f007f00ULL) >> 1);
+			w = (w & 0x00003fff00003fffULL) | ((w & 0x3fff00003fff0000ULL) >> 2);
+			return (w & 0x000000000fffffffULL) | ((w & 0x0fffffff00000000ULL) >> 4);
 		}
 	}
 	return get_var_slow(b);
