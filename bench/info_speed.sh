@@ -32,7 +32,7 @@ PY
 	PYTHONMALLOC=malloc "$REC" record -o py -- /usr/bin/python3 pyjson.py >/dev/null
 fi
 if [ ! -d cc1plus ]; then
-	python3 - "$SRC/format_bench.py" >t.cpp <<'PY'
+	python3 - "$SRC/bench_util.py" >t.cpp <<'PY'
 import re, sys
 print(re.search(r"CXX = r'''\n(.*?)'''", open(sys.argv[1]).read(), re.S).group(1))
 PY

@@ -577,6 +577,24 @@ static int open_and_walk(const uint8_t *b, size_t len, char *err, size_t errlen)
 	return n < 0 ? (int)n : 0;
 }
 
+/* The reader's two v2 paths agree on these bytes (atw_v2_paths_agree):
+ * returns the events compared, -1 if the bytes do not open. */
+static long paths_agree(const uint8_t *b, size_t len)
+{
+	char err[512];
+	atr_file *fa, *fb;
+	if (atr_open_buffer(b, len, "words.atr", &fa, err, sizeof err))
+		return -1;
+	assert_int_equal(atr_open_buffer(b, len, "lazy.atr", &fb, err, sizeof err), 0);
+	atr_set_v2_words(fa, 1);
+	uint64_t n;
+	if (!atw_v2_paths_agree(fa, fb, &n, err, sizeof err))
+		fail_msg("v2 paths: %s", err);
+	atr_close(fa);
+	atr_close(fb);
+	return (long)n;
+}
+
 static uint8_t *v2_of(const char *name, int level, size_t *l2)
 {
 	size_t len;
@@ -616,6 +634,7 @@ static void test_truncated_and_flipped(void **state)
 		memcpy(copy, v2, l2);
 		copy[pos] ^= (uint8_t)(1u << (pos % 8));
 		open_and_walk(copy, l2, err, sizeof err);
+		paths_agree(copy, l2);
 	}
 	/* a frame cut short by the end of the file: counted, not an error */
 	size_t ff = first_frame(v2, l2);
@@ -799,6 +818,46 @@ static void test_reencode(void **state)
 	assert_true(frames >= 4);
 }
 
+/* The frames read record by record give the events of the frames decoded
+ * whole into v1 words (atr_set_v2_words): the corpus's v2 traces and the
+ * v1 ones rewritten (zstd and raw), and every byte of a raw-frame trace
+ * flipped (no zstd check in the way: the decoder sees the damage). */
+static void test_words_path(void **state)
+{
+	(void)state;
+	static const char *const v2s[] = {"v2-real-mt-timing", "v2-real-resident", "v2-real-xcalls",
+					  "v2-seed-stacks", "v2-seed1-raw"};
+	for (size_t i = 0; i < sizeof v2s / sizeof *v2s; i++) {
+		size_t len;
+		uint8_t *b = slurp(v2s[i], &len);
+		assert_true(paths_agree(b, len) > 0);
+		free(b);
+	}
+	for (size_t i = 0; i < sizeof corpus / sizeof *corpus; i++) {
+		for (int level = 0; level <= 3; level += 3) {
+			size_t l2;
+			uint8_t *v2 = v2_of(corpus[i], level, &l2);
+			assert_true(paths_agree(v2, l2) > 0);
+			free(v2);
+		}
+	}
+	size_t l2;
+	uint8_t *v2 = v2_of("real-mt-timing", 0, &l2);
+	uint8_t *copy = malloc(l2);
+	size_t ff = first_frame(v2, l2);
+	long rejected = 0;
+	for (size_t pos = ff + 64; pos < l2; pos += 3) {
+		memcpy(copy, v2, l2);
+		copy[pos] ^= (uint8_t)(1u << (pos % 8));
+		char err[512];
+		rejected += open_and_walk(copy, l2, err, sizeof err) < 0;
+		paths_agree(copy, l2);
+	}
+	assert_true(rejected > 0);
+	free(copy);
+	free(v2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -811,6 +870,7 @@ int main(void)
 	    cmocka_unit_test(test_reencode),
 	    cmocka_unit_test(test_compact_merge),
 	    cmocka_unit_test(test_compact_damaged_and_killed),
+	    cmocka_unit_test(test_words_path),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,7 @@
 #include <zstd.h>
 
 #include "atr_v2.h"
+#include "atr_v2dec.h"
 #include "util_hmap.h"
 
 #define ATR_ERRLEN 512
@@ -70,6 +71,7 @@ struct atr_file {
 	struct atr_sblk *stream;
 	uint64_t records, ncalls;
 	int chunk_flags; /* ATR_FEAT_CHUNK_FLAGS: mask ret's low bits */
+	int v2_words;	 /* atr_set_v2_words(): frames go through v1 words */
 	int xcalls;	 /* ATR_FEAT_XCALLS: EXT records allowed */
 	char err[ATR_ERRLEN];
 	/* stack and module tables (atr_stacks_load) */
@@ -948,6 +950,9 @@ const struct atr_thread_info *atr_thread(const atr_file *f, uint32_t idx)
 
 /* ---- per-thread cursor ------------------------------------------------- */
 
+#define CUR_RING 32 /* a power of two > ATR_PREFETCH_AHEAD */
+_Static_assert(CUR_RING > ATR_PREFETCH_AHEAD && !(CUR_RING & (CUR_RING - 1)), "ring size");
+
 struct atr_cur {
 	uint32_t t; /* thread index */
 	uint32_t tid;
@@ -956,11 +961,25 @@ struct atr_cur {
 	int staging;
 	uint64_t off;	  /* current block's offset in the file */
 	const uint8_t *b; /* its first byte */
-	/* v2: decoded blocks, two so that the event handed out last (its
-	 * payload) stays valid while the next one is decoded */
+	/* v2: decoded blocks (a FRAME's encoded bytes, or with v2_words its
+	 * v1 words), two so that the event handed out last (its payload)
+	 * stays valid while the next one is decoded */
 	uint8_t *buf[2];
 	size_t cap[2];
 	int which;
+	/* v2 FRAME read record by record (lazy): the decoder's state and
+	 * input, and a ring of decoded records that runs up to
+	 * ATR_PREFETCH_AHEAD records ahead of the one handed out (their
+	 * addresses went to the prefetch hook) */
+	int lazy;
+	int rdone; /* every record of the frame is decoded and checked */
+	struct v2_state vs;
+	struct rbuf rb;
+	uint64_t v1used;     /* v1 bytes of the records decoded (<= lim) */
+	uint32_t want_calls; /* the frame header's call count */
+	uint32_t ncalls_dec;
+	uint32_t rh, rt; /* ring: next to hand out, next to fill */
+	struct v2_rec ring[CUR_RING];
 	uint64_t pos;  /* next record, block-relative */
 	uint64_t end;  /* readable end (file end or used/limit) */
 	uint64_t lim;  /* logical end: records may not cross it */
@@ -1022,6 +1041,12 @@ static inline void cur_weigh(const atr_file *f, struct atr_cur *c, struct atr_ev
 	ev->w_bytes = ib < 1.8e19 ? (uint64_t)ib : UINT64_MAX;
 }
 
+void atr_set_v2_words(atr_file *f, int on)
+{
+	if (f)
+		f->v2_words = on != 0;
+}
+
 uint64_t atr_sample_rate(const atr_file *f)
 {
 	return f->info.sample_rate;
@@ -1070,11 +1095,53 @@ static int frame_bad(atr_file *f, uint64_t off, const char *what, const char *wh
 	return ATR_E_BLOCK;
 }
 
+/* v2 FRAME: its encoded records (decompressed) into the cursor's buffer w;
+ * cur_next decodes them one by one (cur_fill). */
+static int cur_load_lazy(atr_file *f, struct atr_cur *c, int w, uint32_t used, uint32_t csize,
+			 uint32_t nrec, uint32_t calls)
+{
+	size_t elen = csize;
+	if (f->features & ATR_FEAT_ZSTD) {
+		/* at most the encoding bound of a block: a frame that claims
+		 * more is corrupt (zstd stops at the buffer's end) */
+		size_t n = ATR_V2_ENC_BOUND((size_t)f->bs);
+		if (grow(&c->buf[w], &c->cap[w], n) || grow(&f->zbuf, &f->zcap, csize ? csize : 1))
+			return ATR_E_NOMEM;
+		if (!f->dctx && !(f->dctx = ZSTD_createDCtx()))
+			return ATR_E_NOMEM;
+		src_read(f, c->off + ATR_BLOCK_HEADER_SIZE, f->zbuf, csize);
+		size_t r = ZSTD_decompressDCtx(f->dctx, c->buf[w], n, f->zbuf, csize);
+		if (ZSTD_isError(r))
+			return frame_bad(f, c->off, "zstd: ", ZSTD_getErrorName(r));
+		elen = r;
+	} else {
+		if (grow(&c->buf[w], &c->cap[w], csize ? csize : 1))
+			return ATR_E_NOMEM;
+		src_read(f, c->off + ATR_BLOCK_HEADER_SIZE, c->buf[w], csize);
+	}
+	c->b = c->buf[w];
+	c->rb.p = c->b;
+	c->rb.end = c->b + elen;
+	c->rb.bad = 0;
+	state_init(&c->vs, f->features);
+	c->lazy = 1;
+	c->rdone = 0;
+	c->rh = c->rt = 0;
+	c->v1used = 0;
+	c->lim = c->end = used;
+	c->want = nrec;
+	c->want_calls = calls;
+	c->ncalls_dec = 0;
+	return ATR_OK;
+}
+
 /* v2: read (and for a FRAME decompress and decode) the unit at c->off into
- * the cursor's next buffer, as a v1 block: 64 header bytes, then records. */
+ * the cursor's next buffer, as a v1 block: 64 header bytes, then records
+ * (a FRAME without v2_words: cur_load_lazy). */
 static int cur_load_v2(atr_file *f, struct atr_cur *c)
 {
 	int w = c->which ^= 1;
+	c->lazy = 0;
 	uint8_t h[ATR_BLOCK_HEADER_SIZE];
 	if (c->staging) {
 		if (grow(&c->buf[w], &c->cap[w], f->bs))
@@ -1088,6 +1155,8 @@ static int cur_load_v2(atr_file *f, struct atr_cur *c)
 	src_read(f, c->off, h, sizeof h);
 	uint32_t used = rd32(h + ATR_B_USED), csize = rd32(h + ATR_U_CSIZE);
 	uint32_t nrec = rd32(h + ATR_B_RECORDS), calls = rd32(h + ATR_U_CALLS);
+	if (!f->v2_words)
+		return cur_load_lazy(f, c, w, used, csize, nrec, calls);
 	if (grow(&c->buf[w], &c->cap[w], ATR_BLOCK_HEADER_SIZE + (size_t)used) ||
 	    grow(&f->zbuf, &f->zcap, csize ? csize : 1))
 		return ATR_E_NOMEM;
@@ -1131,8 +1200,6 @@ static void cur_block_done(struct atr_cur *c)
 		c->trunc_records += c->want - c->nrec;
 	c->loaded = 0;
 }
-
-static const struct atr_event atr_ev_zero;
 
 /* The words of an extended call (after word 1, ATR_XCALLS order) into the
  * event's fields (atr_reader.h). */
@@ -1274,6 +1341,246 @@ static void res_attach(struct atr_cur *c, struct atr_event *ev)
 	}
 }
 
+/* A record's stamp, clamped so that a thread's stamps never go back. */
+static inline uint64_t cur_ts(struct atr_cur *c, uint64_t ts)
+{
+	if (ts < c->prev_ts) {
+		ts = c->prev_ts;
+		c->inversions++;
+	}
+	c->prev_ts = ts;
+	return ts;
+}
+
+/* *ev = all zeros in 16-byte stores (a copy of a zero event loads as
+ * much as it stores; memset may become `rep stos`). */
+static inline void ev_clear(struct atr_event *ev)
+{
+	typedef uint64_t u64x2 __attribute__((vector_size(16), aligned(8), may_alias));
+	typedef uint64_t u64a __attribute__((aligned(8), may_alias));
+	_Static_assert(sizeof(struct atr_event) <= 256 && sizeof(struct atr_event) % 8 == 0,
+		       "ev_clear: 16 stores at the most");
+	const u64x2 z = {0, 0};
+	u64x2 *q = (u64x2 *)(void *)ev;
+#define EV_Z(i)                                                                                    \
+	if (sizeof(struct atr_event) >= 16 * (i) + 16)                                             \
+		q[i] = z;
+	EV_Z(0) EV_Z(1) EV_Z(2) EV_Z(3) EV_Z(4) EV_Z(5) EV_Z(6) EV_Z(7);
+	EV_Z(8) EV_Z(9) EV_Z(10) EV_Z(11) EV_Z(12) EV_Z(13) EV_Z(14) EV_Z(15);
+#undef EV_Z
+	if (sizeof(struct atr_event) % 16)
+		*(u64a *)(void *)((char *)ev + sizeof(struct atr_event) - 8) = 0;
+}
+
+/* The fields every event has. */
+static inline void ev_start(struct atr_cur *c, struct atr_event *ev, unsigned type, unsigned flags,
+			    uint32_t serial, uint64_t ts)
+{
+	ev_clear(ev);
+	ev->type = (uint8_t)type;
+	ev->flags = (uint8_t)flags;
+	ev->thread = serial;
+	ev->ts = ts;
+	if (ts > c->last_ts)
+		c->last_ts = ts;
+	c->records++;
+}
+
+/* A meta record (word 1 w1, its payload): 1 ev filled, 0 no event (a
+ * RESIDENT record, an unknown type), < 0 error. */
+static int ev_meta(atr_file *f, struct atr_cur *c, struct atr_event *ev, unsigned type,
+		   unsigned flags, uint64_t ts, uint64_t w1, const uint8_t *payload)
+{
+	if (type == ATR_T_RESIDENT) {
+		/* not an event: its count goes with the free or realloc
+		   of the block that follows it (meta records between) */
+		uint64_t span;
+		if ((uint32_t)w1 != 16 || (span = rd64(payload + 8)) == 0 || (w1 >> 32) > span ||
+		    !rd64(payload))
+			return cur_corrupt(f, c, "bad RESIDENT record: word 1 ", w1);
+		c->res_pending = 1;
+		c->res_ptr = rd64(payload);
+		c->res_pages = (uint32_t)(w1 >> 32);
+		c->res_span = span > UINT32_MAX ? UINT32_MAX : (uint32_t)span;
+		return 0;
+	}
+	if (!atr_names[type])
+		return 0; /* unknown meta type: skipped (forward compatible) */
+	ev_start(c, ev, type, flags, f->thr[c->t].serial, ts);
+	ev->arg = (uint32_t)(w1 >> 32);
+	ev->payload_len = (uint32_t)w1;
+	ev->payload = payload;
+	if (type == ATR_T_THREAD_START && ev->arg)
+		c->tid = ev->arg;
+	if (type == ATR_T_LOST && ev->payload_len >= 8)
+		c->lost += rd64(payload);
+	ev->tid = c->tid;
+	return 1;
+}
+
+/* An extended call xt: its words w (v1 layout), stack id, duration. */
+static void ev_ext(atr_file *f, struct atr_cur *c, struct atr_event *ev, unsigned xt,
+		   unsigned flags, uint64_t ts, const uint8_t *w, uint64_t stack, uint64_t dur)
+{
+	ev_start(c, ev, ATR_T_EXT, flags, f->thr[c->t].serial, ts);
+	c->calls++;
+	ev->type = (uint8_t)xt;
+	ev->stack_id = (uint32_t)stack;
+	ev->duration = dur;
+	xcall_decode(ev, xt, w);
+	ev->tid = c->tid;
+}
+
+/* A call of the malloc family: a the block (free) or ret without chunk
+ * bits (cb), slack the usable bytes beyond size (UINT64_MAX unknown), x
+ * and y the words after the size (atr_call_args shape), stack id and
+ * duration 0 when the record has none. */
+static inline __attribute__((always_inline)) void
+ev_call(atr_file *f, struct atr_cur *c, struct atr_event *ev, unsigned type, unsigned flags,
+	uint64_t ts, uint64_t a, unsigned cb, uint64_t size, uint64_t slack, uint64_t x, uint64_t y,
+	uint64_t stack, uint64_t dur)
+{
+	ev_start(c, ev, type, flags, f->thr[c->t].serial, ts);
+	c->calls++;
+	ev->stack_id = (uint32_t)stack;
+	ev->duration = dur;
+	unsigned shape = atr_call_args(type);
+	if (shape == ATR_ARGS_PTR) {
+		ev->ptr = a;
+	} else {
+		ev->ret = a;
+		ev->chunk_flags = (uint8_t)cb;
+		ev->size = size;
+		if (shape == ATR_ARGS_ALIGN_OUT && !ev->ret) {
+			ev->err = (int32_t)(uint32_t)slack;
+		} else if (ev->ret) {
+			if (slack == UINT64_MAX || ev->size + slack < ev->size)
+				ev->usable = UINT64_MAX;
+			else
+				ev->usable = ev->size + slack;
+		}
+		switch (shape) {
+		case ATR_ARGS_NMEMB:
+			ev->nmemb = x;
+			break;
+		case ATR_ARGS_OLD:
+			ev->ptr = x;
+			break;
+		case ATR_ARGS_OLD_NMEMB:
+			ev->ptr = x;
+			ev->nmemb = y;
+			break;
+		case ATR_ARGS_ALIGN:
+		case ATR_ARGS_ALIGN_OUT:
+			ev->align = x;
+			break;
+		default:
+			break;
+		}
+	}
+	if (__builtin_expect(c->res_pending, 0))
+		res_attach(c, ev);
+	cur_weigh(f, c, ev);
+	ev->tid = c->tid;
+}
+
+/* The block addresses of a call record to the prefetch hook (cur_ahead's
+ * rule). */
+static inline void cur_pf_rec(struct atr_cur *c, const struct v2_rec *q)
+{
+	if (q->type > ATR_T_CALL_LAST)
+		return;
+	if (q->a)
+		c->pf(c->pfctx, q->a);
+	unsigned shape = atr_call_args(q->type);
+	if ((shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB) && q->x && q->x != q->a)
+		c->pf(c->pfctx, q->x);
+}
+
+/* Decode records of a lazy frame into the ring, once it holds no more
+ * than ATR_PREFETCH_AHEAD records after the next one: up to CUR_RING (a
+ * batch: the decoder's state stays in registers), so the records handed
+ * out have been decoded, and their addresses handed to the prefetch hook,
+ * ATR_PREFETCH_AHEAD to 2 * ATR_PREFETCH_AHEAD records before.  At the
+ * frame's end its totals are checked against its header (atr_v2_decode's
+ * checks).  0 or < 0 error. */
+static int cur_fill(atr_file *f, struct atr_cur *c)
+{
+	if (c->rt - c->rh > ATR_PREFETCH_AHEAD)
+		return 0;
+	uint32_t rt = c->rt, stop = c->rh + CUR_RING;
+	uint64_t v1used = c->v1used, lim = c->lim;
+	uint32_t ncalls = c->ncalls_dec;
+	struct rbuf b = c->rb;
+	int r = 0;
+	while (rt != stop) {
+		if (b.p >= b.end) {
+			if (v1used != lim || c->nrec + (rt - c->rt) != c->want ||
+			    ncalls != c->want_calls)
+				r = frame_bad(f, c->off,
+					      "decoded records disagree with the frame header", "");
+			else
+				c->rdone = 1;
+			break;
+		}
+		struct v2_rec *q = &c->ring[rt & (CUR_RING - 1)];
+		const char *why = "";
+		size_t need = v2_dec_rec(&c->vs, &b, q, &why);
+		if (!need) {
+			r = frame_bad(f, c->off, "records do not decode: ", why);
+			break;
+		}
+		if (need > lim - v1used) {
+			r = frame_bad(f, c->off, "records do not decode: ",
+				      "frame decodes to more than its block size");
+			break;
+		}
+		v1used += need;
+		ncalls += q->type < ATR_T_THREAD_START;
+		rt++;
+		if (c->pf)
+			cur_pf_rec(c, q);
+	}
+	c->nrec += rt - c->rt;
+	c->rt = rt;
+	c->rb = b;
+	c->v1used = v1used;
+	c->ncalls_dec = ncalls;
+	return r;
+}
+
+/* The next record of a lazy frame: 1 ev filled, 0 no event (the frame
+ * ended: c->loaded is 0; or a record without an event), < 0 error. */
+static inline __attribute__((always_inline)) int cur_next_lazy(atr_file *f, struct atr_cur *c,
+							       struct atr_event *ev)
+{
+	if (!c->rdone) {
+		int r = cur_fill(f, c);
+		if (r < 0)
+			return r;
+	}
+	if (c->rh == c->rt) {
+		c->loaded = 0;
+		return 0;
+	}
+	const struct v2_rec *q = &c->ring[c->rh++ & (CUR_RING - 1)];
+	uint64_t ts = cur_ts(c, q->ts);
+	unsigned type = q->type, flags = q->v1b & ATR_FLAG_MASK;
+	if (__builtin_expect(type > ATR_T_CALL_LAST, 0)) {
+		if (type >= ATR_T_THREAD_START)
+			return ev_meta(f, c, ev, type, flags, ts, q->a, q->payload);
+		ev_ext(f, c, ev, (unsigned)q->a, flags, ts, (const uint8_t *)q->w, q->stack,
+		       q->dur);
+		return 1;
+	}
+	uint64_t slack = q->slack;
+	if (!(flags & ATR_FLAG_WIDE) && slack == ATR_SLACK_NARROW_UNKNOWN)
+		slack = UINT64_MAX;
+	ev_call(f, c, ev, type, flags, ts, q->a, q->cb, q->size, slack, q->x, q->y, q->stack,
+		q->dur);
+	return 1;
+}
+
 /* Decode the next record of the thread: 1 (ev filled), 0 end, < 0 error. */
 static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 {
@@ -1308,6 +1615,7 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 			c->decoded_blocks++;
 			c->off = sb->off;
 			c->staging = sb->staging;
+			c->lazy = 0;
 			if (f->v2) {
 				int r = cur_load_v2(f, c);
 				if (r < 0) {
@@ -1333,6 +1641,12 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 			c->loaded = 1;
 			c->apos = c->pos;
 			c->alead = 0;
+		}
+		if (c->lazy) {
+			int r = cur_next_lazy(f, c, ev);
+			if (r)
+				return r;
+			continue;
 		}
 		if (c->pf)
 			cur_ahead(f, c);
@@ -1390,118 +1704,56 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 		c->pos = pos + need;
 		c->nrec++;
 		c->alead -= c->alead > 0;
-		uint64_t ts = w0 >> ATR_TS_SHIFT;
-		if (ts < c->prev_ts) {
-			ts = c->prev_ts;
-			c->inversions++;
-		}
-		c->prev_ts = ts;
-		if (type == ATR_T_RESIDENT) {
-			/* not an event: its count goes with the free or realloc
-			   of the block that follows it (meta records between) */
-			uint64_t w1 = rd64(r + 8), span;
-			if ((uint32_t)w1 != 16 || (span = rd64(r + 24)) == 0 || (w1 >> 32) > span ||
-			    !rd64(r + 16))
-				return cur_corrupt(f, c, "bad RESIDENT record: word 1 ", w1);
-			c->res_pending = 1;
-			c->res_ptr = rd64(r + 16);
-			c->res_pages = (uint32_t)(w1 >> 32);
-			c->res_span = span > UINT32_MAX ? UINT32_MAX : (uint32_t)span;
+		uint64_t ts = cur_ts(c, w0 >> ATR_TS_SHIFT);
+		if (type >= ATR_T_THREAD_START) {
+			int m = ev_meta(f, c, ev, type, flags, ts, rd64(r + 8), r + 16);
+			if (m)
+				return m;
 			continue;
 		}
-		if (type >= ATR_T_THREAD_START && !atr_names[type])
-			continue; /* unknown meta type: skipped (forward compatible) */
-
-		*ev = atr_ev_zero; /* a copy, not memset: no rep stos */
-		ev->type = (uint8_t)type;
-		ev->flags = (uint8_t)flags;
-		ev->thread = t->serial;
-		ev->ts = ts;
-		if (ts > c->last_ts)
-			c->last_ts = ts;
-		c->records++;
 		if (type == ATR_T_EXT) {
-			c->calls++;
 			unsigned xt = (unsigned)rd64(r + 8), k = 2 + atr_xcall_words(xt);
-			ev->type = (uint8_t)xt;
+			uint64_t stack = 0, dur = 0;
 			if (flags & ATR_FLAG_STACK)
-				ev->stack_id = (uint32_t)rd64(r + 8 * k++);
+				stack = rd64(r + 8 * k++);
 			if (flags & ATR_FLAG_TIMED)
-				ev->duration = rd64(r + 8 * k);
-			xcall_decode(ev, xt, r + 16);
-		} else if (type <= ATR_T_CALL_LAST) {
-			c->calls++;
-			/* optional words: slack (WIDE), stack id (STACK), duration */
-			unsigned k = atr_call_words(type);
-			uint64_t slack_w = 0;
-			if (flags & ATR_FLAG_WIDE)
-				slack_w = rd64(r + 8 * k++);
-			if (flags & ATR_FLAG_STACK)
-				ev->stack_id = (uint32_t)rd64(r + 8 * k++);
-			if (flags & ATR_FLAG_TIMED)
-				ev->duration = rd64(r + 8 * k);
-			unsigned shape = atr_call_args(type);
-			if (shape == ATR_ARGS_PTR) {
-				ev->ptr = rd64(r + 8);
-				if (__builtin_expect(c->res_pending, 0))
-					res_attach(c, ev);
-			} else {
-				ev->ret = rd64(r + 8);
-				if (f->chunk_flags) {
-					ev->chunk_flags = (uint8_t)(ev->ret & ATR_CHUNK_MASK);
-					ev->ret &= ~(uint64_t)ATR_CHUNK_MASK;
-				}
-				uint64_t sw = rd64(r + 16), slack;
-				if (flags & ATR_FLAG_WIDE) {
-					ev->size = sw;
-					slack = slack_w;
-				} else {
-					ev->size = sw & ATR_SIZE_MASK;
-					slack = sw >> ATR_SIZE_BITS;
-					if (slack == ATR_SLACK_NARROW_UNKNOWN)
-						slack = UINT64_MAX;
-				}
-				if (shape == ATR_ARGS_ALIGN_OUT && !ev->ret) {
-					ev->err = (int32_t)(uint32_t)slack;
-				} else if (ev->ret) {
-					if (slack == UINT64_MAX || ev->size + slack < ev->size)
-						ev->usable = UINT64_MAX;
-					else
-						ev->usable = ev->size + slack;
-				}
-				switch (shape) {
-				case ATR_ARGS_NMEMB:
-					ev->nmemb = rd64(r + 24);
-					break;
-				case ATR_ARGS_OLD:
-					ev->ptr = rd64(r + 24);
-					break;
-				case ATR_ARGS_OLD_NMEMB:
-					ev->ptr = rd64(r + 24);
-					ev->nmemb = rd64(r + 32);
-					break;
-				case ATR_ARGS_ALIGN:
-				case ATR_ARGS_ALIGN_OUT:
-					ev->align = rd64(r + 24);
-					break;
-				default:
-					break;
-				}
-				if (__builtin_expect(c->res_pending, 0))
-					res_attach(c, ev);
-			}
-			cur_weigh(f, c, ev);
-		} else {
-			uint64_t w1 = rd64(r + 8);
-			ev->arg = (uint32_t)(w1 >> 32);
-			ev->payload_len = (uint32_t)w1;
-			ev->payload = r + 16;
-			if (type == ATR_T_THREAD_START && ev->arg)
-				c->tid = ev->arg;
-			if (type == ATR_T_LOST && ev->payload_len >= 8)
-				c->lost += rd64(r + 16);
+				dur = rd64(r + 8 * k);
+			ev_ext(f, c, ev, xt, flags, ts, r + 16, stack, dur);
+			return 1;
 		}
-		ev->tid = c->tid;
+		/* optional words: slack (WIDE), stack id (STACK), duration */
+		unsigned k = atr_call_words(type);
+		uint64_t slack_w = 0, stack = 0, dur = 0;
+		if (flags & ATR_FLAG_WIDE)
+			slack_w = rd64(r + 8 * k++);
+		if (flags & ATR_FLAG_STACK)
+			stack = rd64(r + 8 * k++);
+		if (flags & ATR_FLAG_TIMED)
+			dur = rd64(r + 8 * k);
+		unsigned shape = atr_call_args(type);
+		uint64_t a = rd64(r + 8), size = 0, slack = 0, x = 0, y = 0;
+		unsigned cb = 0;
+		if (shape != ATR_ARGS_PTR) {
+			if (f->chunk_flags) {
+				cb = (unsigned)(a & ATR_CHUNK_MASK);
+				a &= ~(uint64_t)ATR_CHUNK_MASK;
+			}
+			uint64_t sw = rd64(r + 16);
+			if (flags & ATR_FLAG_WIDE) {
+				size = sw;
+				slack = slack_w;
+			} else {
+				size = sw & ATR_SIZE_MASK;
+				slack = sw >> ATR_SIZE_BITS;
+				if (slack == ATR_SLACK_NARROW_UNKNOWN)
+					slack = UINT64_MAX;
+			}
+			if (shape != ATR_ARGS_SIZE)
+				x = rd64(r + 24);
+			if (shape == ATR_ARGS_OLD_NMEMB)
+				y = rd64(r + 32);
+		}
+		ev_call(f, c, ev, type, flags, ts, a, cb, size, slack, x, y, stack, dur);
 		return 1;
 	}
 }
@@ -1534,7 +1786,7 @@ static inline __attribute__((always_inline)) int cur_next_ev(atr_file *f, struct
 	c->stash.ts = end;
 	c->has_stash = 1;
 	struct atr_event rel;
-	memset(&rel, 0, sizeof(rel));
+	ev_clear(&rel);
 	rel.type = ATR_EV_REALLOC_RELEASE;
 	rel.thread = ev->thread;
 	rel.tid = ev->tid;

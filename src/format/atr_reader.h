@@ -165,6 +165,16 @@ struct atr_thread_info {
 uint32_t atr_thread_count(const atr_file *f);
 const struct atr_thread_info *atr_thread(const atr_file *f, uint32_t idx);
 
+/* A v2 FRAME is decoded record by record straight into events (a ring of
+ * decoded records runs ATR_PREFETCH_AHEAD ahead for the prefetch hook).
+ * atr_set_v2_words(f, 1) decodes each frame whole into version-1 words
+ * first (atr_v2_decode) and reads them as a v1 block, the path of earlier
+ * releases: tests/test_v2.c and the reader's fuzz target compare the two
+ * (the same events, the same frames rejected).  Set it before iterating.
+ * The error of a corrupt frame is the same; without the words, the events
+ * of its records before the bad one may come out before it. */
+void atr_set_v2_words(atr_file *f, int on);
+
 /* ATR_FEAT_SAMPLED: the mean number of bytes between samples, 0 for a
  * full trace (docs/TRACE_FORMAT.md, "Sampled traces"). */
 uint64_t atr_sample_rate(const atr_file *f);

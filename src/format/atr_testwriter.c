@@ -2,11 +2,14 @@
 #include "atr_testwriter.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "atr_format.h"
+#include "atr_reader.h"
 
 struct atw_thr {
 	uint32_t serial, tid;
@@ -347,4 +350,64 @@ int atw_write_file(struct atw *w, const char *path, int trim)
 	}
 	free(b);
 	return r;
+}
+
+int atw_same_event(const struct atr_event *x, const struct atr_event *y)
+{
+	return x->type == y->type && x->flags == y->flags && x->thread == y->thread &&
+	       x->tid == y->tid && x->ts == y->ts && x->seq == y->seq && x->ptr == y->ptr &&
+	       x->ret == y->ret && x->size == y->size && x->nmemb == y->nmemb &&
+	       x->align == y->align && x->usable == y->usable && x->stack_id == y->stack_id &&
+	       x->err == y->err && x->duration == y->duration && x->arg == y->arg &&
+	       x->payload_len == y->payload_len &&
+	       (!x->payload_len || !memcmp(x->payload, y->payload, x->payload_len)) &&
+	       x->chunk_flags == y->chunk_flags && x->resident_pages == y->resident_pages &&
+	       x->span_pages == y->span_pages && x->w_calls == y->w_calls &&
+	       x->w_bytes == y->w_bytes && x->hint == y->hint && x->old_size == y->old_size &&
+	       x->offset == y->offset && x->prot == y->prot && x->mflags == y->mflags &&
+	       x->fd == y->fd && x->param == y->param && x->value == y->value &&
+	       x->result == y->result;
+}
+
+int atw_v2_paths_agree(atr_file *words, atr_file *lazy, uint64_t *events, char *why, size_t len)
+{
+	atr_iter *ia = NULL, *ib = NULL;
+	int ok = 1;
+	*events = 0;
+	snprintf(why, len, "agree");
+	if (atr_iter_new(words, &ia) || atr_iter_new(lazy, &ib)) {
+		snprintf(why, len, "no iterator");
+		ok = 0;
+		goto out;
+	}
+	const struct atr_event *x, *y;
+	int ra, rb;
+	do {
+		ra = atr_iter_next_ref(ia, &x);
+		rb = atr_iter_next_ref(ib, &y);
+		if (ra > 0 && (rb <= 0 || !atw_same_event(x, y))) {
+			snprintf(why, len, "event %" PRIu64 " differs (lazy path: %d)", *events,
+				 rb);
+			ok = 0;
+			goto out;
+		}
+		*events += ra > 0;
+	} while (ra > 0);
+	if (ra == 0 && rb != 0) {
+		snprintf(why, len, "words path ends after %" PRIu64 " events, lazy path: %d",
+			 *events, rb);
+		ok = 0;
+		goto out;
+	}
+	while (ra < 0 && rb > 0)
+		rb = atr_iter_next_ref(ib, &y);
+	if (ra < 0 && rb != ra) {
+		snprintf(why, len, "words path fails with %d (%s), lazy path with %d", ra,
+			 atr_last_error(words), rb);
+		ok = 0;
+	}
+out:
+	atr_iter_free(ia);
+	atr_iter_free(ib);
+	return ok;
 }

@@ -85,4 +85,18 @@ uint8_t *atw_header(struct atw *w); /* the 4096-byte header */
 int atw_build(struct atw *w, uint8_t **buf, size_t *len, int trim);
 int atw_write_file(struct atw *w, const char *path, int trim);
 
+/* ---- the reader's two v2 paths (tests/test_v2.c, tests/v2paths.c, the
+ * reader's fuzz target) ---- */
+struct atr_event;
+typedef struct atr_file atr_file;
+/* 1 when every field of the two events is equal (payloads by content). */
+int atw_same_event(const struct atr_event *x, const struct atr_event *y);
+/* Iterates words (atr_set_v2_words(words, 1): frames decoded whole into
+ * v1 words) and lazy (the default path) of the same bytes side by side.
+ * Returns 1 when they agree: the same events, then the same end, or,
+ * where words fails (a whole frame is checked before its first event),
+ * lazy may give more events of that frame first and then fails with the
+ * same code.  0 with why explained otherwise.  *events: events compared. */
+int atw_v2_paths_agree(atr_file *words, atr_file *lazy, uint64_t *events, char *why, size_t len);
+
 #endif

@@ -4,6 +4,9 @@
  * for inputs up to 1 MiB, also as a file through a memfd (the mmap path),
  * then runs everything `alloctrace info` does: walk, merge iteration,
  * summary.  Corrupt input must give an error code, never a crash.
+ * v2 frames: the events read record by record must be the events of the
+ * frames decoded whole into v1 words (atr_set_v2_words), and a frame one
+ * path rejects the other rejects with the same code (same_paths()).
  */
 #define _GNU_SOURCE
 #include "fuzz_reader.h"
@@ -16,6 +19,7 @@
 #include "analysis/an_report.h"
 #include "analysis/an_summary.h"
 #include "atr_reader.h"
+#include "atr_testwriter.h"
 
 static volatile uint64_t fuzz_sink;
 
@@ -69,10 +73,30 @@ static void exercise(atr_file *f)
 	an_report_free(&rep);
 }
 
+/* The reader's two v2 paths side by side (atw_v2_paths_agree). */
+static void same_paths(const uint8_t *data, size_t size)
+{
+	char err[512];
+	atr_file *fa, *fb;
+	if (atr_open_buffer(data, size, "a.atr", &fa, err, sizeof(err)))
+		return;
+	if (atr_open_buffer(data, size, "b.atr", &fb, err, sizeof(err)))
+		__builtin_trap(); /* opening does not depend on the path */
+	atr_set_v2_words(fa, 1);
+	uint64_t n;
+	if (!atw_v2_paths_agree(fa, fb, &n, err, sizeof(err))) {
+		fprintf(stderr, "fuzz_reader: v2 paths: %s\n", err);
+		__builtin_trap();
+	}
+	atr_close(fa);
+	atr_close(fb);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char err[512];
 	atr_file *f;
+	same_paths(data, size);
 	if (atr_open_buffer(data, size, "fuzz.atr", &f, err, sizeof(err)) == 0) {
 		exercise(f);
 		atr_close(f);
