@@ -326,7 +326,8 @@ int cmd_trace2wl(int argc, char **argv)
 		return argc == 2 ? 0 : 2;
 	}
 	if (argc == 3)
-		return do_convert(argv[2], argv[1], 0, 0, 0, isatty(2), RP_THINK_FLOOR_NS, 0, 0, NULL);
+		return do_convert(argv[2], argv[1], 0, 0, 0, isatty(2), RP_THINK_FLOOR_NS, 0, 0,
+				  NULL);
 	const char *td = getenv("TMPDIR");
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s/trace2wl.XXXXXX", td && *td ? td : "/tmp");

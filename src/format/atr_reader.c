@@ -1102,9 +1102,10 @@ static int cur_load_lazy(atr_file *f, struct atr_cur *c, int w, uint32_t used, u
 {
 	size_t elen = csize;
 	if (f->features & ATR_FEAT_ZSTD) {
-		/* at most the encoding bound of a block: a frame that claims
-		 * more is corrupt (zstd stops at the buffer's end) */
-		size_t n = ATR_V2_ENC_BOUND((size_t)f->bs);
+		/* at most the encoding bound of its records (a compacted frame
+		 * may hold more than a block: atr_frame_used_max): a frame that
+		 * claims more is corrupt (zstd stops at the buffer's end) */
+		size_t n = ATR_V2_ENC_BOUND((size_t)used);
 		if (grow(&c->buf[w], &c->cap[w], n) || grow(&f->zbuf, &f->zcap, csize ? csize : 1))
 			return ATR_E_NOMEM;
 		if (!f->dctx && !(f->dctx = ZSTD_createDCtx()))
