@@ -199,6 +199,11 @@ CASES = {
                                   env=OFFLOAD_STALLED),
     "threads_offload_off": Case("threads", ["8"], record_args=BUF4,
                                 env={"ALLOCTRACE_OFFLOAD": "0"}),
+    # the encoder thread itself (opt-in): exact counts with it encoding
+    "threads_offload_on": Case("threads", ["8"], record_args=BUF4,
+                               env={"ALLOCTRACE_OFFLOAD": "1"}),
+    "threads_fork_offload_on": Case("threads", ["4", "fork"], record_args=BUF4,
+                                    env={"ALLOCTRACE_OFFLOAD": "1"}),
 }
 
 

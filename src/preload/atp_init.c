@@ -763,8 +763,10 @@ void atp_init(void)
 	 * stream or an attached process: they encode in their threads) */
 	g.offload = 0;
 	if (!g.net && !g.attach) {
-		uint64_t o = env_u64("ALLOCTRACE_OFFLOAD", 1);
-		g.offload = o <= 2 ? (int)o : 1; /* 2: the helper never encodes (tests) */
+		/* off by default: it cuts the program threads' instructions
+		 * but not their time (bench/RESULTS.md, "All of it together") */
+		uint64_t o = env_u64("ALLOCTRACE_OFFLOAD", 0);
+		g.offload = o <= 2 ? (int)o : 0; /* 2: the helper never encodes (tests) */
 	}
 	g.open_status = g.start_on ? 0 : ATR_STATUS_STOPPED;
 	int state = ATP_DISABLED;

@@ -2,14 +2,14 @@
  *
  * Encoding and zstd are 60-80% of the recorder's instructions per call
  * (bench/RESULTS.md, "Instructions per call in the program's threads").
- * With ALLOCTRACE_OFFLOAD (the default), a thread whose staging block is
- * full hands it to an encoder thread of the library and goes on in another
- * staging block of its own: each slot (thread) has ATP_INFLIGHT spare
- * blocks, mapped once and reused.  The hand-off is a few atomic stores and,
- * when the encoder sleeps, one futex wake.  If every block of the thread is
- * still waiting (the encoder is behind or stalled), or there is no encoder
- * (it could not start, the library destructor ran, a collector or an
- * attach), the thread encodes its block itself as before.
+ * With ALLOCTRACE_OFFLOAD=1 (not the default: bench/RESULTS.md, "All of it
+ * together": fewer instructions in the program's threads, not less time), a thread whose staging
+ * block is full hands it to an encoder thread of the library and goes on in another staging block
+ * of its own: each slot (thread) has ATP_INFLIGHT spare blocks, mapped once and reused.  The
+ * hand-off is a few atomic stores and, when the encoder sleeps, one futex wake.  If every block of
+ * the thread is still waiting (the encoder is behind or stalled), or there is no encoder (it could
+ * not start, the library destructor ran, a collector or an attach), the thread encodes its block
+ * itself as before.
  *
  * A block handed over stays a STAGING unit of the file, with its seq, until
  * its FRAME is written: kill -9 loses none of it, and a reader takes for
@@ -19,8 +19,8 @@
  * of a program that has threads already (glibc's __libc_single_threaded:
  * a single-threaded program stays one, its threads encode as before),
  * with every signal blocked; again in a fork child.  The destructor
- * encodes what is left and stops the hand-offs.  ALLOCTRACE_OFFLOAD=0 turns
- * it off; =2 starts a helper that never encodes (the tests' stalled
+ * encodes what is left and stops the hand-offs.  ALLOCTRACE_OFFLOAD=0 (the
+ * default) turns it off; =2 starts a helper that never encodes (the tests' stalled
  * encoder: every thread falls back once its blocks are all handed over).
  */
 #define _GNU_SOURCE
