@@ -1863,8 +1863,9 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	 * the pipe's. */
 	struct rp_pipe *pipe = NULL;
 	int nthreads = o->threads;
-	if (!nthreads)
-		nthreads = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+	if (!nthreads) /* one: the pipe was slower on a quiet 2-core machine
+			  (bench/replay/RESULTS.md, "Convert on two threads") */
+		nthreads = 1;
 	if (nthreads > 1 && !o->keep &&
 	    rp_pipe_start(&pipe, sc.it ? lv_source_iter : src_next, sc.it ? (void *)sc.it : &sc,
 			  &c.live) == 0)

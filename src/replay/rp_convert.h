@@ -50,8 +50,8 @@ struct rp_convert_opts {
 				    calls, not think time (RP_THINK_FLOOR_NS) */
 	int no_joins;		 /* 1: no gap is taken as a wait for a thread's exit */
 	/* 1: one thread; 2: the trace is read on a second thread (rp_pipe.h;
-	 * not with keep, whose callback reads the source's state); 0: 2 when
-	 * more than one CPU is online.  The workload is the same either way. */
+	 * not with keep, whose callback reads the source's state); 0: 1.  The
+	 * workload is the same either way. */
 	int threads;
 };
 
