@@ -55,3 +55,14 @@ def real_programs(work, pyn):
         f.write(CXX)
     sh(["g++", "-O2", "-E", "t.cpp", "-o", "t.ii"], cwd=work)
     return sh(["g++", "-print-prog-name=cc1plus"]).stdout.strip()
+
+
+if __name__ == "__main__":
+    # for the shell scripts: `bench_util.py pyjson N` or `bench_util.py cxx`
+    # print the program
+    if sys.argv[1:2] == ["pyjson"] and len(sys.argv) == 3:
+        print(PYJSON.replace("PYN", str(int(sys.argv[2]))))
+    elif sys.argv[1:] == ["cxx"]:
+        print(CXX)
+    else:
+        sys.exit("usage: bench_util.py pyjson N | cxx")

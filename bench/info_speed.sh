@@ -21,21 +21,11 @@ REC=${REC:-$1}
 mkdir -p "$W"
 cd "$W"
 if [ ! -d py ]; then
-	python3 - "${PYN:-300000}" >pyjson.py <<'PY'
-import sys
-print('''import json
-d = [{"id": i, "name": "item%%d" %% i, "tags": ["x", "y", str(i)], "v": i * 0.5} for i in range(%s)]
-s = json.dumps(d)
-e = json.loads(s)
-print(len(s), len(e))''' % sys.argv[1])
-PY
+	python3 "$SRC/bench_util.py" pyjson "${PYN:-300000}" >pyjson.py
 	PYTHONMALLOC=malloc "$REC" record -o py -- /usr/bin/python3 pyjson.py >/dev/null
 fi
 if [ ! -d cc1plus ]; then
-	python3 - "$SRC/bench_util.py" >t.cpp <<'PY'
-import re, sys
-print(re.search(r"CXX = r'''\n(.*?)'''", open(sys.argv[1]).read(), re.S).group(1))
-PY
+	python3 "$SRC/bench_util.py" cxx >t.cpp
 	g++ -O2 -E t.cpp -o t.ii
 	"$REC" record -o cc1plus -- "$(g++ -print-prog-name=cc1plus)" -quiet -O2 t.ii -o /dev/null
 fi

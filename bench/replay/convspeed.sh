@@ -38,14 +38,7 @@ for t in $TRACES; do
 		"$REC" record -o xfree -- ./xfreebench 4 "${XFREE:-250000}" >/dev/null
 		;;
 	py)
-		python3 - "${PYN:-100000}" >pyjson.py <<'PY'
-import sys
-print('''import json
-d = [{"id": i, "name": "item%%d" %% i, "tags": ["x", "y", str(i)], "v": i * 0.5} for i in range(%s)]
-s = json.dumps(d)
-e = json.loads(s)
-print(len(s), len(e))''' % sys.argv[1])
-PY
+		python3 "$SRC/bench_util.py" pyjson "${PYN:-100000}" >pyjson.py
 		PYTHONMALLOC=malloc "$REC" record -o py -- /usr/bin/python3 pyjson.py >/dev/null
 		;;
 	esac

@@ -15,34 +15,11 @@
 #include "atr_format.h"
 #include "atr_reader.h"
 #include "atr_v2.h"
+#include "util_io.h"
 
 static int read_at(int fd, uint64_t off, void *dst, size_t len)
 {
-	size_t got = 0;
-	while (got < len) {
-		ssize_t r = pread(fd, (uint8_t *)dst + got, len - got, (off_t)(off + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
-}
-
-static int write_all(int fd, const void *src, size_t len)
-{
-	const uint8_t *p = src;
-	while (len) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
+	return util_pread_full(fd, dst, len, off) == (ssize_t)len ? 0 : -1;
 }
 
 /* Bytes of records a reader reads from a staging block (up to the first
@@ -148,7 +125,7 @@ static int copy_frame(int in, int out, uint64_t off, struct cbuf *c)
 				     ~(size_t)(ATR_UNIT_ALIGN - 1));
 	if (len > c->zcap || read_at(in, off, c->z, len) < 0)
 		return -1;
-	return write_all(out, c->z, len);
+	return util_write_all(out, c->z, len);
 }
 
 /* Level 0: every FRAME as it is, each STAGING unit a reader reads as the
@@ -185,7 +162,7 @@ static int copy_units(int in_fd, int out_fd, const struct atr_unit_ref *u, size_
 		long len = staging_frame(in_fd, u[i].off, bs, features, c);
 		if (len == 0) /* a reader would call it damaged: keep it as it is */
 			return 0;
-		if (len < 0 || write_all(out_fd, c->z, (size_t)len) < 0) {
+		if (len < 0 || util_write_all(out_fd, c->z, (size_t)len) < 0) {
 			snprintf(err, errlen, "%s: cannot write the staging block at 0x%llx", tmp,
 				 (unsigned long long)u[i].off);
 			return ATR_E_IO;
@@ -272,7 +249,7 @@ static int rz_flush(struct rz *z)
 		return -1;
 	}
 	size_t len = frame_header(h, z->tmpl, z->seq, (uint32_t)z->alen, &m, plen);
-	if (write_all(z->out_fd, h, len) < 0) {
+	if (util_write_all(z->out_fd, h, len) < 0) {
 		snprintf(z->err, z->errlen, "%s.compact: %s", z->path, strerror(errno));
 		return -1;
 	}
@@ -482,7 +459,7 @@ int atr_compact(const char *path, int level, uint64_t *before, uint64_t *after, 
 		goto out;
 	}
 	uint64_t hs = atr_get32(hdr + ATR_H_HEADER_SIZE);
-	if (hs != ATR_HEADER_SIZE || write_all(out_fd, hdr, ATR_HEADER_SIZE) < 0) {
+	if (hs != ATR_HEADER_SIZE || util_write_all(out_fd, hdr, ATR_HEADER_SIZE) < 0) {
 		snprintf(err, errlen, "%s: cannot write the header", tmp);
 		goto out;
 	}

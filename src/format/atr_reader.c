@@ -28,6 +28,7 @@
 #include "atr_v2.h"
 #include "atr_v2dec.h"
 #include "util_hmap.h"
+#include "util_io.h"
 
 #define ATR_ERRLEN 512
 
@@ -91,20 +92,6 @@ struct atr_stk {
 	uint64_t off; /* in ips */
 	uint64_t ts;  /* earliest definition */
 };
-
-static inline uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static inline uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
 
 static const char *const atr_names[32] = {
 #define NAME_(NAME, name, type, op, args, ret, params) [ATR_T_##NAME] = #name,
@@ -255,7 +242,7 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 		return ATR_E_MAGIC;
 	}
 	struct atr_info *in = &f->info;
-	in->version = rd32(h + ATR_H_VERSION);
+	in->version = atr_get32(h + ATR_H_VERSION);
 	if (in->version != ATR_VERSION && in->version != ATR_VERSION_V1) {
 		fmt_err(eb, el,
 			"%s: unsupported trace format version %" PRIu32
@@ -264,13 +251,13 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 		return ATR_E_VERSION;
 	}
 	f->v2 = in->version == ATR_VERSION;
-	f->hs = rd32(h + ATR_H_HEADER_SIZE);
+	f->hs = atr_get32(h + ATR_H_HEADER_SIZE);
 	if (f->hs < ATR_HEADER_SIZE || f->hs % 8 || f->hs > f->size) {
 		fmt_err(eb, el, "%s: invalid header size %" PRIu32 " (file is %zu bytes)", p, f->hs,
 			f->size);
 		return ATR_E_HEADER;
 	}
-	in->features = rd64(h + ATR_H_FEATURES);
+	in->features = atr_get64(h + ATR_H_FEATURES);
 	uint64_t known = f->v2 ? ATR_FEATURES_KNOWN : ATR_FEATURES_KNOWN & ~(uint64_t)ATR_FEAT_ZSTD;
 	if (in->features & ~known) {
 		fmt_err(eb, el,
@@ -280,7 +267,7 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 	}
 	f->features = in->features;
 	f->chunk_flags = (in->features & ATR_FEAT_CHUNK_FLAGS) != 0;
-	in->sample_rate = rd64(h + ATR_H_SAMPLE_RATE);
+	in->sample_rate = atr_get64(h + ATR_H_SAMPLE_RATE);
 	if (!(in->features & ATR_FEAT_SAMPLED) != !in->sample_rate) {
 		fmt_err(eb, el,
 			"%s: sample rate %" PRIu64 " does not match the SAMPLED feature bit", p,
@@ -288,36 +275,36 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 		return ATR_E_HEADER;
 	}
 	f->xcalls = (in->features & ATR_FEAT_XCALLS) != 0;
-	f->bs = rd32(h + ATR_H_BLOCK_SIZE);
+	f->bs = atr_get32(h + ATR_H_BLOCK_SIZE);
 	if (f->bs < ATR_BLOCK_SIZE_MIN || f->bs > ATR_BLOCK_SIZE_MAX || (f->bs & (f->bs - 1))) {
 		fmt_err(eb, el,
 			"%s: invalid block size %" PRIu32 " (must be a power of two in [%u, %u])",
 			p, f->bs, ATR_BLOCK_SIZE_MIN, ATR_BLOCK_SIZE_MAX);
 		return ATR_E_HEADER;
 	}
-	uint32_t clen = rd32(h + ATR_H_CMDLINE);
+	uint32_t clen = atr_get32(h + ATR_H_CMDLINE);
 	if (clen > ATR_H_CMDLINE_MAX) {
 		fmt_err(eb, el, "%s: invalid command line length %" PRIu32 " (max %u)", p, clen,
 			(unsigned)ATR_H_CMDLINE_MAX);
 		return ATR_E_HEADER;
 	}
 	in->block_size = f->bs;
-	in->status = rd32(h + ATR_H_STATUS);
-	in->pid = rd32(h + ATR_H_PID);
-	in->ppid = rd32(h + ATR_H_PPID);
-	in->exec_seq = rd32(h + ATR_H_EXEC_SEQ);
-	in->start_realtime_ns = rd64(h + ATR_H_START_REALTIME);
-	in->start_mono_ns = rd64(h + ATR_H_START_MONO);
-	in->end_mono_ns = rd64(h + ATR_H_END_MONO);
-	in->end_ticks = rd64(h + ATR_H_END_TICKS);
-	in->header_lost = rd64(h + ATR_H_LOST);
+	in->status = atr_get32(h + ATR_H_STATUS);
+	in->pid = atr_get32(h + ATR_H_PID);
+	in->ppid = atr_get32(h + ATR_H_PPID);
+	in->exec_seq = atr_get32(h + ATR_H_EXEC_SEQ);
+	in->start_realtime_ns = atr_get64(h + ATR_H_START_REALTIME);
+	in->start_mono_ns = atr_get64(h + ATR_H_START_MONO);
+	in->end_mono_ns = atr_get64(h + ATR_H_END_MONO);
+	in->end_ticks = atr_get64(h + ATR_H_END_TICKS);
+	in->header_lost = atr_get64(h + ATR_H_LOST);
 	in->lost_records = in->header_lost;
-	in->header_errno = rd32(h + ATR_H_ERRNO);
-	in->untraced_calls = rd64(h + ATR_H_UNTRACED);
+	in->header_errno = atr_get32(h + ATR_H_ERRNO);
+	in->untraced_calls = atr_get64(h + ATR_H_UNTRACED);
 	in->file_size = f->size;
-	in->resident_min = rd64(h + ATR_H_RESIDENT_MIN);
-	in->page_size = rd32(h + ATR_H_PAGE_SIZE);
-	in->res_budget = rd32(h + ATR_H_RES_BUDGET);
+	in->resident_min = atr_get64(h + ATR_H_RESIDENT_MIN);
+	in->page_size = atr_get32(h + ATR_H_PAGE_SIZE);
+	in->res_budget = atr_get32(h + ATR_H_RES_BUDGET);
 	if (in->res_budget >= 10000)
 		in->res_budget = 0; /* every release counted */
 
@@ -345,8 +332,8 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 	in->cmdline = f->cmdline;
 
 	/* clock calibration */
-	uint64_t start_ticks = rd64(h + ATR_H_START_TICKS);
-	uint64_t hint = rd64(h + ATR_H_TICKS_PER_SEC);
+	uint64_t start_ticks = atr_get64(h + ATR_H_START_TICKS);
+	uint64_t hint = atr_get64(h + ATR_H_TICKS_PER_SEC);
 	if (in->features & ATR_FEAT_CLOCK_MONO_NS) {
 		in->ticks_per_sec = 1e9;
 	} else if (in->end_mono_ns && in->end_ticks && in->end_mono_ns >= in->start_mono_ns &&
@@ -371,17 +358,8 @@ static size_t src_read(const atr_file *f, uint64_t off, void *dst, size_t len)
 	if (f->base) {
 		memcpy(dst, f->base + off, have);
 	} else {
-		size_t got = 0;
-		while (got < have) {
-			ssize_t r =
-			    pread(f->fd, (uint8_t *)dst + got, have - got, (off_t)(off + got));
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				break;
-			got += (size_t)r;
-		}
-		have = got;
+		ssize_t got = util_pread_full(f->fd, dst, have, off);
+		have = got > 0 ? (size_t)got : 0;
 	}
 	memset((uint8_t *)dst + have, 0, len - have);
 	return have;
@@ -403,16 +381,16 @@ static int scan_push(struct scan_list *l, const uint8_t *h, uint64_t off, uint32
 		l->cap = nc;
 	}
 	struct atr_scan *e = &l->sc[l->n++];
-	e->seq = rd64(h + ATR_B_SEQ);
+	e->seq = atr_get64(h + ATR_B_SEQ);
 	e->off = off;
-	e->serial = rd32(h + ATR_B_THREAD);
-	e->tid = rd32(h + ATR_B_TID);
+	e->serial = atr_get32(h + ATR_B_THREAD);
+	e->tid = atr_get32(h + ATR_B_TID);
 	e->kind = kind;
-	e->calls = kind == ATR_BLOCK_DATA ? rd32(h + ATR_U_CALLS) : 0; /* v2 only */
+	e->calls = kind == ATR_BLOCK_DATA ? atr_get32(h + ATR_U_CALLS) : 0; /* v2 only */
 	e->indexed = frame;
-	e->records = frame ? rd32(h + ATR_B_RECORDS) : 0;
-	e->first_ts = frame ? rd64(h + ATR_U_FIRST_TS) : 0;
-	e->last_ts = frame ? rd64(h + ATR_U_LAST_TS) : 0;
+	e->records = frame ? atr_get32(h + ATR_B_RECORDS) : 0;
+	e->first_ts = frame ? atr_get64(h + ATR_U_FIRST_TS) : 0;
+	e->last_ts = frame ? atr_get64(h + ATR_U_LAST_TS) : 0;
 	return ATR_OK;
 }
 
@@ -425,7 +403,7 @@ static int scan_v1(atr_file *f, struct scan_list *l, char *eb, size_t el)
 	uint8_t h[ATR_BLOCK_HEADER_SIZE];
 	for (uint64_t i = 0; i < f->nblocks; i++) {
 		blk_header(f, i, h);
-		uint32_t magic = rd32(h + ATR_B_MAGIC);
+		uint32_t magic = atr_get32(h + ATR_B_MAGIC);
 		if (!magic)
 			continue;
 		uint64_t off = blk_off(f, i);
@@ -437,7 +415,7 @@ static int scan_v1(atr_file *f, struct scan_list *l, char *eb, size_t el)
 				p, i, off, magic);
 			return ATR_E_BLOCK;
 		}
-		uint32_t kind = rd32(h + ATR_B_KIND);
+		uint32_t kind = atr_get32(h + ATR_B_KIND);
 		if (kind == ATR_BLOCK_RETIRED)
 			continue;
 		if (kind != ATR_BLOCK_DATA && kind != ATR_BLOCK_STAGING) {
@@ -447,14 +425,14 @@ static int scan_v1(atr_file *f, struct scan_list *l, char *eb, size_t el)
 				p, i, off, kind);
 			return ATR_E_BLOCK;
 		}
-		if (!rd32(h + ATR_B_THREAD)) {
+		if (!atr_get32(h + ATR_B_THREAD)) {
 			fmt_err(eb, el,
 				"%s: block %" PRIu64 " (offset 0x%" PRIx64 "): thread serial 0", p,
 				i, off);
 			return ATR_E_BLOCK;
 		}
 		if (kind == ATR_BLOCK_DATA) {
-			uint32_t used = rd32(h + ATR_B_USED);
+			uint32_t used = atr_get32(h + ATR_B_USED);
 			if (used > f->bs - ATR_BLOCK_HEADER_SIZE || used % 8) {
 				fmt_err(eb, el,
 					"%s: block %" PRIu64 " (offset 0x%" PRIx64
@@ -464,7 +442,7 @@ static int scan_v1(atr_file *f, struct scan_list *l, char *eb, size_t el)
 			}
 			if (ATR_BLOCK_HEADER_SIZE + (uint64_t)used > blk_avail(f, i))
 				f->info.truncated_blocks++;
-			f->info.records_hint += rd32(h + ATR_B_RECORDS);
+			f->info.records_hint += atr_get32(h + ATR_B_RECORDS);
 		}
 		if (scan_push(l, h, off, kind, 0) != ATR_OK) {
 			fmt_err(eb, el, "%s: out of memory", p);
@@ -504,7 +482,7 @@ static int scan_v2(atr_file *f, struct scan_list *l, char *eb, size_t el)
 		if (off >= f->size)
 			break;
 		size_t have = src_read(f, off, h, sizeof h);
-		uint32_t magic = rd32(h + ATR_B_MAGIC), kind = rd32(h + ATR_B_KIND);
+		uint32_t magic = atr_get32(h + ATR_B_MAGIC), kind = atr_get32(h + ATR_B_KIND);
 		if (magic != ATR_BLOCK_MAGIC) {
 			fmt_err(eb, el, "%s: unit at offset 0x%" PRIx64 ": bad magic 0x%08" PRIx32,
 				p, off, magic);
@@ -519,9 +497,11 @@ static int scan_v2(atr_file *f, struct scan_list *l, char *eb, size_t el)
 		if (kind == ATR_BLOCK_STAGING || kind == ATR_BLOCK_RETIRED) {
 			len = f->bs;
 		} else if (kind == ATR_BLOCK_FRAME) {
-			uint32_t used = rd32(h + ATR_B_USED), csize = rd32(h + ATR_U_CSIZE);
-			uint32_t nrec = rd32(h + ATR_B_RECORDS), calls = rd32(h + ATR_U_CALLS);
-			if (rd32(h + ATR_U_CHECK) != atr_unit_check(h)) {
+			uint32_t used = atr_get32(h + ATR_B_USED),
+				 csize = atr_get32(h + ATR_U_CSIZE);
+			uint32_t nrec = atr_get32(h + ATR_B_RECORDS),
+				 calls = atr_get32(h + ATR_U_CALLS);
+			if (atr_get32(h + ATR_U_CHECK) != atr_unit_check(h)) {
 				fmt_err(eb, el,
 					"%s: frame at offset 0x%" PRIx64 ": header check mismatch",
 					p, off);
@@ -552,7 +532,7 @@ static int scan_v2(atr_file *f, struct scan_list *l, char *eb, size_t el)
 			return ATR_E_BLOCK;
 		}
 		if (kind != ATR_BLOCK_RETIRED) {
-			if (!rd32(h + ATR_B_THREAD)) {
+			if (!atr_get32(h + ATR_B_THREAD)) {
 				fmt_err(eb, el, "%s: unit at offset 0x%" PRIx64 ": thread serial 0",
 					p, off);
 				return ATR_E_BLOCK;
@@ -808,7 +788,7 @@ int atr_open(const char *path, atr_file **out, char *errbuf, size_t errlen)
 	f->size = (size_t)st.st_size;
 	if (f->size >= ATR_HEADER_SIZE &&
 	    pread(fd, f->hdr, ATR_HEADER_SIZE, 0) == ATR_HEADER_SIZE &&
-	    !memcmp(f->hdr, ATR_MAGIC, 8) && rd32(f->hdr + ATR_H_VERSION) == ATR_VERSION) {
+	    !memcmp(f->hdr, ATR_MAGIC, 8) && atr_get32(f->hdr + ATR_H_VERSION) == ATR_VERSION) {
 		/* v2: read piecewise, so memory stays small on any size */
 		f->fd = fd;
 		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -1154,8 +1134,8 @@ static int cur_load_v2(atr_file *f, struct atr_cur *c)
 		return ATR_OK;
 	}
 	src_read(f, c->off, h, sizeof h);
-	uint32_t used = rd32(h + ATR_B_USED), csize = rd32(h + ATR_U_CSIZE);
-	uint32_t nrec = rd32(h + ATR_B_RECORDS), calls = rd32(h + ATR_U_CALLS);
+	uint32_t used = atr_get32(h + ATR_B_USED), csize = atr_get32(h + ATR_U_CSIZE);
+	uint32_t nrec = atr_get32(h + ATR_B_RECORDS), calls = atr_get32(h + ATR_U_CALLS);
 	if (!f->v2_words)
 		return cur_load_lazy(f, c, w, used, csize, nrec, calls);
 	if (grow(&c->buf[w], &c->cap[w], ATR_BLOCK_HEADER_SIZE + (size_t)used) ||
@@ -1206,18 +1186,18 @@ static void cur_block_done(struct atr_cur *c)
  * event's fields (atr_reader.h). */
 static void xcall_decode(struct atr_event *ev, unsigned xt, const uint8_t *w)
 {
-	uint64_t a = rd64(w), b = 0, c = 0, d = 0, e = 0, g = 0;
+	uint64_t a = atr_get64(w), b = 0, c = 0, d = 0, e = 0, g = 0;
 	unsigned n = atr_xcall_words(xt);
 	if (n > 1)
-		b = rd64(w + 8);
+		b = atr_get64(w + 8);
 	if (n > 2)
-		c = rd64(w + 16);
+		c = atr_get64(w + 16);
 	if (n > 3)
-		d = rd64(w + 24);
+		d = atr_get64(w + 24);
 	if (n > 4)
-		e = rd64(w + 32);
+		e = atr_get64(w + 32);
 	if (n > 5)
-		g = rd64(w + 40);
+		g = atr_get64(w + 40);
 	switch (xt) {
 	case ATR_T_MMAP: /* ret, len, addr, prot | flags << 32, fd | errno << 32, offset */
 		ev->ret = a;
@@ -1295,7 +1275,7 @@ static void cur_ahead(const atr_file *f, struct atr_cur *c)
 		if (a + 16 > c->end)
 			return;
 		const uint8_t *r = c->b + a;
-		uint64_t w0 = rd64(r), w1 = rd64(r + 8), need;
+		uint64_t w0 = atr_get64(r), w1 = atr_get64(r + 8), need;
 		unsigned type = (unsigned)(w0 & ATR_TYPE_MASK);
 		unsigned flags = (unsigned)(w0 & ATR_FLAG_MASK);
 		if (type >= 1 && type <= ATR_T_CALL_LAST) {
@@ -1308,7 +1288,7 @@ static void cur_ahead(const atr_file *f, struct atr_cur *c)
 			if (w1)
 				c->pf(c->pfctx, w1);
 			if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB) {
-				uint64_t old = rd64(r + 24);
+				uint64_t old = atr_get64(r + 24);
 				if (old && old != w1)
 					c->pf(c->pfctx, old);
 			}
@@ -1396,11 +1376,11 @@ static int ev_meta(atr_file *f, struct atr_cur *c, struct atr_event *ev, unsigne
 		/* not an event: its count goes with the free or realloc
 		   of the block that follows it (meta records between) */
 		uint64_t span;
-		if ((uint32_t)w1 != 16 || (span = rd64(payload + 8)) == 0 || (w1 >> 32) > span ||
-		    !rd64(payload))
+		if ((uint32_t)w1 != 16 || (span = atr_get64(payload + 8)) == 0 ||
+		    (w1 >> 32) > span || !atr_get64(payload))
 			return cur_corrupt(f, c, "bad RESIDENT record: word 1 ", w1);
 		c->res_pending = 1;
-		c->res_ptr = rd64(payload);
+		c->res_ptr = atr_get64(payload);
 		c->res_pages = (uint32_t)(w1 >> 32);
 		c->res_span = span > UINT32_MAX ? UINT32_MAX : (uint32_t)span;
 		return 0;
@@ -1414,7 +1394,7 @@ static int ev_meta(atr_file *f, struct atr_cur *c, struct atr_event *ev, unsigne
 	if (type == ATR_T_THREAD_START && ev->arg)
 		c->tid = ev->arg;
 	if (type == ATR_T_LOST && ev->payload_len >= 8)
-		c->lost += rd64(payload);
+		c->lost += atr_get64(payload);
 	ev->tid = c->tid;
 	return 1;
 }
@@ -1633,8 +1613,8 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 				blk_header(f, idx, h);
 				c->lim = c->staging ? f->bs
 						    : ATR_BLOCK_HEADER_SIZE +
-							  (uint64_t)rd32(h + ATR_B_USED);
-				c->want = c->staging ? 0 : rd32(h + ATR_B_RECORDS);
+							  (uint64_t)atr_get32(h + ATR_B_USED);
+				c->want = c->staging ? 0 : atr_get32(h + ATR_B_RECORDS);
 				c->end = c->lim < avail ? c->lim : avail;
 			}
 			c->pos = ATR_BLOCK_HEADER_SIZE;
@@ -1657,7 +1637,7 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 			continue;
 		}
 		const uint8_t *r = c->b + pos;
-		uint64_t w0 = rd64(r);
+		uint64_t w0 = atr_get64(r);
 		if (!w0) {
 			if (c->staging) {
 				cur_block_done(c);
@@ -1678,10 +1658,11 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 				cur_block_done(c);
 				continue;
 			}
-			need = 8ULL * atr_ext_words(rd64(r + 8), flags);
+			need = 8ULL * atr_ext_words(atr_get64(r + 8), flags);
 			if (!need)
 				return cur_corrupt(f, c, "bad EXT record: call type or flags ",
-						   (uint64_t)rd64(r + 8) | (uint64_t)flags << 56);
+						   (uint64_t)atr_get64(r + 8) | (uint64_t)flags
+										    << 56);
 		} else if (type >= ATR_T_THREAD_START) {
 			if (pos + 16 > c->lim)
 				return cur_corrupt(
@@ -1690,7 +1671,7 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 				cur_block_done(c);
 				continue;
 			}
-			uint64_t len = rd64(r + 8) & 0xffffffffULL;
+			uint64_t len = atr_get64(r + 8) & 0xffffffffULL;
 			need = 16 + ((len + 7) & ~7ULL);
 		} else {
 			return cur_corrupt(f, c, "unknown record type ", type);
@@ -1707,18 +1688,18 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 		c->alead -= c->alead > 0;
 		uint64_t ts = cur_ts(c, w0 >> ATR_TS_SHIFT);
 		if (type >= ATR_T_THREAD_START) {
-			int m = ev_meta(f, c, ev, type, flags, ts, rd64(r + 8), r + 16);
+			int m = ev_meta(f, c, ev, type, flags, ts, atr_get64(r + 8), r + 16);
 			if (m)
 				return m;
 			continue;
 		}
 		if (type == ATR_T_EXT) {
-			unsigned xt = (unsigned)rd64(r + 8), k = 2 + atr_xcall_words(xt);
+			unsigned xt = (unsigned)atr_get64(r + 8), k = 2 + atr_xcall_words(xt);
 			uint64_t stack = 0, dur = 0;
 			if (flags & ATR_FLAG_STACK)
-				stack = rd64(r + 8 * k++);
+				stack = atr_get64(r + 8 * k++);
 			if (flags & ATR_FLAG_TIMED)
-				dur = rd64(r + 8 * k);
+				dur = atr_get64(r + 8 * k);
 			ev_ext(f, c, ev, xt, flags, ts, r + 16, stack, dur);
 			return 1;
 		}
@@ -1726,20 +1707,20 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 		unsigned k = atr_call_words(type);
 		uint64_t slack_w = 0, stack = 0, dur = 0;
 		if (flags & ATR_FLAG_WIDE)
-			slack_w = rd64(r + 8 * k++);
+			slack_w = atr_get64(r + 8 * k++);
 		if (flags & ATR_FLAG_STACK)
-			stack = rd64(r + 8 * k++);
+			stack = atr_get64(r + 8 * k++);
 		if (flags & ATR_FLAG_TIMED)
-			dur = rd64(r + 8 * k);
+			dur = atr_get64(r + 8 * k);
 		unsigned shape = atr_call_args(type);
-		uint64_t a = rd64(r + 8), size = 0, slack = 0, x = 0, y = 0;
+		uint64_t a = atr_get64(r + 8), size = 0, slack = 0, x = 0, y = 0;
 		unsigned cb = 0;
 		if (shape != ATR_ARGS_PTR) {
 			if (f->chunk_flags) {
 				cb = (unsigned)(a & ATR_CHUNK_MASK);
 				a &= ~(uint64_t)ATR_CHUNK_MASK;
 			}
-			uint64_t sw = rd64(r + 16);
+			uint64_t sw = atr_get64(r + 16);
 			if (flags & ATR_FLAG_WIDE) {
 				size = sw;
 				slack = slack_w;
@@ -1750,9 +1731,9 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 					slack = UINT64_MAX;
 			}
 			if (shape != ATR_ARGS_SIZE)
-				x = rd64(r + 24);
+				x = atr_get64(r + 24);
 			if (shape == ATR_ARGS_OLD_NMEMB)
-				y = rd64(r + 32);
+				y = atr_get64(r + 32);
 		}
 		ev_call(f, c, ev, type, flags, ts, a, cb, size, slack, x, y, stack, dur);
 		return 1;
@@ -2213,9 +2194,9 @@ static void lent_key(struct atr_lent *e)
 	close(fd);
 	if (n != (ssize_t)sizeof(h) || memcmp(h, ATR_MAGIC, 8) != 0)
 		return;
-	e->start = rd64(h + ATR_H_START_REALTIME);
-	e->pid = rd32(h + ATR_H_PID);
-	e->exec_seq = rd32(h + ATR_H_EXEC_SEQ);
+	e->start = atr_get64(h + ATR_H_START_REALTIME);
+	e->pid = atr_get32(h + ATR_H_PID);
+	e->exec_seq = atr_get32(h + ATR_H_EXEC_SEQ);
 }
 
 int atr_list(const char *path, char ***paths, size_t *n, char *errbuf, size_t errlen)
@@ -2385,7 +2366,7 @@ static int add_stack(atr_file *f, uint32_t id, const uint8_t *payload, uint32_t 
 	st->ts = ts;
 	st->canon = id;
 	for (uint32_t i = 0; i < n; i++)
-		f->ips[f->nips + i] = rd64(payload + 8 * i);
+		f->ips[f->nips + i] = atr_get64(payload + 8 * i);
 	uint64_t h = frames_hash(f->ips + f->nips, n), first;
 	if (util_hmap_lookup(&f->stk_by_hash, h, &first)) {
 		const struct atr_stk *o = &f->stk[first];
@@ -2483,8 +2464,8 @@ int atr_stacks_load(atr_file *f)
 				if (ev.payload_len < ATR_MOD_DATA)
 					continue;
 				const uint8_t *p = ev.payload;
-				uint32_t bl = rd32(p + ATR_MOD_BUILD_ID_LEN);
-				uint32_t pl = rd32(p + ATR_MOD_PATH_LEN);
+				uint32_t bl = atr_get32(p + ATR_MOD_BUILD_ID_LEN);
+				uint32_t pl = atr_get32(p + ATR_MOD_PATH_LEN);
 				if (bl > ATR_MOD_BUILD_ID_MAX || pl > ATR_MOD_PATH_MAX ||
 				    ATR_MOD_DATA + (uint64_t)bl + pl > ev.payload_len)
 					continue;
@@ -2520,9 +2501,9 @@ int atr_stacks_load(atr_file *f)
 				m->ts = ev.ts;
 				m->serial = ev.thread;
 				m->kind = ev.arg == ATR_MOD_LOAD ? ATR_MOD_LOAD : ATR_MOD_UNLOAD;
-				m->start = rd64(p + ATR_MOD_START);
-				m->size = rd64(p + ATR_MOD_SIZE);
-				m->bias = rd64(p + ATR_MOD_BIAS);
+				m->start = atr_get64(p + ATR_MOD_START);
+				m->size = atr_get64(p + ATR_MOD_SIZE);
+				m->bias = atr_get64(p + ATR_MOD_BIAS);
 				m->bl = bl;
 				m->pl = pl;
 				m->data = copy;

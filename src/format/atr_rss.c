@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "atr_rss.h"
 #include "plat_clock.h"
+#include "util_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,22 +38,6 @@ static uint32_t get32(const unsigned char *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-	while (n) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int atr_rss_writer_open(struct atr_rss_writer *w, const char *path, uint32_t pid,
 			uint64_t interval_ns)
 {
@@ -83,7 +68,7 @@ int atr_rss_writer_open(struct atr_rss_writer *w, const char *path, uint32_t pid
 	put32(h + 24, (uint32_t)w->page);
 	put64(h + 32, interval_ns);
 	put64(h + 40, plat_mono_ns());
-	int rc = write_all(w->fd, h, sizeof(h));
+	int rc = util_write_all(w->fd, h, sizeof(h));
 	if (rc < 0) {
 		close(w->fd);
 		close(w->statm);
@@ -94,7 +79,7 @@ int atr_rss_writer_open(struct atr_rss_writer *w, const char *path, uint32_t pid
 
 static int flush(struct atr_rss_writer *w)
 {
-	int rc = w->used ? write_all(w->fd, w->buf, w->used) : 0;
+	int rc = w->used ? util_write_all(w->fd, w->buf, w->used) : 0;
 	w->used = 0;
 	return rc;
 }

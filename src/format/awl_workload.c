@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "util_hmap.h"
+#include "util_io.h"
 #include "util_ranges.h"
 
 static void put32(uint8_t *p, uint32_t v)
@@ -357,16 +358,7 @@ static int rd(const awl_file *f, uint64_t off, void *buf, size_t n)
 		memcpy(buf, f->mem + off, n);
 		return 0;
 	}
-	size_t got = 0;
-	while (got < n) {
-		ssize_t r = pread(f->fd, (char *)buf + got, n - got, (off_t)(off + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
+	return util_pread_full(f->fd, buf, n, off) == (ssize_t)n ? 0 : -1;
 }
 
 static int add_chunk(struct awl_thread *t, uint64_t off, uint32_t len, uint32_t ops)

@@ -1,0 +1,18 @@
+/* util_io.h - whole reads and writes of file descriptors. */
+#ifndef UTIL_IO_H
+#define UTIL_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* pread until len bytes, end of file or an error (EINTR retried): the
+ * bytes read (fewer than len at end of file; -1 only if an error came
+ * before any byte). */
+ssize_t util_pread_full(int fd, void *dst, size_t len, uint64_t off);
+
+/* write all n bytes (EINTR retried): 0, or -errno (-EIO for a write that
+ * made no progress). */
+int util_write_all(int fd, const void *src, size_t n);
+
+#endif
