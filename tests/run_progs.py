@@ -141,6 +141,9 @@ def check_xlog(ctx, stacks=False):
 
 BUF4 = ["--buffer-kb", "4"]
 OFFLOAD_STALLED = {"ALLOCTRACE_OFFLOAD": "2"}
+LATER = ["--encode", "later"]
+THREAD = ["--encode", "thread"]
+LATER_ENV = {"ALLOCTRACE_ENCODE": "later", "ALLOCTRACE_BUFFER_KB": "4"}
 
 CASES = {
     "calls": Case("calls", check=check_errno_same),
@@ -204,6 +207,26 @@ CASES = {
                                env={"ALLOCTRACE_OFFLOAD": "1"}),
     "threads_fork_offload_on": Case("threads", ["4", "fork"], record_args=BUF4,
                                     env={"ALLOCTRACE_OFFLOAD": "1"}),
+    # deferred encoding (record's default, --encode later): full blocks
+    # copied raw to the file as STAGING units, frames made after the
+    # program by the compaction; read raw (direct runs: nobody compacts)
+    # and compacted (record), exact counts either way
+    "calls_later": Case("calls", record_args=LATER + BUF4, check=check_errno_same),
+    "threads_later": Case("threads", ["8"], record_args=LATER + BUF4),
+    "threads_fork_later": Case("threads", ["4", "fork"], record_args=LATER + BUF4),
+    "forker_later": Case("forker", record_args=LATER + BUF4),
+    "calls_later_raw": Case("calls", direct=True, check=check_errno_same, env=LATER_ENV),
+    "threads_later_raw": Case("threads", ["8"], direct=True, env=LATER_ENV),
+    "threads_fork_later_raw": Case("threads", ["4", "fork"], direct=True, env=LATER_ENV),
+    "forker_later_raw": Case("forker", direct=True, env=LATER_ENV),
+    "killme_later": (LATER + BUF4, None, ["0", "thread"]),
+    # raw, then the crash windows of a copy made on the raw file
+    "killme_later_raw": (None, LATER_ENV, ["0", "thread"]),
+    # blocks encoded by the thread that filled them (--encode thread)
+    "calls_encode_thread": Case("calls", record_args=THREAD + BUF4, check=check_errno_same),
+    "threads_encode_thread": Case("threads", ["8"], record_args=THREAD + BUF4),
+    "threads_fork_encode_thread": Case("threads", ["4", "fork"], record_args=THREAD + BUF4),
+    "killme_encode_thread": (THREAD + BUF4, None, ["0", "thread"]),
 }
 
 
@@ -429,7 +452,12 @@ def run_kill(c, record_args, env=None, prog_args=()):
     out = os.path.join(work, "progress.txt")
     tdir = os.path.join(work, "trace")
     os.mkdir(tdir)
-    cmd = [cli, "record", "-o", tdir] + record_args + ["--", prog, out] + list(prog_args)
+    direct = record_args is None  # preloaded by hand: the raw file stays
+    if direct:
+        env = dict(env or {}, LD_PRELOAD=c.lib, ALLOCTRACE_DIR=tdir)
+        cmd = [prog, out] + list(prog_args)
+    else:
+        cmd = [cli, "record", "-o", tdir] + record_args + ["--", prog, out] + list(prog_args)
     rec = subprocess.Popen(cmd, env=clean_env(env), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, universal_newlines=True)
     pid, started = None, None
@@ -465,7 +493,9 @@ def run_kill(c, record_args, env=None, prog_args=()):
         raise Failure("no progress reported")
     done = iters[-1]
     errs = []
-    if rec.returncode != 128 + signal.SIGKILL:
+    if direct and rec.returncode != -signal.SIGKILL:
+        errs.append("the program exited %d, not killed by SIGKILL" % rec.returncode)
+    elif not direct and rec.returncode != 128 + signal.SIGKILL:
         errs.append("alloctrace record exited %d; the program was killed by SIGKILL, so "
                     "128+9 = 137 was expected" % rec.returncode)
     procs = info(cli, tdir)
@@ -497,9 +527,55 @@ def run_kill(c, record_args, env=None, prog_args=()):
                     % sorted(p))
     elif clean:
         errs.append("the trace of a SIGKILLed process claims a clean exit: %r" % p)
+    if direct and not errs:
+        errs += crash_windows(cli, tdir, p)
     if errs:
         raise Failure("\n".join(errs) + "\n--- record stderr ---\n" + se
                       + "--- info --json ---\n" + json.dumps(procs, indent=1)[:4000])
+
+
+def crash_windows(cli, tdir, p):
+    """ALLOCTRACE_ENCODE=later copies a full staging block to a new unit
+    (header kind RETIRED, records, then kind STAGING) and then moves the
+    block on to the next seq (src/preload/atp_writer.c, copy_block).  Make
+    the files a kill -9 leaves in between from the raw trace p.path: a
+    copy of each thread's current STAGING unit appended, complete (killed
+    before the reset: two STAGING units with one seq) or cut short and
+    still RETIRED (killed during the copy).  info must count the same."""
+    import struct
+    path = p["path"]
+    data = open(path, "rb").read()
+    hs, bs = struct.unpack_from("<I", data, 12)[0], struct.unpack_from("<I", data, 24)[0]
+    cur, off = {}, hs
+    while off + 64 <= len(data):
+        if struct.unpack_from("<Q", data, off)[0] == 0:
+            off += 8
+            continue
+        kind, thread = struct.unpack_from("<II", data, off + 4)
+        seq = struct.unpack_from("<Q", data, off + 16)[0]
+        if kind == 2 and seq >= cur.get(thread, (-1, 0))[0]:
+            cur[thread] = (seq, off)
+        off += 64 + ((struct.unpack_from("<I", data, off + 36)[0] + 7) & ~7) if kind == 4 else bs
+    if not cur:
+        return ["%s: no STAGING unit to copy" % path]
+    errs = []
+    for name, cut, kind in (("copied, not yet reset", bs, 2), ("copy cut short", bs // 2, 3)):
+        img = bytearray(data)
+        for seq, at in cur.values():
+            img += bytes(-len(img) % 4096)
+            unit = bytearray(data[at:at + bs])
+            struct.pack_into("<I", unit, 4, kind)
+            img += unit[:cut]
+        alt = os.path.join(os.path.dirname(tdir), "window.atr")
+        open(alt, "wb").write(img)
+        got = [q for q in info(cli, alt) if q.get("pid") == p.get("pid")]
+        os.unlink(alt)
+        keys = ("calls", "total_calls", "records", "threads", "lost_records", "lost_blocks")
+        want = {k: p.get(k) for k in keys}
+        have = {k: got[0].get(k) for k in keys} if len(got) == 1 else {}
+        if want != have:
+            errs.append("kill -9 %s: info reads %r, the trace without it %r" % (name, have, want))
+    return errs
 
 
 def clean_exit_of(p):

@@ -36,7 +36,9 @@
 #include "util_msg.h"
 
 #define REC_DEFAULT_DIR "alloctrace.data"
-#define REC_LIB_NAME	"liballoctrace.so"
+/* --encode: bench/RESULTS.md, "Deferred encoding" */
+#define REC_ENCODE_DEFAULT "later"
+#define REC_LIB_NAME	   "liballoctrace.so"
 
 static volatile sig_atomic_t rec_child;
 
@@ -66,6 +68,12 @@ static void record_usage(FILE *out)
 		"      --zstd-level N  compression of full blocks, 0 (none: compact\n"
 		"                     encoding only, least CPU) to 19, or -1 to -100\n"
 		"                     (zstd's fast levels); default 1\n"
+		"      --encode WHEN  later (default): full blocks go to the file as they\n"
+		"                     are, encoded and compressed after the program with\n"
+		"                     the rest (least work in PROG's threads, a larger file\n"
+		"                     while it runs); thread: each full block is encoded\n"
+		"                     and compressed at once by the thread that filled it\n"
+		"                     (-o tcp:// and -p: always thread)\n"
 		"      --compact-level N  after the program, recompress each finished\n"
 		"                     process's trace at zstd level N (1..19; larger frames,\n"
 		"                     smaller file, more CPU then), or 0 (frames kept as\n"
@@ -248,8 +256,9 @@ struct rec_opts {
 	const char *buffer_kb;
 	const char *stack_depth;
 	const char *zstd_level;
-	int compact_level; /* --compact-level: after the program (atr_compact.h) */
-	char sample[24];   /* --sample: bytes, "" = every call */
+	const char *encode; /* --encode: ALLOCTRACE_ENCODE */
+	int compact_level;  /* --compact-level: after the program (atr_compact.h) */
+	char sample[24];    /* --sample: bytes, "" = every call */
 };
 
 /* record -p: the tracer's settings for alloctrace_attach_impl, the same
@@ -310,6 +319,8 @@ static void child_exec(const struct rec_opts *o, const char *lib, const char *ab
 	bad |= set_env("ALLOCTRACE_START", o->no_start ? "0" : NULL);
 	bad |= set_env("ALLOCTRACE_BUFFER_KB", o->buffer_kb);
 	bad |= set_env("ALLOCTRACE_ZSTD_LEVEL", o->zstd_level);
+	/* a collector's stream is frames: the library ignores it there */
+	bad |= set_env("ALLOCTRACE_ENCODE", o->collector[0] ? NULL : o->encode);
 	bad |= set_env("ALLOCTRACE_SAMPLE", *o->sample ? o->sample : NULL);
 	if (tps) {
 		snprintf(buf, sizeof(buf), "%" PRIu64, tps);
@@ -717,7 +728,8 @@ int cmd_record(int argc, char **argv)
 		O_DURATION,
 		O_ZSTD,
 		O_SAMPLE,
-		O_COMPACT
+		O_COMPACT,
+		O_ENCODE
 	};
 	static const struct option opts[] = {
 	    {"output", required_argument, NULL, 'o'},
@@ -730,6 +742,7 @@ int cmd_record(int argc, char **argv)
 	    {"stack-depth", required_argument, NULL, O_DEPTH},
 	    {"zstd-level", required_argument, NULL, O_ZSTD},
 	    {"compact-level", required_argument, NULL, O_COMPACT},
+	    {"encode", required_argument, NULL, O_ENCODE},
 	    {"sample", required_argument, NULL, O_SAMPLE},
 	    {"no-rss", no_argument, NULL, O_NORSS},
 	    {"pid", required_argument, NULL, 'p'},
@@ -737,7 +750,9 @@ int cmd_record(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct rec_opts o = {.dir = REC_DEFAULT_DIR, .compact_level = ATR_COMPACT_LEVEL_DEFAULT};
+	struct rec_opts o = {.dir = REC_DEFAULT_DIR,
+			     .compact_level = ATR_COMPACT_LEVEL_DEFAULT,
+			     .encode = REC_ENCODE_DEFAULT};
 	long attach_pid = 0;
 	double duration = 0;
 	int c;
@@ -836,6 +851,13 @@ int cmd_record(int argc, char **argv)
 			o.compact_level = (int)v;
 			break;
 		}
+		case O_ENCODE:
+			if (strcmp(optarg, "later") != 0 && strcmp(optarg, "thread") != 0) {
+				util_err("record: --encode %s: must be later or thread", optarg);
+				return 2;
+			}
+			o.encode = optarg;
+			break;
 		case O_DEPTH: {
 			char *end;
 			errno = 0;

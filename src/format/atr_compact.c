@@ -412,7 +412,7 @@ int atr_compact(const char *path, int level, uint64_t *before, uint64_t *after, 
 	uint64_t features = in->features, size = in->file_size;
 	struct atr_unit_ref *u = NULL;
 	size_t n = 0, nstaging = 0;
-	if (in->version != 2 || in->truncated_blocks || size > ATR_COMPACT_MAX_BYTES) {
+	if (in->version != 2 || in->truncated_blocks) {
 		atr_close(f);
 		return 0;
 	}
@@ -428,6 +428,10 @@ int atr_compact(const char *path, int level, uint64_t *before, uint64_t *after, 
 		if (u[i].staging && u[i].off + bs > size)
 			nstaging = n + 1; /* cut by the end of the file: left alone */
 	}
+	/* a large file of frames gains little for a copy of all of it; one
+	 * of raw blocks (record --encode later) is mostly staging units */
+	if (size > ATR_COMPACT_MAX_BYTES && (uint64_t)nstaging * bs < size / 2)
+		nstaging = n + 1;
 	char tmp[4096];
 	snprintf(tmp, sizeof tmp, "%s.compact", path);
 	struct cbuf c = {0};

@@ -18,8 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Files larger than this are left alone: their staging blocks are a small
- * share of them, and rewriting costs a copy of the whole file. */
+/* Files larger than this are left alone when less than half of them is
+ * staging units: then those are a small share, and rewriting costs a copy
+ * of the whole file.  A file of raw blocks (record --encode later) is
+ * compacted at any size: unit by unit, in memory a few MiB plus 24 bytes
+ * per unit, on disk the compacted copy next to the original until the
+ * rename. */
 #define ATR_COMPACT_MAX_BYTES (1ULL << 30)
 
 /* The level record and collect use by default (docs/CLI.md,

@@ -1863,6 +1863,9 @@ int atr_count_calls_quick(atr_file *f, uint64_t *count)
 				n += sb->calls;
 				continue;
 			}
+			/* the cursor reads on to the thread's end: every
+			 * block from here (several STAGING units with feature
+			 * INFLIGHT), each once */
 			cur_init(f, &c, t);
 			c.si = i;
 			int r;
@@ -1872,6 +1875,7 @@ int atr_count_calls_quick(atr_file *f, uint64_t *count)
 			if (r < 0)
 				return r;
 			n += c.calls;
+			break;
 		}
 	}
 	if (count)

@@ -494,8 +494,9 @@ static void fill_header(uint8_t *h)
 	if (g.sample_rate)
 		feat |= ATR_FEAT_SAMPLED;
 	feat |= ATR_FEAT_XCALLS; /* EXT records (atp_xhooks.c) */
-	if (g.offload)
-		feat |= ATR_FEAT_INFLIGHT; /* blocks handed over (atp_offload.c) */
+	if (g.offload || g.encode_later)
+		feat |= ATR_FEAT_INFLIGHT; /* blocks handed over (atp_offload.c) or
+					      copied raw (ALLOCTRACE_ENCODE=later) */
 	g.features = feat;
 	atp_put_u64(h + ATR_H_FEATURES, feat);
 	atp_put_u64(h + ATR_H_SAMPLE_RATE, g.sample_rate);
@@ -767,6 +768,13 @@ void atp_init(void)
 		 * but not their time (bench/RESULTS.md, "All of it together") */
 		uint64_t o = env_u64("ALLOCTRACE_OFFLOAD", 0);
 		g.offload = o <= 2 ? (int)o : 0; /* 2: the helper never encodes (tests) */
+		/* ALLOCTRACE_ENCODE=later: full blocks stay raw in the file
+		 * until `record` compacts it after the program (not for a
+		 * collector, which needs frames, nor an attach) */
+		const char *enc = env("ALLOCTRACE_ENCODE");
+		g.encode_later = enc && !strcmp(enc, "later");
+		if (g.encode_later)
+			g.offload = 0;
 	}
 	g.open_status = g.start_on ? 0 : ATR_STATUS_STOPPED;
 	int state = ATP_DISABLED;

@@ -157,7 +157,10 @@ struct atp_global {
 	 * the program's, even at thread exit where no guard is set */
 	uintptr_t tlib_lo, tlib_len;
 	uint32_t block_size;
-	int zstd_level;	      /* ALLOCTRACE_ZSTD_LEVEL; 0: frames not compressed */
+	int zstd_level; /* ALLOCTRACE_ZSTD_LEVEL; 0: frames not compressed */
+	/* ALLOCTRACE_ENCODE=later: a full staging block is copied to the file
+	 * as a STAGING unit of its own, not encoded (atp_writer.c) */
+	int encode_later;
 	int net;	      /* ALLOCTRACE_COLLECTOR: frames go to a collector (atp_net.c) */
 	uint32_t open_status; /* status bits the header starts with */
 	_Atomic uint64_t net_unreported; /* sum of the threads' net_lost */

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -212,6 +213,58 @@ int atp_flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t se
 static int write_meta_at(struct atp_thread *t, uint64_t ts, unsigned type, uint32_t arg,
 			 const void *payload, uint32_t len);
 
+/* ALLOCTRACE_ENCODE=later: the staging block b, records and all, copied
+ * into a unit of its own at the end of the file, a STAGING unit with b's
+ * thread and seq that `record` turns into frames after the program
+ * (atr_compact.c).  Its header goes first with kind RETIRED, which a
+ * reader skips, and becomes STAGING once every byte is in: a copy cut
+ * short (kill -9, a full disk) is never read, and until the caller moves
+ * b on to the next seq the two units hold the same records, of which a
+ * reader reads one (feature INFLIGHT: a repeated seq is superseded).
+ * One reservation, a pwritev of the block and a pwrite of 4 bytes: no
+ * mapping, so no page faults of fresh pages (docs/TRACE_FORMAT.md,
+ * "Blocks in flight"). */
+static int copy_block(const uint8_t *b)
+{
+	int fd = open_trace_fd();
+	if (fd < 0)
+		return fd;
+	uint8_t h[ATR_BLOCK_HEADER_SIZE];
+	memcpy(h, b, sizeof h);
+	atp_put_u32(h + ATR_B_KIND, ATR_BLOCK_RETIRED);
+	off_t off = reserve_unit(g.block_size, g.page);
+	int rc = fsize_check(off + (off_t)g.block_size);
+	size_t done = 0;
+	while (rc == 0 && done < g.block_size) {
+		struct iovec v[2] = {{h + done, sizeof h - done},
+				     {(void *)(uintptr_t)(b + sizeof h), g.block_size - sizeof h}};
+		if (done >= sizeof h) {
+			v[1].iov_base = (void *)(uintptr_t)(b + done);
+			v[1].iov_len = g.block_size - done;
+		}
+		ssize_t w = done >= sizeof h ? pwritev(fd, v + 1, 1, off + (off_t)done)
+					     : pwritev(fd, v, 2, off + (off_t)done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			rc = w < 0 ? -errno : -ENOSPC;
+			break;
+		}
+		done += (size_t)w;
+	}
+	if (rc == 0) {
+		uint32_t kind = ATR_BLOCK_STAGING;
+		ssize_t w;
+		do
+			w = pwrite(fd, &kind, sizeof kind, off + ATR_B_KIND);
+		while (w < 0 && errno == EINTR);
+		if (w != (ssize_t)sizeof kind)
+			rc = w < 0 ? -errno : -ENOSPC;
+	}
+	close(fd);
+	return rc;
+}
+
 /* ts: the stamp of the record waiting for room (a LOST record must not
  * be later than it) */
 static int flush_staging(struct atp_thread *t, uint64_t ts)
@@ -219,6 +272,15 @@ static int flush_staging(struct atp_thread *t, uint64_t ts)
 	uint32_t used = (uint32_t)((uint8_t *)t->cur - (t->block + ATR_BLOCK_HEADER_SIZE));
 	if (used == 0)
 		return 0;
+	if (g.encode_later) {
+		/* a raw copy in the file; this block goes on with the next seq */
+		int rc = copy_block(t->block);
+		if (rc < 0)
+			return rc;
+		t->seq++;
+		atp_staging_retarget(t, t->block);
+		return 0;
+	}
 	/* an encoder thread takes it (atp_offload.c), or this thread does */
 	if (atp_offload_handoff(t, used) == 0)
 		return 0;
@@ -350,10 +412,9 @@ static void adopt_block(struct atp_thread *t, uint8_t *b)
 		t->slot = claim_slot();
 		t->counter = t->slot < ATP_MAX_SLOTS ? &g.slots[t->slot].count : &t->own_count;
 	}
-	if (t->slot < ATP_MAX_SLOTS)
-		g.slots[t->slot].block = b;
-	write_block_header(t->block, ATR_BLOCK_STAGING, t, t->seq, 0, 0);
-	reset_cursor(t);
+	/* a spare block's header changes under RETIRED: a reader never
+	 * sees it half written (atp_staging_retarget) */
+	atp_staging_retarget(t, b);
 	t->state = ATP_T_ACTIVE;
 }
 
@@ -365,10 +426,12 @@ static int start_thread(struct atp_thread *t)
 		/* keep what the old thread wrote after its exit hook */
 		uint32_t used, nrec, calls = 0;
 		atp_staging_extent(spare, g.block_size, &used, &nrec, &calls);
-		int rc = used ? atp_flush_block(spare, get_u32(spare + ATR_B_THREAD),
-						get_u32(spare + ATR_B_TID),
-						get_u64(spare + ATR_B_SEQ), used, &calls)
-			      : 0;
+		int rc = !used ? 0
+			 : g.encode_later
+			     ? copy_block(spare)
+			     : atp_flush_block(spare, get_u32(spare + ATR_B_THREAD),
+					       get_u32(spare + ATR_B_TID),
+					       get_u64(spare + ATR_B_SEQ), used, &calls);
 		if (rc == 0 && used)
 			atomic_fetch_sub(&g.net_unreported, atp_first_lost(spare));
 		else if (rc == 1)
