@@ -144,6 +144,7 @@ OFFLOAD_STALLED = {"ALLOCTRACE_OFFLOAD": "2"}
 LATER = ["--encode", "later"]
 THREAD = ["--encode", "thread"]
 LATER_ENV = {"ALLOCTRACE_ENCODE": "later", "ALLOCTRACE_BUFFER_KB": "4"}
+LATER_CAP = 256 << 10  # ALLOCTRACE_LATER_MAX of threads_later_cap_raw
 
 CASES = {
     "calls": Case("calls", check=check_errno_same),
@@ -219,6 +220,9 @@ CASES = {
     "threads_later_raw": Case("threads", ["8"], direct=True, env=LATER_ENV),
     "threads_fork_later_raw": Case("threads", ["4", "fork"], direct=True, env=LATER_ENV),
     "forker_later_raw": Case("forker", direct=True, env=LATER_ENV),
+    # past ALLOCTRACE_LATER_MAX, full blocks are encoded in the thread
+    "threads_later_cap_raw": Case("threads", ["8"], direct=True, check=lambda ctx: check_later_cap(ctx),
+                                  env=dict(LATER_ENV, ALLOCTRACE_LATER_MAX=str(LATER_CAP))),
     "killme_later": (LATER + BUF4, None, ["0", "thread"]),
     # raw, then the crash windows of a copy made on the raw file
     "killme_later_raw": (None, LATER_ENV, ["0", "thread"]),
@@ -534,6 +538,45 @@ def run_kill(c, record_args, env=None, prog_args=()):
                       + "--- info --json ---\n" + json.dumps(procs, indent=1)[:4000])
 
 
+def trace_units(data):
+    """(kind, thread, seq, offset) of each unit of a version-2 trace file
+    (docs/TRACE_FORMAT.md, "Units"): 2 STAGING, 3 RETIRED, 4 FRAME."""
+    import struct
+    hs, bs = struct.unpack_from("<I", data, 12)[0], struct.unpack_from("<I", data, 24)[0]
+    off, out = hs, []
+    while off + 64 <= len(data):
+        if struct.unpack_from("<Q", data, off)[0] == 0:
+            off += 8
+            continue
+        kind, thread = struct.unpack_from("<II", data, off + 4)
+        out.append((kind, thread, struct.unpack_from("<Q", data, off + 16)[0], off))
+        off += 64 + ((struct.unpack_from("<I", data, off + 36)[0] + 7) & ~7) if kind == 4 else bs
+    return out
+
+
+
+def check_later_cap(ctx):
+    """ALLOCTRACE_LATER_MAX: full blocks are copied raw until the file
+    reaches the cap, then encoded in the thread: each file has raw copies
+    (more STAGING units than threads) below the cap and FRAMEs."""
+    errs = []
+    for name in sorted(os.listdir(ctx["tdir"])):
+        if not name.endswith(".atr"):
+            continue
+        units = trace_units(open(os.path.join(ctx["tdir"], name), "rb").read())
+        staging = [u for u in units if u[0] == 2]
+        frames = [u for u in units if u[0] == 4]
+        threads = {u[1] for u in units}
+        if not frames or len(staging) <= len(threads):
+            errs.append("%s: %d STAGING units, %d FRAMEs, %d threads: want raw copies "
+                        "and frames" % (name, len(staging), len(frames), len(threads)))
+        late = [u for u in staging if u[3] > LATER_CAP + (64 << 10)]
+        if len(late) > len(threads):
+            errs.append("%s: %d STAGING units past the cap of %d bytes (threads %d)"
+                        % (name, len(late), LATER_CAP, len(threads)))
+    return errs
+
+
 def crash_windows(cli, tdir, p):
     """ALLOCTRACE_ENCODE=later copies a full staging block to a new unit
     (header kind RETIRED, records, then kind STAGING) and then moves the
@@ -545,17 +588,11 @@ def crash_windows(cli, tdir, p):
     import struct
     path = p["path"]
     data = open(path, "rb").read()
-    hs, bs = struct.unpack_from("<I", data, 12)[0], struct.unpack_from("<I", data, 24)[0]
-    cur, off = {}, hs
-    while off + 64 <= len(data):
-        if struct.unpack_from("<Q", data, off)[0] == 0:
-            off += 8
-            continue
-        kind, thread = struct.unpack_from("<II", data, off + 4)
-        seq = struct.unpack_from("<Q", data, off + 16)[0]
+    bs = struct.unpack_from("<I", data, 24)[0]
+    cur = {}
+    for kind, thread, seq, off in trace_units(data):
         if kind == 2 and seq >= cur.get(thread, (-1, 0))[0]:
             cur[thread] = (seq, off)
-        off += 64 + ((struct.unpack_from("<I", data, off + 36)[0] + 7) & ~7) if kind == 4 else bs
     if not cur:
         return ["%s: no STAGING unit to copy" % path]
     errs = []

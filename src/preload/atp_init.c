@@ -18,6 +18,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -463,6 +464,17 @@ int atp_open_trace(void)
 	}
 	g.ino = (uint64_t)st.st_ino;
 	g.dev = (uint64_t)st.st_dev;
+	if (g.encode_later) {
+		/* raw blocks are ~5-20x the size of frames: a long run must not
+		 * fill the disk before `record` compacts the file */
+		struct statvfs vs;
+		g.later_max = g.later_max_env;
+		if (fstatvfs(fd, &vs) == 0) {
+			uint64_t quarter = (uint64_t)vs.f_bavail * vs.f_frsize / 4;
+			if (quarter < g.later_max)
+				g.later_max = quarter;
+		}
+	}
 	close(fd);
 	fill_header(m);
 	if (g.net && (rc = open_net()) != 0) {
@@ -773,6 +785,7 @@ void atp_init(void)
 		 * collector, which needs frames, nor an attach) */
 		const char *enc = env("ALLOCTRACE_ENCODE");
 		g.encode_later = enc && !strcmp(enc, "later");
+		g.later_max_env = env_u64("ALLOCTRACE_LATER_MAX", ATP_LATER_MAX_DEFAULT);
 		if (g.encode_later)
 			g.offload = 0;
 	}

@@ -40,6 +40,8 @@
  * 4 pages, where jemalloc's page runs begin; the cost is one mincore per
  * such release) */
 #define ATP_RESIDENT_MIN_DEFAULT (16u << 10)
+/* ALLOCTRACE_LATER_MAX: raw blocks up to 4 GiB of file (~200 M calls) */
+#define ATP_LATER_MAX_DEFAULT (UINT64_C(4) << 30)
 /* ... but their mincore calls take at most this share of a thread's time,
  * in basis points (0.5%: a mincore costs ~2 us here, bench/RESULTS.md;
  * the blocks skipped get an estimate from convert) */
@@ -161,6 +163,11 @@ struct atp_global {
 	/* ALLOCTRACE_ENCODE=later: a full staging block is copied to the file
 	 * as a STAGING unit of its own, not encoded (atp_writer.c) */
 	int encode_later;
+	/* ... until the file's reserved space reaches this many bytes
+	 * (ALLOCTRACE_LATER_MAX, at most a quarter of the free space at
+	 * open): then full blocks are encoded in the thread again */
+	uint64_t later_max;
+	uint64_t later_max_env;
 	int net;	      /* ALLOCTRACE_COLLECTOR: frames go to a collector (atp_net.c) */
 	uint32_t open_status; /* status bits the header starts with */
 	_Atomic uint64_t net_unreported; /* sum of the threads' net_lost */

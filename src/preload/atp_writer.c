@@ -265,6 +265,15 @@ static int copy_block(const uint8_t *b)
 	return rc;
 }
 
+/* ALLOCTRACE_ENCODE=later and the file still below its cap (later_max):
+ * past it, full blocks are encoded in the thread as without `later` */
+static int later_room(void)
+{
+	return g.encode_later &&
+	       atomic_load_explicit(&g.next_off, memory_order_relaxed) + g.block_size <=
+		   g.later_max;
+}
+
 /* ts: the stamp of the record waiting for room (a LOST record must not
  * be later than it) */
 static int flush_staging(struct atp_thread *t, uint64_t ts)
@@ -272,7 +281,7 @@ static int flush_staging(struct atp_thread *t, uint64_t ts)
 	uint32_t used = (uint32_t)((uint8_t *)t->cur - (t->block + ATR_BLOCK_HEADER_SIZE));
 	if (used == 0)
 		return 0;
-	if (g.encode_later) {
+	if (later_room()) {
 		/* a raw copy in the file; this block goes on with the next seq */
 		int rc = copy_block(t->block);
 		if (rc < 0)
@@ -426,12 +435,11 @@ static int start_thread(struct atp_thread *t)
 		/* keep what the old thread wrote after its exit hook */
 		uint32_t used, nrec, calls = 0;
 		atp_staging_extent(spare, g.block_size, &used, &nrec, &calls);
-		int rc = !used ? 0
-			 : g.encode_later
-			     ? copy_block(spare)
-			     : atp_flush_block(spare, get_u32(spare + ATR_B_THREAD),
-					       get_u32(spare + ATR_B_TID),
-					       get_u64(spare + ATR_B_SEQ), used, &calls);
+		int rc = !used		? 0
+			 : later_room() ? copy_block(spare)
+					: atp_flush_block(spare, get_u32(spare + ATR_B_THREAD),
+							  get_u32(spare + ATR_B_TID),
+							  get_u64(spare + ATR_B_SEQ), used, &calls);
 		if (rc == 0 && used)
 			atomic_fetch_sub(&g.net_unreported, atp_first_lost(spare));
 		else if (rc == 1)
