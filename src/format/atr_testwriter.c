@@ -315,6 +315,24 @@ uint8_t *atw_header(struct atw *w)
 	return w->hdr;
 }
 
+/* Where the records of the last block end in the file image: after its
+ * staging position, or after its used bytes if it is a DATA block; the
+ * header's end if nothing is known. */
+static size_t last_records_end(const struct atw *w)
+{
+	if (!w->nblk)
+		return ATR_HEADER_SIZE;
+	size_t last = w->nblk - 1, at = ATR_HEADER_SIZE + last * (size_t)w->bs;
+	for (uint32_t i = 0; i < w->nthr; i++)
+		if (w->thr[i].staging == last)
+			return at + w->thr[i].pos;
+	const uint8_t *b = w->blk[last];
+	uint32_t used = atr_get32(b + ATR_B_USED);
+	if (atr_get32(b + ATR_B_KIND) != ATR_BLOCK_DATA || used > w->bs - ATR_BLOCK_HEADER_SIZE)
+		return ATR_HEADER_SIZE;
+	return at + ATR_BLOCK_HEADER_SIZE + used;
+}
+
 int atw_build(struct atw *w, uint8_t **buf, size_t *len, int trim)
 {
 	put64(w->hdr + ATR_H_BLOCKS, w->nblk);
@@ -326,7 +344,10 @@ int atw_build(struct atw *w, uint8_t **buf, size_t *len, int trim)
 	for (size_t i = 0; i < w->nblk; i++)
 		memcpy(b + ATR_HEADER_SIZE + i * w->bs, w->blk[i], w->bs);
 	if (trim) {
-		while (total > ATR_HEADER_SIZE && b[total - 1] == 0)
+		/* a pwrite()n last block ends after its records, which may end
+		 * in zero words (an EXT record's result 0): never cut into them */
+		size_t keep = last_records_end(w);
+		while (total > keep && b[total - 1] == 0)
 			total--;
 		total = (total + 7) & ~(size_t)7;
 	}
