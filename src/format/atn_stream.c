@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "atn_stream.h"
@@ -332,4 +333,88 @@ int atn_rx_feed(struct atn_rx *rx, const uint8_t *p, size_t n, const struct atn_
 			return -1;
 	}
 	return 0;
+}
+
+/* ---- the collector's files ---- */
+
+_Static_assert(ATN_FILE_HDR_SIZE == ATR_HEADER_SIZE, "the file header is a trace header");
+#define ATN_PAGE 4096u /* staging blocks start at a page, as in a local file */
+
+int atn_file_hdr_read(const uint8_t *h, struct atn_file_hdr *out)
+{
+	memset(out, 0, sizeof *out);
+	if (memcmp(h + ATR_H_MAGIC, ATR_MAGIC, 8) != 0)
+		return -1;
+	out->pid = atr_get32(h + ATR_H_PID);
+	out->exec_seq = atr_get32(h + ATR_H_EXEC_SEQ);
+	out->block_size = atr_get32(h + ATR_H_BLOCK_SIZE);
+	out->clean_exit = (atr_get32(h + ATR_H_STATUS) & ATR_STATUS_CLEAN_EXIT) != 0;
+	out->start_realtime = atr_get64(h + ATR_H_START_REALTIME);
+	memcpy(out->exe, h + ATR_H_EXE, sizeof out->exe - 1);
+	return 0;
+}
+
+void atn_file_hdr_set_exec_seq(uint8_t *h, uint32_t exec_seq)
+{
+	atr_put32(h + ATR_H_EXEC_SEQ, exec_seq);
+}
+
+static uint64_t unit_key(const uint8_t *u)
+{
+	return (uint64_t)atr_get32(u + ATR_B_THREAD) << 40 ^ atr_get64(u + ATR_B_SEQ);
+}
+
+static uint64_t frame_span(uint64_t len)
+{
+	return (len + ATR_UNIT_ALIGN - 1) & ~(uint64_t)(ATR_UNIT_ALIGN - 1);
+}
+
+void atn_unit_of(const uint8_t *u, size_t len, uint32_t block_size, struct atn_unit *out)
+{
+	out->key = unit_key(u);
+	out->frame = atr_get32(u + ATR_B_KIND) == ATR_BLOCK_FRAME;
+	out->span = out->frame ? frame_span(len) : block_size;
+}
+
+uint64_t atn_unit_start(const struct atn_unit *u, uint64_t end)
+{
+	return u->frame ? end : (end + ATN_PAGE - 1) & ~(uint64_t)(ATN_PAGE - 1);
+}
+
+int64_t atn_file_units(int fd, uint64_t size, uint32_t block_size, atn_unit_fn fn, void *ctx)
+{
+	uint64_t off = ATR_HEADER_SIZE, end = off;
+	while (off + ATR_BLOCK_HEADER_SIZE <= size) {
+		uint8_t u[ATR_BLOCK_HEADER_SIZE];
+		if (pread(fd, u, sizeof u, (off_t)off) != (ssize_t)sizeof u)
+			break;
+		if (atr_get64(u) == 0 && off % ATN_PAGE) {
+			off = (off + ATN_PAGE - 1) &
+			      ~(uint64_t)(ATN_PAGE - 1); /* the gap before a staging block */
+			continue;
+		}
+		uint32_t kind = atr_get32(u + ATR_B_KIND);
+		if (atr_get32(u + ATR_B_MAGIC) != ATR_BLOCK_MAGIC)
+			break;
+		struct atn_unit x = {.key = unit_key(u)};
+		if ((kind == ATR_BLOCK_STAGING || kind == ATR_BLOCK_RETIRED) &&
+		    off % ATN_PAGE == 0) {
+			x.span = block_size;
+		} else if (kind == ATR_BLOCK_FRAME &&
+			   atr_get32(u + ATR_U_CHECK) == atr_unit_check(u)) {
+			uint64_t len = ATR_BLOCK_HEADER_SIZE + (uint64_t)atr_get32(u + ATR_U_CSIZE);
+			if (off + len > size)
+				break;
+			x.frame = 1;
+			x.span = frame_span(len);
+		} else {
+			break;
+		}
+		int r = fn(ctx, &x, off);
+		if (r)
+			return r < 0 ? r : -1;
+		off += x.span;
+		end = off;
+	}
+	return (int64_t)end;
 }
