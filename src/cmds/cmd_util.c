@@ -306,6 +306,26 @@ int cmdu_flush_stdout(const char *name)
 	return 0;
 }
 
+int cmdu_parse_by(const char *arg, const char *cmd)
+{
+	int b = an_by_parse(arg);
+	if (b < 0)
+		util_err("%s: unknown --by '%s' (calls, bytes, peak, leaked, temporary)", cmd, arg);
+	return b;
+}
+
+int cmdu_parse_top(const char *arg, const char *cmd, size_t *top)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+	if (*end || end == arg) {
+		util_err("%s: bad --top '%s'", cmd, arg);
+		return -1;
+	}
+	*top = v;
+	return 0;
+}
+
 int cmdu_session_opt(struct an_session_opts *o, int c, const char *arg, const char *cmd)
 {
 	char eb[4200];
