@@ -34,22 +34,18 @@ const char *cmdu_status_text(unsigned status, unsigned err, char *buf, size_t le
 		snprintf(buf, len, "clean exit");
 	else
 		snprintf(buf, len, "no clean exit (killed or exec'd)");
-	if (status & ATR_STATUS_FORK_CHILD) {
-		size_t l = strlen(buf);
-		snprintf(buf + l, len - l, ", fork child");
-	}
-	if (status & ATR_STATUS_ATTACHED) {
-		size_t l = strlen(buf);
-		snprintf(buf + l, len - l, ", attached");
-	}
-	if (status & ATR_STATUS_SNAPSHOT) {
-		size_t l = strlen(buf);
-		snprintf(buf + l, len - l, ", snapshot of a running process");
-	}
-	if (status & ATR_STATUS_STOPPED) {
-		size_t l = strlen(buf);
-		snprintf(buf + l, len - l, ", recording stopped");
-	}
+	static const struct {
+		unsigned bit;
+		const char *text;
+	} more[] = {{ATR_STATUS_FORK_CHILD, ", fork child"},
+		    {ATR_STATUS_ATTACHED, ", attached"},
+		    {ATR_STATUS_SNAPSHOT, ", snapshot of a running process"},
+		    {ATR_STATUS_STOPPED, ", recording stopped"}};
+	for (size_t i = 0; i < sizeof more / sizeof *more; i++)
+		if (status & more[i].bit) {
+			size_t l = strlen(buf);
+			snprintf(buf + l, len - l, "%s", more[i].text);
+		}
 	return buf;
 }
 
