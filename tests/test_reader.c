@@ -106,7 +106,7 @@ static void test_decode_every_type(void **state)
 	struct trace t;
 	assert_int_equal(load(&t, w, 1), 0);
 	assert_int_equal(t.rc, 0);
-	assert_int_equal(t.n, 15);
+	assert_int_equal(t.n, 16); /* the last record ends in a zero word: not trimmed */
 	const struct atr_event *e = t.ev;
 	assert_int_equal(e[0].type, ATR_T_THREAD_START);
 	assert_int_equal(e[0].arg, 4242);
@@ -190,6 +190,12 @@ static void test_decode_every_type(void **state)
 	assert_int_equal(e[13].type, ATR_T_CONTROL);
 	assert_int_equal(e[13].arg, ATR_CTL_PAUSE);
 	assert_int_equal(e[14].type, ATR_T_THREAD_EXIT);
+	assert_int_equal(e[15].type, ATR_T_MALLOC);
+	assert_true(e[15].flags & ATR_FLAG_WIDE);
+	assert_int_equal(e[15].ret, 0);
+	assert_true(e[15].size == (1ULL << 49));
+	assert_int_equal(e[15].usable, 0);
+	assert_int_equal(atr_get_info(t.f)->truncated_records, 0);
 
 	const struct atr_info *in = atr_get_info(t.f);
 	assert_int_equal(in->walked, 1);

@@ -563,6 +563,53 @@ static void test_xcalls(void **state)
 	}
 }
 
+/* A file that ends in an EXT record whose last words are zero (munmap's
+ * result 0), written with trim as a file whose last block was written with
+ * pwrite(): the trim keeps the block's records whole and every record reads
+ * back, whether the record ends a staging block or a DATA block. */
+static void test_xcall_last_trim(void **state)
+{
+	(void)state;
+	for (int flushed = 0; flushed <= 1; flushed++) {
+		struct atw *w = atw_new(4096);
+		atw_hdr_u64(w, ATR_H_FEATURES, ATR_FEAT_CLOCK_MONO_NS | ATR_FEAT_XCALLS);
+		uint32_t t = atw_thread(w, 77, 10);
+		const uint64_t base = 0x7f0000001000ULL;
+		const uint64_t mm[] = {EXT_W0(20, 0),	ATR_T_MMAP,  base, 8192, 0,
+				       3 | 34ULL << 32, 0xffffffffu, 0};
+		const uint64_t un[] = {EXT_W0(21, 0), ATR_T_MUNMAP, base, 8192, ATR_XRES(0, 0)};
+		assert_int_equal(atw_raw(w, t, mm, 8), 0);
+		assert_int_equal(atw_raw(w, t, un, 5), 0);
+		if (flushed)
+			assert_int_equal(atw_flush(w, t), 0);
+		char tmp[] = "/tmp/atr-test-xtrim.XXXXXX";
+		int fd = mkstemp(tmp);
+		assert_true(fd >= 0);
+		close(fd);
+		assert_int_equal(atw_write_file(w, tmp, 1), 0);
+		atw_destroy(w);
+		char err[256];
+		atr_file *f;
+		assert_int_equal(atr_open(tmp, &f, err, sizeof err), 0);
+		struct atr_event *ev = NULL;
+		uint8_t *pl = NULL;
+		size_t plen = 0;
+		long n = walk_all(f, &ev, &pl, &plen);
+		assert_int_equal(n, 3); /* thread start, mmap, munmap */
+		assert_int_equal(ev[1].type, ATR_T_MMAP);
+		assert_int_equal(ev[1].ret, base);
+		assert_int_equal(ev[2].type, ATR_T_MUNMAP);
+		assert_int_equal(ev[2].ptr, base);
+		assert_int_equal(ev[2].size, 8192);
+		assert_int_equal(ev[2].result, 0);
+		assert_int_equal(atr_get_info(f)->truncated_records, 0);
+		atr_close(f);
+		free(ev);
+		free(pl);
+		unlink(tmp);
+	}
+}
+
 /* Whatever happens to the bytes: an error code or events, never a crash. */
 static int open_and_walk(const uint8_t *b, size_t len, char *err, size_t errlen)
 {
@@ -864,6 +911,7 @@ int main(void)
 	    cmocka_unit_test(test_codec),
 	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_xcalls),
+	    cmocka_unit_test(test_xcall_last_trim),
 	    cmocka_unit_test(test_truncated_and_flipped),
 	    cmocka_unit_test(test_garbage_frame),
 	    cmocka_unit_test(test_compact),

@@ -34,22 +34,18 @@ const char *cmdu_status_text(unsigned status, unsigned err, char *buf, size_t le
 		snprintf(buf, len, "clean exit");
 	else
 		snprintf(buf, len, "no clean exit (killed or exec'd)");
-	if (status & ATR_STATUS_FORK_CHILD) {
-		size_t l = strlen(buf);
-		snprintf(buf + l, len - l, ", fork child");
-	}
-	if (status & ATR_STATUS_ATTACHED) {
-		size_t l = strlen(buf);
-		snprintf(buf + l, len - l, ", attached");
-	}
-	if (status & ATR_STATUS_SNAPSHOT) {
-		size_t l = strlen(buf);
-		snprintf(buf + l, len - l, ", snapshot of a running process");
-	}
-	if (status & ATR_STATUS_STOPPED) {
-		size_t l = strlen(buf);
-		snprintf(buf + l, len - l, ", recording stopped");
-	}
+	static const struct {
+		unsigned bit;
+		const char *text;
+	} more[] = {{ATR_STATUS_FORK_CHILD, ", fork child"},
+		    {ATR_STATUS_ATTACHED, ", attached"},
+		    {ATR_STATUS_SNAPSHOT, ", snapshot of a running process"},
+		    {ATR_STATUS_STOPPED, ", recording stopped"}};
+	for (size_t i = 0; i < sizeof more / sizeof *more; i++)
+		if (status & more[i].bit) {
+			size_t l = strlen(buf);
+			snprintf(buf + l, len - l, "%s", more[i].text);
+		}
 	return buf;
 }
 
@@ -303,6 +299,26 @@ int cmdu_flush_stdout(const char *name)
 		util_err("%s: write error on standard output", name);
 		return 1;
 	}
+	return 0;
+}
+
+int cmdu_parse_by(const char *arg, const char *cmd)
+{
+	int b = an_by_parse(arg);
+	if (b < 0)
+		util_err("%s: unknown --by '%s' (calls, bytes, peak, leaked, temporary)", cmd, arg);
+	return b;
+}
+
+int cmdu_parse_top(const char *arg, const char *cmd, size_t *top)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+	if (*end || end == arg) {
+		util_err("%s: bad --top '%s'", cmd, arg);
+		return -1;
+	}
+	*top = v;
 	return 0;
 }
 

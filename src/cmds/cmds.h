@@ -66,6 +66,11 @@ void cmdu_json_begin(struct json_writer *w, int wrap);
 void cmdu_json_end(struct json_writer *w, int wrap);
 /* Flush stdout; 0, or 1 with "NAME: write error on standard output". */
 int cmdu_flush_stdout(const char *name);
+/* --by KEY (an_by_parse): the enum an_by value, or -1 with "CMD: unknown
+ * --by ..." shown. */
+int cmdu_parse_by(const char *arg, const char *cmd);
+/* --top N: 0 with *top set, or -1 with "CMD: bad --top ..." shown. */
+int cmdu_parse_top(const char *arg, const char *cmd, size_t *top);
 
 /* The analysis session (analysis/an_session.h) with its messages printed
  * (the library prints nothing). */

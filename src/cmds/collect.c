@@ -26,7 +26,6 @@
 
 #include "atn_stream.h"
 #include "atr_compact.h"
-#include "atr_format.h"
 #include "cmds/cmds.h"
 #include "util_hmap.h"
 #include "util_msg.h"
@@ -70,7 +69,8 @@ struct col_file {
 	char path[PATH_MAX];
 	int fd, refs;
 	uint64_t off; /* end of the units written */
-	uint32_t pid, exec_seq, status, block_size;
+	uint32_t pid, exec_seq, block_size;
+	int clean_exit; /* the last header says the program exited */
 	uint64_t start_realtime;
 	char host[ATN_HOST_MAX + 1];
 	/* staging blocks written, (thread, seq) -> offset: a later copy
@@ -106,11 +106,6 @@ struct col {
 	pid_t *kids;	/* compactors running */
 	size_t nkids;
 };
-
-static uint64_t unit_key(const uint8_t *u)
-{
-	return (uint64_t)atr_get32(u + ATR_B_THREAD) << 40 ^ atr_get64(u + ATR_B_SEQ);
-}
 
 static int write_at(struct col_conn *k, const void *p, size_t len, uint64_t off)
 {
@@ -150,6 +145,15 @@ static int col_create(struct col *cs, struct col_conn *k, struct col_file *f)
 	return atn_rx_fail(&k->rx, "%s: 1000 files for pid %" PRIu32 " already", cs->dir, f->pid);
 }
 
+/* One unit of the file: where a staging block is, that a frame is there. */
+static int scan_unit(void *ctx, const struct atn_unit *u, uint64_t off)
+{
+	struct col_file *f = ctx;
+	if (util_hmap_insert(u->frame ? &f->frames : &f->stg, u->key, u->frame ? 1 : off, NULL) < 0)
+		util_die_nomem();
+	return 0;
+}
+
 /* The units of a file this collector wrote (now or before a restart):
  * where each staging block and frame is, and where the last whole unit
  * ends.  A unit cut by a kill of the collector is cut off: the stream
@@ -159,40 +163,12 @@ static int col_scan(struct col_conn *k, struct col_file *f)
 	struct stat st;
 	if (fstat(f->fd, &st) != 0)
 		return atn_rx_fail(&k->rx, "%s: %s", f->path, strerror(errno));
-	uint64_t size = (uint64_t)st.st_size, off = ATR_HEADER_SIZE, end = off;
 	util_hmap_clear(&f->stg);
 	util_hmap_clear(&f->frames);
-	while (off + ATR_BLOCK_HEADER_SIZE <= size) {
-		uint8_t u[ATR_BLOCK_HEADER_SIZE];
-		if (pread(f->fd, u, sizeof u, (off_t)off) != (ssize_t)sizeof u)
-			break;
-		if (atr_get64(u) == 0 && off % 4096) {
-			off = (off + 4095) & ~(uint64_t)4095; /* the gap before a staging block */
-			continue;
-		}
-		uint32_t kind = atr_get32(u + ATR_B_KIND);
-		if (atr_get32(u + ATR_B_MAGIC) != ATR_BLOCK_MAGIC)
-			break;
-		if ((kind == ATR_BLOCK_STAGING || kind == ATR_BLOCK_RETIRED) && off % 4096 == 0) {
-			if (util_hmap_insert(&f->stg, unit_key(u), off, NULL) < 0)
-				util_die_nomem();
-			off += f->block_size;
-		} else if (kind == ATR_BLOCK_FRAME &&
-			   atr_get32(u + ATR_U_CHECK) == atr_unit_check(u)) {
-			uint64_t len = ATR_BLOCK_HEADER_SIZE + (uint64_t)atr_get32(u + ATR_U_CSIZE);
-			if (off + len > size)
-				break;
-			if (util_hmap_insert(&f->frames, unit_key(u), 1, NULL) < 0)
-				util_die_nomem();
-			off += (len + ATR_UNIT_ALIGN - 1) & ~(uint64_t)(ATR_UNIT_ALIGN - 1);
-		} else {
-			break;
-		}
-		end = off;
-	}
+	int64_t end = atn_file_units(f->fd, (uint64_t)st.st_size, f->block_size, scan_unit, f);
 	if (ftruncate(f->fd, (off_t)end) != 0)
 		return atn_rx_fail(&k->rx, "%s: %s", f->path, strerror(errno));
-	f->off = end;
+	f->off = (uint64_t)end;
 	f->dedup = 1;
 	return 0;
 }
@@ -242,16 +218,16 @@ static struct col_file *col_find_disk(struct col *cs, const struct col_file *id)
 		if (snprintf(path, sizeof path, "%s/%s", cs->dir, nm) >= (int)sizeof path)
 			continue;
 		int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		uint8_t h[ATR_HEADER_SIZE];
+		uint8_t h[ATN_FILE_HDR_SIZE];
+		struct atn_file_hdr fh;
 		if (fd < 0)
 			continue;
-		if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h, ATR_MAGIC, 8) &&
-		    atr_get32(h + ATR_H_PID) == id->pid &&
-		    atr_get64(h + ATR_H_START_REALTIME) == id->start_realtime) {
+		if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && !atn_file_hdr_read(h, &fh) &&
+		    fh.pid == id->pid && fh.start_realtime == id->start_realtime) {
 			found = col_add(cs, id);
 			snprintf(found->path, sizeof found->path, "%s", path);
 			found->fd = fd;
-			found->exec_seq = atr_get32(h + ATR_H_EXEC_SEQ);
+			found->exec_seq = fh.exec_seq;
 		} else {
 			close(fd);
 		}
@@ -268,9 +244,10 @@ struct col_ctx {
 
 static int col_attach(struct col *cs, struct col_conn *k, const uint8_t *h)
 {
-	struct col_file id = {.pid = atr_get32(h + ATR_H_PID),
-			      .start_realtime = atr_get64(h + ATR_H_START_REALTIME),
-			      .block_size = atr_get32(h + ATR_H_BLOCK_SIZE)};
+	struct atn_file_hdr fh;
+	atn_file_hdr_read(h, &fh); /* the stream's reader checked it */
+	struct col_file id = {
+	    .pid = fh.pid, .start_realtime = fh.start_realtime, .block_size = fh.block_size};
 	memcpy(id.host, k->rx.hello.host, sizeof id.host);
 	uint32_t fl = k->rx.hello.flags;
 	int resume = (fl & ATN_FLAG_RESUME) != 0;
@@ -304,12 +281,11 @@ static int col_attach(struct col *cs, struct col_conn *k, const uint8_t *h)
 	}
 	f->refs = 1;
 	f->continued = (fl & ATN_FLAG_CONTINUATION) != 0;
-	f->off = ATR_HEADER_SIZE;
+	f->off = ATN_FILE_HDR_SIZE;
 	f->dedup = resume;
 	k->f = f;
-	const char *exe = (const char *)h + ATR_H_EXE;
-	fprintf(stderr, "%s: %s: pid %" PRIu32 " (%.*s) -> %s%s\n", util_msg_prog(), k->peer,
-		f->pid, (int)strnlen(exe, 255), exe, f->path,
+	fprintf(stderr, "%s: %s: pid %" PRIu32 " (%s) -> %s%s\n", util_msg_prog(), k->peer, f->pid,
+		fh.exe, f->path,
 		fl & ATN_FLAG_RESUME ? " (a reconnect, but no file of its start is here: the "
 				       "beginning of its trace is missing)"
 				     : "");
@@ -320,14 +296,15 @@ static int cb_header(void *arg, const uint8_t *hdr, int first)
 {
 	struct col_ctx *x = arg;
 	struct col_conn *k = x->k;
-	uint8_t h[ATR_HEADER_SIZE];
+	uint8_t h[ATN_FILE_HDR_SIZE];
 	memcpy(h, hdr, sizeof h);
 	if (first && col_attach(x->cs, k, h))
 		return -1;
 	/* the file's name says which image of the pid this is */
-	uint32_t es = k->f->exec_seq;
-	memcpy(h + ATR_H_EXEC_SEQ, &es, 4);
-	k->f->status = atr_get32(h + ATR_H_STATUS);
+	atn_file_hdr_set_exec_seq(h, k->f->exec_seq);
+	struct atn_file_hdr fh;
+	atn_file_hdr_read(h, &fh);
+	k->f->clean_exit = fh.clean_exit;
 	return write_at(k, h, sizeof h, 0);
 }
 
@@ -335,9 +312,10 @@ static int cb_unit(void *arg, const uint8_t *u, size_t len)
 {
 	struct col_conn *k = ((struct col_ctx *)arg)->k;
 	struct col_file *f = k->f;
-	uint32_t kind = atr_get32(u + ATR_B_KIND);
-	uint64_t key = unit_key(u), at;
-	if (kind == ATR_BLOCK_FRAME) {
+	struct atn_unit x;
+	atn_unit_of(u, len, f->block_size, &x);
+	uint64_t key = x.key, at;
+	if (x.frame) {
 		/* after a reconnect, frames written but not yet acknowledged
 		 * come again */
 		if (f->dedup && util_hmap_lookup(&f->frames, key, NULL)) {
@@ -348,7 +326,7 @@ static int cb_unit(void *arg, const uint8_t *u, size_t len)
 			return -1;
 		if (f->dedup && util_hmap_insert(&f->frames, key, 1, NULL) < 0)
 			util_die_nomem();
-		f->off += (len + ATR_UNIT_ALIGN - 1) & ~(uint64_t)(ATR_UNIT_ALIGN - 1);
+		f->off += x.span;
 		k->frames++;
 		return 0;
 	}
@@ -358,12 +336,12 @@ static int cb_unit(void *arg, const uint8_t *u, size_t len)
 	k->staging++;
 	if (util_hmap_lookup(&f->stg, key, &at))
 		return write_at(k, u, len, at);
-	f->off = (f->off + 4095) & ~(uint64_t)4095;
+	f->off = atn_unit_start(&x, f->off);
 	if (util_hmap_insert(&f->stg, key, f->off, NULL) < 0)
 		util_die_nomem();
 	if (write_at(k, u, len, f->off))
 		return -1;
-	f->off += f->block_size;
+	f->off += x.span;
 	return 0;
 }
 
@@ -428,11 +406,11 @@ static void col_close(struct col *cs, size_t i, const char *why)
 		f->fd = -1;
 		/* nothing more comes for it: the program exited (or the rest
 		 * of its stream came) and the last connection ended cleanly */
-		if (!why && ((f->status & ATR_STATUS_CLEAN_EXIT) || f->continued))
+		if (!why && (f->clean_exit || f->continued))
 			col_compact(cs, f);
 	}
 	if (f) {
-		const char *end = (f->status & ATR_STATUS_CLEAN_EXIT)
+		const char *end = f->clean_exit
 				      ? "the program exited"
 				      : "no clean exit (killed, exec'd, or the stream was cut)";
 		char dups[64] = "";

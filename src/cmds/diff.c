@@ -278,24 +278,14 @@ int cmd_diff(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
-		case 't': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || end == optarg) {
-				util_err("diff: bad --top '%s'", optarg);
+		case 't':
+			if (cmdu_parse_top(optarg, "diff", &top))
 				return 2;
-			}
-			top = v;
 			break;
-		}
 		case 'b': {
-			int b = an_by_parse(optarg);
-			if (b < 0) {
-				util_err("diff: unknown --by '%s' (calls, bytes, peak, leaked, "
-					 "temporary)",
-					 optarg);
+			int b = cmdu_parse_by(optarg, "diff");
+			if (b < 0)
 				return 2;
-			}
 			by = (enum an_by)b;
 			break;
 		}

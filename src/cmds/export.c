@@ -249,13 +249,9 @@ static int export_opts(int argc, char **argv, const struct option *opts, struct 
 			outpath = optarg;
 			break;
 		case 'b': {
-			int b = an_by_parse(optarg);
-			if (b < 0) {
-				util_err("export: unknown --by '%s' (calls, bytes, peak, leaked, "
-					 "temporary)",
-					 optarg);
+			int b = cmdu_parse_by(optarg, "export");
+			if (b < 0)
 				return 2;
-			}
 			by = (enum an_by)b;
 			break;
 		}

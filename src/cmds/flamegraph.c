@@ -110,14 +110,9 @@ static int flame_opts(int argc, char **argv, struct an_session_opts *o)
 			svg = optarg;
 			break;
 		case 'b': {
-			int b = an_by_parse(optarg);
-			if (b < 0) {
-				util_err(
-				    "flamegraph: unknown --by '%s' (calls, bytes, peak, leaked, "
-				    "temporary)",
-				    optarg);
+			int b = cmdu_parse_by(optarg, "flamegraph");
+			if (b < 0)
 				return 2;
-			}
 			r.by = (enum an_by)b;
 			break;
 		}

@@ -112,24 +112,14 @@ static int report_opts(int argc, char **argv, struct an_session_opts *o)
 		case 'j':
 			json = 1;
 			break;
-		case 't': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || end == optarg) {
-				util_err("report: bad --top '%s'", optarg);
+		case 't':
+			if (cmdu_parse_top(optarg, "report", &top))
 				return 2;
-			}
-			top = v;
 			break;
-		}
 		case 'b': {
-			int b = an_by_parse(optarg);
-			if (b < 0) {
-				util_err("report: unknown --by '%s' (calls, bytes, peak, leaked, "
-					 "temporary)",
-					 optarg);
+			int b = cmdu_parse_by(optarg, "report");
+			if (b < 0)
 				return 2;
-			}
 			by = (enum an_by)b;
 			break;
 		}

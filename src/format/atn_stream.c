@@ -9,21 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "atn_stream.h"
 #include "atr_format.h"
 #include "atr_v2.h"
-
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
 
 int atn_rx_fail(struct atn_rx *rx, const char *fmt, ...)
 {
@@ -81,11 +72,11 @@ static int check_hello(struct atn_rx *rx)
 	struct atn_hello *h = &rx->hello;
 	if (memcmp(b + ATN_H_MAGIC, ATN_MAGIC, 8) != 0)
 		return atn_rx_fail(rx, "not an alloctrace stream (bad magic)");
-	h->version = rd32(b + ATN_H_VERSION);
-	h->hello_size = rd32(b + ATN_H_HELLO_SIZE);
-	h->features = rd64(b + ATN_H_FEATURES);
-	h->trace_hdr_size = rd32(b + ATN_H_TRACE_HDR);
-	h->flags = rd32(b + ATN_H_FLAGS);
+	h->version = atr_get32(b + ATN_H_VERSION);
+	h->hello_size = atr_get32(b + ATN_H_HELLO_SIZE);
+	h->features = atr_get64(b + ATN_H_FEATURES);
+	h->trace_hdr_size = atr_get32(b + ATN_H_TRACE_HDR);
+	h->flags = atr_get32(b + ATN_H_FLAGS);
 	if (h->version != ATN_VERSION)
 		return atn_rx_fail(rx, "stream version %u, this collector reads version %u",
 				   h->version, ATN_VERSION);
@@ -115,9 +106,9 @@ static int check_trace_hdr(struct atn_rx *rx, int first)
 	struct atn_hello *h = &rx->hello;
 	if (memcmp(b + ATR_H_MAGIC, ATR_MAGIC, 8) != 0)
 		return atn_rx_fail(rx, "trace header: bad magic");
-	uint32_t v = rd32(b + ATR_H_VERSION), hs = rd32(b + ATR_H_HEADER_SIZE);
-	uint32_t bs = rd32(b + ATR_H_BLOCK_SIZE), pid = rd32(b + ATR_H_PID);
-	uint64_t feat = rd64(b + ATR_H_FEATURES), rt = rd64(b + ATR_H_START_REALTIME);
+	uint32_t v = atr_get32(b + ATR_H_VERSION), hs = atr_get32(b + ATR_H_HEADER_SIZE);
+	uint32_t bs = atr_get32(b + ATR_H_BLOCK_SIZE), pid = atr_get32(b + ATR_H_PID);
+	uint64_t feat = atr_get64(b + ATR_H_FEATURES), rt = atr_get64(b + ATR_H_START_REALTIME);
 	if (v != ATR_VERSION)
 		return atn_rx_fail(rx, "trace header: version %u (streams carry version %u)", v,
 				   ATR_VERSION);
@@ -130,8 +121,9 @@ static int check_trace_hdr(struct atn_rx *rx, int first)
 		return atn_rx_fail(rx, "trace header: bad block size %u", bs);
 	if (pid == 0)
 		return atn_rx_fail(rx, "trace header: pid 0");
-	if (rd32(b + ATR_H_CMDLINE) > ATR_H_CMDLINE_MAX)
-		return atn_rx_fail(rx, "trace header: cmdline length %u", rd32(b + ATR_H_CMDLINE));
+	if (atr_get32(b + ATR_H_CMDLINE) > ATR_H_CMDLINE_MAX)
+		return atn_rx_fail(rx, "trace header: cmdline length %u",
+				   atr_get32(b + ATR_H_CMDLINE));
 	if (first) {
 		h->pid = pid;
 		h->block_size = bs;
@@ -200,13 +192,13 @@ static int check_unit(struct atn_rx *rx, const uint8_t *u, size_t len)
 	unsigned long long k = (unsigned long long)rx->units;
 	if (len < ATR_BLOCK_HEADER_SIZE)
 		return atn_rx_fail(rx, "unit %llu: %zu bytes, shorter than a unit header", k, len);
-	uint32_t magic = rd32(u + ATR_B_MAGIC), kind = rd32(u + ATR_B_KIND);
+	uint32_t magic = atr_get32(u + ATR_B_MAGIC), kind = atr_get32(u + ATR_B_KIND);
 	if (magic != ATR_BLOCK_MAGIC)
 		return atn_rx_fail(rx, "unit %llu: bad magic 0x%08x", k, magic);
-	if (rd32(u + ATR_B_PID) != h->pid)
+	if (atr_get32(u + ATR_B_PID) != h->pid)
 		return atn_rx_fail(rx, "unit %llu: pid %u in a stream of pid %u", k,
-				   rd32(u + ATR_B_PID), h->pid);
-	if (rd32(u + ATR_B_THREAD) == 0)
+				   atr_get32(u + ATR_B_PID), h->pid);
+	if (atr_get32(u + ATR_B_THREAD) == 0)
 		return atn_rx_fail(rx, "unit %llu: thread serial 0", k);
 	if (kind == ATR_BLOCK_STAGING || kind == ATR_BLOCK_RETIRED) {
 		if (len > h->block_size || len % 8)
@@ -217,10 +209,10 @@ static int check_unit(struct atn_rx *rx, const uint8_t *u, size_t len)
 	}
 	if (kind != ATR_BLOCK_FRAME)
 		return atn_rx_fail(rx, "unit %llu: unknown kind %u", k, kind);
-	if (rd32(u + ATR_U_CHECK) != atr_unit_check(u))
+	if (atr_get32(u + ATR_U_CHECK) != atr_unit_check(u))
 		return atn_rx_fail(rx, "frame %llu: header check mismatch", k);
-	uint32_t used = rd32(u + ATR_B_USED), csize = rd32(u + ATR_U_CSIZE);
-	uint32_t nrec = rd32(u + ATR_B_RECORDS), calls = rd32(u + ATR_U_CALLS);
+	uint32_t used = atr_get32(u + ATR_B_USED), csize = atr_get32(u + ATR_U_CSIZE);
+	uint32_t nrec = atr_get32(u + ATR_B_RECORDS), calls = atr_get32(u + ATR_U_CALLS);
 	if (used > h->block_size - ATR_BLOCK_HEADER_SIZE || used % 8 || calls > nrec ||
 	    (uint64_t)nrec * 16 > used ||
 	    csize > ZSTD_compressBound(ATR_V2_ENC_BOUND((size_t)h->block_size)))
@@ -239,7 +231,7 @@ static int check_unit(struct atn_rx *rx, const uint8_t *u, size_t len)
 /* A message's header is in rx->buf: what comes next. */
 static int msg_header(struct atn_rx *rx, const struct atn_rx_cb *cb, void *ctx)
 {
-	uint32_t type = rd32(rx->buf), len = rd32(rx->buf + 4);
+	uint32_t type = atr_get32(rx->buf), len = atr_get32(rx->buf + 4);
 	rx->msg_type = type;
 	switch (type) {
 	case ATN_MSG_UNIT:
@@ -332,4 +324,88 @@ int atn_rx_feed(struct atn_rx *rx, const uint8_t *p, size_t n, const struct atn_
 			return -1;
 	}
 	return 0;
+}
+
+/* ---- the collector's files ---- */
+
+_Static_assert(ATN_FILE_HDR_SIZE == ATR_HEADER_SIZE, "the file header is a trace header");
+#define ATN_PAGE 4096u /* staging blocks start at a page, as in a local file */
+
+int atn_file_hdr_read(const uint8_t *h, struct atn_file_hdr *out)
+{
+	memset(out, 0, sizeof *out);
+	if (memcmp(h + ATR_H_MAGIC, ATR_MAGIC, 8) != 0)
+		return -1;
+	out->pid = atr_get32(h + ATR_H_PID);
+	out->exec_seq = atr_get32(h + ATR_H_EXEC_SEQ);
+	out->block_size = atr_get32(h + ATR_H_BLOCK_SIZE);
+	out->clean_exit = (atr_get32(h + ATR_H_STATUS) & ATR_STATUS_CLEAN_EXIT) != 0;
+	out->start_realtime = atr_get64(h + ATR_H_START_REALTIME);
+	memcpy(out->exe, h + ATR_H_EXE, sizeof out->exe - 1);
+	return 0;
+}
+
+void atn_file_hdr_set_exec_seq(uint8_t *h, uint32_t exec_seq)
+{
+	atr_put32(h + ATR_H_EXEC_SEQ, exec_seq);
+}
+
+static uint64_t unit_key(const uint8_t *u)
+{
+	return (uint64_t)atr_get32(u + ATR_B_THREAD) << 40 ^ atr_get64(u + ATR_B_SEQ);
+}
+
+static uint64_t frame_span(uint64_t len)
+{
+	return (len + ATR_UNIT_ALIGN - 1) & ~(uint64_t)(ATR_UNIT_ALIGN - 1);
+}
+
+void atn_unit_of(const uint8_t *u, size_t len, uint32_t block_size, struct atn_unit *out)
+{
+	out->key = unit_key(u);
+	out->frame = atr_get32(u + ATR_B_KIND) == ATR_BLOCK_FRAME;
+	out->span = out->frame ? frame_span(len) : block_size;
+}
+
+uint64_t atn_unit_start(const struct atn_unit *u, uint64_t end)
+{
+	return u->frame ? end : (end + ATN_PAGE - 1) & ~(uint64_t)(ATN_PAGE - 1);
+}
+
+int64_t atn_file_units(int fd, uint64_t size, uint32_t block_size, atn_unit_fn fn, void *ctx)
+{
+	uint64_t off = ATR_HEADER_SIZE, end = off;
+	while (off + ATR_BLOCK_HEADER_SIZE <= size) {
+		uint8_t u[ATR_BLOCK_HEADER_SIZE];
+		if (pread(fd, u, sizeof u, (off_t)off) != (ssize_t)sizeof u)
+			break;
+		if (atr_get64(u) == 0 && off % ATN_PAGE) {
+			off = (off + ATN_PAGE - 1) &
+			      ~(uint64_t)(ATN_PAGE - 1); /* the gap before a staging block */
+			continue;
+		}
+		uint32_t kind = atr_get32(u + ATR_B_KIND);
+		if (atr_get32(u + ATR_B_MAGIC) != ATR_BLOCK_MAGIC)
+			break;
+		struct atn_unit x = {.key = unit_key(u)};
+		if ((kind == ATR_BLOCK_STAGING || kind == ATR_BLOCK_RETIRED) &&
+		    off % ATN_PAGE == 0) {
+			x.span = block_size;
+		} else if (kind == ATR_BLOCK_FRAME &&
+			   atr_get32(u + ATR_U_CHECK) == atr_unit_check(u)) {
+			uint64_t len = ATR_BLOCK_HEADER_SIZE + (uint64_t)atr_get32(u + ATR_U_CSIZE);
+			if (off + len > size)
+				break;
+			x.frame = 1;
+			x.span = frame_span(len);
+		} else {
+			break;
+		}
+		int r = fn(ctx, &x, off);
+		if (r)
+			return r < 0 ? r : -1;
+		off += x.span;
+		end = off;
+	}
+	return (int64_t)end;
 }

@@ -98,4 +98,44 @@ int atn_rx_feed(struct atn_rx *rx, const uint8_t *p, size_t n, const struct atn_
 /* Set rx->err (printf-style); returns -1. */
 int atn_rx_fail(struct atn_rx *rx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- the files the collector writes (docs/NET_FORMAT.md "What the
+ * collector writes"): a trace file header, then the units as a local
+ * recording lays them out ---- */
+
+#define ATN_FILE_HDR_SIZE 4096u /* the trace file header (ATR_HEADER_SIZE) */
+
+/* What the collector reads of a trace file header. */
+struct atn_file_hdr {
+	uint32_t pid, exec_seq, block_size;
+	int clean_exit; /* the status says the program exited */
+	uint64_t start_realtime;
+	char exe[256]; /* NUL-terminated */
+};
+/* h: ATN_FILE_HDR_SIZE bytes.  0, or -1 if they are not a trace header
+ * (magic). */
+int atn_file_hdr_read(const uint8_t *h, struct atn_file_hdr *out);
+/* The file's name says which image of the pid it is: its exec_seq. */
+void atn_file_hdr_set_exec_seq(uint8_t *h, uint32_t exec_seq);
+
+/* A unit and the place it takes in the file. */
+struct atn_unit {
+	uint64_t key;  /* thread serial and sequence number: the same for a copy */
+	int frame;     /* a FRAME; else a staging block (staging or retired) */
+	uint64_t span; /* bytes from its start to where the next unit may start */
+};
+/* A unit the stream handed out (atn_rx_cb.unit: len bytes). */
+void atn_unit_of(const uint8_t *u, size_t len, uint32_t block_size, struct atn_unit *out);
+/* Where a unit starts when the file's units end at end: frames right
+ * there, staging blocks at the next page, as a local recording. */
+uint64_t atn_unit_start(const struct atn_unit *u, uint64_t end);
+/* The units of a file a collector wrote (before a restart, or before a
+ * reconnect), size bytes long: fn(ctx, unit, offset) for each whole one
+ * from the header on, in file order, up to the first that is cut short or
+ * is not a unit (a kill of the collector in the middle of a write).
+ * fn returns 0 to go on, or a negative value to stop.  Returns where the
+ * last whole unit ends (ATN_FILE_HDR_SIZE if none), or fn's negative
+ * value. */
+typedef int (*atn_unit_fn)(void *ctx, const struct atn_unit *u, uint64_t off);
+int64_t atn_file_units(int fd, uint64_t size, uint32_t block_size, atn_unit_fn fn, void *ctx);
+
 #endif

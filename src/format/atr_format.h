@@ -157,7 +157,10 @@ static inline uint32_t atr_frame_used_max(uint32_t block_size)
 }
 
 /* Fields of headers and records: little-endian on disk, as is every host
- * we build for (memcpy: no alignment assumed). */
+ * we build for (memcpy: no alignment assumed).  Every file format of
+ * src/format/ (traces, workloads, dj/malloc files, RSS samples, the
+ * network stream) reads and writes its fields through these. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "atr_get/put copy host words");
 static inline uint32_t atr_get32(const uint8_t *p)
 {
 	uint32_t v;

@@ -1,6 +1,7 @@
 /* atr_rss.c - see atr_rss.h and docs/RSS_FORMAT.md. */
 #define _GNU_SOURCE
 #include "atr_rss.h"
+#include "atr_format.h"
 #include "plat_clock.h"
 #include "util_io.h"
 
@@ -12,31 +13,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 int atr_rss_writer_open(struct atr_rss_writer *w, const char *path, uint32_t pid,
 			uint64_t interval_ns)
@@ -61,13 +37,13 @@ int atr_rss_writer_open(struct atr_rss_writer *w, const char *path, uint32_t pid
 	unsigned char h[ATR_RSS_HEADER_SIZE];
 	memset(h, 0, sizeof(h));
 	memcpy(h, ATR_RSS_MAGIC, 8);
-	put32(h + 8, ATR_RSS_VERSION);
-	put32(h + 12, ATR_RSS_HEADER_SIZE);
-	put32(h + 16, ATR_RSS_SAMPLE_SIZE);
-	put32(h + 20, pid);
-	put32(h + 24, (uint32_t)w->page);
-	put64(h + 32, interval_ns);
-	put64(h + 40, plat_mono_ns());
+	atr_put32(h + 8, ATR_RSS_VERSION);
+	atr_put32(h + 12, ATR_RSS_HEADER_SIZE);
+	atr_put32(h + 16, ATR_RSS_SAMPLE_SIZE);
+	atr_put32(h + 20, pid);
+	atr_put32(h + 24, (uint32_t)w->page);
+	atr_put64(h + 32, interval_ns);
+	atr_put64(h + 40, plat_mono_ns());
 	int rc = util_write_all(w->fd, h, sizeof(h));
 	if (rc < 0) {
 		close(w->fd);
@@ -99,9 +75,9 @@ int atr_rss_writer_sample(struct atr_rss_writer *w)
 	if (size == 0 && res == 0)
 		return -ESRCH; /* a zombie: the program has exited */
 	unsigned char *p = w->buf + w->used;
-	put64(p, plat_mono_ns());
-	put64(p + 8, (uint64_t)size * (uint64_t)w->page);
-	put64(p + 16, (uint64_t)res * (uint64_t)w->page);
+	atr_put64(p, plat_mono_ns());
+	atr_put64(p + 8, (uint64_t)size * (uint64_t)w->page);
+	atr_put64(p + 16, (uint64_t)res * (uint64_t)w->page);
 	w->used += ATR_RSS_SAMPLE_SIZE;
 	w->count++;
 	if (w->used + ATR_RSS_SAMPLE_SIZE > sizeof(w->buf))
@@ -137,17 +113,17 @@ int atr_rss_read(const char *path, struct atr_rss *out, char *errbuf, size_t err
 		fclose(f);
 		return -1;
 	}
-	uint32_t ver = get32(h + 8), hsize = get32(h + 12), ssize = get32(h + 16);
+	uint32_t ver = atr_get32(h + 8), hsize = atr_get32(h + 12), ssize = atr_get32(h + 16);
 	if (ver != ATR_RSS_VERSION || hsize < ATR_RSS_HEADER_SIZE || hsize > 65536 ||
 	    ssize < ATR_RSS_SAMPLE_SIZE || ssize > 4096) {
 		snprintf(errbuf, errlen, "%s: unsupported RSS file (version %u)", path, ver);
 		fclose(f);
 		return -1;
 	}
-	out->pid = get32(h + 20);
-	out->page_size = get32(h + 24);
-	out->interval_ns = get64(h + 32);
-	out->start_mono_ns = get64(h + 40);
+	out->pid = atr_get32(h + 20);
+	out->page_size = atr_get32(h + 24);
+	out->interval_ns = atr_get64(h + 32);
+	out->start_mono_ns = atr_get64(h + 40);
 	if (fseek(f, hsize, SEEK_SET) != 0) {
 		snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
 		fclose(f);
@@ -168,9 +144,9 @@ int atr_rss_read(const char *path, struct atr_rss *out, char *errbuf, size_t err
 			out->s = s;
 			cap = nc;
 		}
-		out->s[out->n].mono_ns = get64(rec);
-		out->s[out->n].vmsize = get64(rec + 8);
-		out->s[out->n].rss = get64(rec + 16);
+		out->s[out->n].mono_ns = atr_get64(rec);
+		out->s[out->n].vmsize = atr_get64(rec + 8);
+		out->s[out->n].rss = atr_get64(rec + 16);
 		out->n++;
 	}
 	fclose(f);

@@ -27,26 +27,16 @@ struct atw {
 	uint32_t nthr;
 };
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
-
 void atw_hdr_u32(struct atw *w, unsigned off, uint32_t v)
 {
 	if (off + 4 <= ATR_HEADER_SIZE)
-		put32(w->hdr + off, v);
+		atr_put32(w->hdr + off, v);
 }
 
 void atw_hdr_u64(struct atw *w, unsigned off, uint64_t v)
 {
 	if (off + 8 <= ATR_HEADER_SIZE)
-		put64(w->hdr + off, v);
+		atr_put64(w->hdr + off, v);
 }
 
 void atw_set_exe(struct atw *w, const char *exe)
@@ -68,7 +58,7 @@ void atw_set_cmdline(struct atw *w, int argc, const char *const *argv)
 		memcpy(p + len, argv[i], n);
 		len += (uint32_t)n;
 	}
-	put32(w->hdr + ATR_H_CMDLINE, len);
+	atr_put32(w->hdr + ATR_H_CMDLINE, len);
 }
 
 struct atw *atw_new(uint32_t block_size)
@@ -78,15 +68,15 @@ struct atw *atw_new(uint32_t block_size)
 		return NULL;
 	w->bs = block_size;
 	memcpy(w->hdr + ATR_H_MAGIC, ATR_MAGIC, 8);
-	put32(w->hdr + ATR_H_VERSION, ATR_VERSION_V1);
-	put32(w->hdr + ATR_H_HEADER_SIZE, ATR_HEADER_SIZE);
-	put64(w->hdr + ATR_H_FEATURES, ATR_FEAT_CLOCK_MONO_NS);
-	put32(w->hdr + ATR_H_BLOCK_SIZE, block_size);
-	put32(w->hdr + ATR_H_STATUS, ATR_STATUS_CLEAN_EXIT);
-	put32(w->hdr + ATR_H_PID, 1000);
-	put32(w->hdr + ATR_H_PPID, 1);
-	put64(w->hdr + ATR_H_START_REALTIME, 1700000000000000000ULL);
-	put64(w->hdr + ATR_H_START_MONO, 1000000000ULL);
+	atr_put32(w->hdr + ATR_H_VERSION, ATR_VERSION_V1);
+	atr_put32(w->hdr + ATR_H_HEADER_SIZE, ATR_HEADER_SIZE);
+	atr_put64(w->hdr + ATR_H_FEATURES, ATR_FEAT_CLOCK_MONO_NS);
+	atr_put32(w->hdr + ATR_H_BLOCK_SIZE, block_size);
+	atr_put32(w->hdr + ATR_H_STATUS, ATR_STATUS_CLEAN_EXIT);
+	atr_put32(w->hdr + ATR_H_PID, 1000);
+	atr_put32(w->hdr + ATR_H_PPID, 1);
+	atr_put64(w->hdr + ATR_H_START_REALTIME, 1700000000000000000ULL);
+	atr_put64(w->hdr + ATR_H_START_MONO, 1000000000ULL);
 	atw_set_exe(w, "/usr/bin/test");
 	static const char *const argv[] = {"test"};
 	atw_set_cmdline(w, 1, argv);
@@ -124,12 +114,12 @@ static size_t new_block(struct atw *w)
 static void staging_header(struct atw *w, struct atw_thr *t)
 {
 	uint8_t *b = w->blk[t->staging];
-	put32(b + ATR_B_MAGIC, ATR_BLOCK_MAGIC);
-	put32(b + ATR_B_KIND, ATR_BLOCK_STAGING);
-	put32(b + ATR_B_THREAD, t->serial);
-	put32(b + ATR_B_TID, t->tid);
-	put64(b + ATR_B_SEQ, t->seq);
-	put32(b + ATR_B_PID, 1000);
+	atr_put32(b + ATR_B_MAGIC, ATR_BLOCK_MAGIC);
+	atr_put32(b + ATR_B_KIND, ATR_BLOCK_STAGING);
+	atr_put32(b + ATR_B_THREAD, t->serial);
+	atr_put32(b + ATR_B_TID, t->tid);
+	atr_put64(b + ATR_B_SEQ, t->seq);
+	atr_put32(b + ATR_B_PID, 1000);
 }
 
 static struct atw_thr *thr_get(struct atw *w, uint32_t serial)
@@ -163,9 +153,9 @@ static void flush(struct atw *w, struct atw_thr *t, int reset, int write)
 		s = w->blk[t->staging]; /* w->blk may have moved */
 		uint8_t *b = w->blk[d];
 		memcpy(b, s, t->pos);
-		put32(b + ATR_B_KIND, ATR_BLOCK_DATA);
-		put32(b + ATR_B_USED, t->pos - ATR_BLOCK_HEADER_SIZE);
-		put32(b + ATR_B_RECORDS, t->nrec);
+		atr_put32(b + ATR_B_KIND, ATR_BLOCK_DATA);
+		atr_put32(b + ATR_B_USED, t->pos - ATR_BLOCK_HEADER_SIZE);
+		atr_put32(b + ATR_B_RECORDS, t->nrec);
 	}
 	if (!reset)
 		return;
@@ -209,7 +199,7 @@ int atw_retire(struct atw *w, uint32_t serial)
 	if (!t)
 		return -1;
 	flush(w, t, 0, 1);
-	put32(w->blk[t->staging] + ATR_B_KIND, ATR_BLOCK_RETIRED);
+	atr_put32(w->blk[t->staging] + ATR_B_KIND, ATR_BLOCK_RETIRED);
 	t->staging = new_block(w);
 	t->seq++;
 	t->pos = ATR_BLOCK_HEADER_SIZE;
@@ -315,9 +305,27 @@ uint8_t *atw_header(struct atw *w)
 	return w->hdr;
 }
 
+/* Where the records of the last block end in the file image: after its
+ * staging position, or after its used bytes if it is a DATA block; the
+ * header's end if nothing is known. */
+static size_t last_records_end(const struct atw *w)
+{
+	if (!w->nblk)
+		return ATR_HEADER_SIZE;
+	size_t last = w->nblk - 1, at = ATR_HEADER_SIZE + last * (size_t)w->bs;
+	for (uint32_t i = 0; i < w->nthr; i++)
+		if (w->thr[i].staging == last)
+			return at + w->thr[i].pos;
+	const uint8_t *b = w->blk[last];
+	uint32_t used = atr_get32(b + ATR_B_USED);
+	if (atr_get32(b + ATR_B_KIND) != ATR_BLOCK_DATA || used > w->bs - ATR_BLOCK_HEADER_SIZE)
+		return ATR_HEADER_SIZE;
+	return at + ATR_BLOCK_HEADER_SIZE + used;
+}
+
 int atw_build(struct atw *w, uint8_t **buf, size_t *len, int trim)
 {
-	put64(w->hdr + ATR_H_BLOCKS, w->nblk);
+	atr_put64(w->hdr + ATR_H_BLOCKS, w->nblk);
 	size_t total = ATR_HEADER_SIZE + w->nblk * (size_t)w->bs;
 	uint8_t *b = malloc(total);
 	if (!b)
@@ -326,7 +334,10 @@ int atw_build(struct atw *w, uint8_t **buf, size_t *len, int trim)
 	for (size_t i = 0; i < w->nblk; i++)
 		memcpy(b + ATR_HEADER_SIZE + i * w->bs, w->blk[i], w->bs);
 	if (trim) {
-		while (total > ATR_HEADER_SIZE && b[total - 1] == 0)
+		/* a pwrite()n last block ends after its records, which may end
+		 * in zero words (an EXT record's result 0): never cut into them */
+		size_t keep = last_records_end(w);
+		while (total > keep && b[total - 1] == 0)
 			total--;
 		total = (total + 7) & ~(size_t)7;
 	}

@@ -81,7 +81,9 @@ size_t atw_staging_index(const struct atw *w, uint32_t serial);
 uint8_t *atw_header(struct atw *w); /* the 4096-byte header */
 
 /* The file image (malloc'd; free() it).  trim != 0 cuts trailing zero
- * bytes like a file whose last block was written with pwrite(). */
+ * bytes like a file whose last block was written with pwrite(): never
+ * those of the last block's records (its staging position or the used
+ * bytes of a DATA block), which may end in zero words. */
 int atw_build(struct atw *w, uint8_t **buf, size_t *len, int trim);
 int atw_write_file(struct atw *w, const char *path, int trim);
 

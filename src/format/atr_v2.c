@@ -60,13 +60,6 @@ static inline uint8_t *put_var(uint8_t *o, uint64_t v)
 	return put_var_long(o, v);
 }
 
-static inline uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8); /* v1 words are little-endian; so is every host we build for */
-	return v;
-}
-
 /* Index of p (not 0) in the cache, or -1.  Entries are distinct (a hit
  * moves, a miss inserts), so the first match is the only one. */
 static inline int enc_find(const uint64_t *c, uint64_t p)
@@ -148,7 +141,7 @@ static uint8_t *enc_meta(uint8_t *o, uint8_t *oend, struct v2_state *s, uint64_t
 static uint8_t *enc_ext(uint8_t *q, struct v2_state *s, const uint8_t *r, size_t need, uint64_t ts,
 			unsigned flags)
 {
-	uint64_t w0 = get64(r), xt = get64(r + 8);
+	uint64_t w0 = atr_get64(r), xt = atr_get64(r + 8);
 	int dfl = flags == s->dflt[ATR_T_EXT];
 	*q++ = dfl ? ATR_T_EXT : V2_TAG_EXPL;
 	if (!dfl)
@@ -159,9 +152,9 @@ static uint8_t *enc_ext(uint8_t *q, struct v2_state *s, const uint8_t *r, size_t
 	const char *l = atr_xcall_letters((unsigned)xt);
 	unsigned i = 2;
 	for (; l[i - 2]; i++)
-		q = put_xword(q, s, l[i - 2], get64(r + 8 * i));
+		q = put_xword(q, s, l[i - 2], atr_get64(r + 8 * i));
 	for (; 8 * (size_t)i < need; i++)
-		q = put_var(q, get64(r + 8 * i)); /* stack id, duration */
+		q = put_var(q, atr_get64(r + 8 * i)); /* stack id, duration */
 	return q;
 }
 
@@ -179,7 +172,7 @@ size_t atr_v2_encode(const uint8_t *v1, size_t n, uint64_t features, uint8_t *ou
 		if (n - pos < 16)
 			return 0;
 		const uint8_t *r = v1 + pos;
-		uint64_t w0 = get64(r);
+		uint64_t w0 = atr_get64(r);
 		unsigned type = (unsigned)(w0 & ATR_TYPE_MASK);
 		unsigned flags = (unsigned)(w0 & ATR_FLAG_MASK);
 		uint64_t ts = w0 >> ATR_TS_SHIFT;
@@ -193,7 +186,7 @@ size_t atr_v2_encode(const uint8_t *v1, size_t n, uint64_t features, uint8_t *ou
 			if (need > n - pos)
 				return 0;
 			int free_ = type == ATR_T_FREE;
-			uint64_t w1 = get64(r + 8);
+			uint64_t w1 = atr_get64(r + 8);
 			uint64_t p = free_ ? w1 : w1 & ~cmask;
 			int ci = p ? enc_find(s.cache, p) : -1;
 			unsigned tag = flags == s.dflt[type] ? type : V2_TAG_EXPL;
@@ -210,11 +203,11 @@ size_t atr_v2_encode(const uint8_t *v1, size_t n, uint64_t features, uint8_t *ou
 				if (p)
 					s.fbase = p;
 				if (flags & ATR_FLAG_WIDE) {
-					q = put_var(q, get64(opt));
+					q = put_var(q, atr_get64(opt));
 					opt += 8;
 				}
 			} else {
-				uint64_t sw = get64(r + 16);
+				uint64_t sw = atr_get64(r + 16);
 				unsigned cb = (unsigned)(w1 & cmask);
 				if (__builtin_expect(!(flags & ATR_FLAG_WIDE), 1)) {
 					uint64_t size = sw & ATR_SIZE_MASK;
@@ -224,26 +217,26 @@ size_t atr_v2_encode(const uint8_t *v1, size_t n, uint64_t features, uint8_t *ou
 					q = put_var(q, zz((int16_t)dv) << 2 | (cb >> 1));
 				} else {
 					q = put_var(q, sw);
-					q = put_var(q, get64(opt));
+					q = put_var(q, atr_get64(opt));
 					opt += 8;
 					q = put_var(q, cb >> 1);
 				}
 				unsigned x = enc_extra[type];
 				if (x) {
-					uint64_t e = get64(r + 24);
+					uint64_t e = atr_get64(r + 24);
 					q = x == 1 ? put_var(q, e) : put_secondary(q, &s, e);
 					if (x == 3)
-						q = put_var(q, get64(r + 32));
+						q = put_var(q, atr_get64(r + 32));
 				}
 				if (p)
 					s.base = p;
 			}
 			if (flags & ATR_FLAG_STACK) {
-				q = put_var(q, get64(opt));
+				q = put_var(q, atr_get64(opt));
 				opt += 8;
 			}
 			if (flags & ATR_FLAG_TIMED) {
-				uint64_t dur = get64(opt);
+				uint64_t dur = atr_get64(opt);
 				q = put_var(q, dur);
 				if ((type == ATR_T_REALLOC || type == ATR_T_REALLOCARRAY) &&
 				    ts + dur > m.last_ts && ts + dur >= ts)
@@ -253,7 +246,7 @@ size_t atr_v2_encode(const uint8_t *v1, size_t n, uint64_t features, uint8_t *ou
 				enc_use(s.cache, ci, p);
 			m.calls++;
 		} else if (type >= ATR_T_THREAD_START) {
-			uint64_t w1 = get64(r + 8);
+			uint64_t w1 = atr_get64(r + 8);
 			uint64_t len = w1 & 0xffffffffu;
 			need = 16 + ((len + 7) & ~7ULL);
 			if (need > n - pos)
@@ -265,7 +258,7 @@ size_t atr_v2_encode(const uint8_t *v1, size_t n, uint64_t features, uint8_t *ou
 			m.records++;
 			continue;
 		} else if (type == ATR_T_EXT && s.xcalls) {
-			need = 8 * (size_t)atr_ext_words(get64(r + 8), flags);
+			need = 8 * (size_t)atr_ext_words(atr_get64(r + 8), flags);
 			if (!need || need > n - pos)
 				return 0;
 			q = enc_ext(q, &s, r, need, ts, flags);
@@ -289,11 +282,6 @@ size_t atr_v2_encode(const uint8_t *v1, size_t n, uint64_t features, uint8_t *ou
 	if (meta)
 		*meta = m;
 	return (size_t)(o - out);
-}
-
-static inline void put64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
 }
 
 static long fail(const char **why, const char *msg)
@@ -326,12 +314,12 @@ long atr_v2_decode(const uint8_t *in, size_t len, uint64_t features, uint8_t *ou
 			m.last_ts = ts;
 		uint8_t *o = out + pos;
 		unsigned flags = r.v1b & ATR_FLAG_MASK;
-		put64(o, ts << ATR_TS_SHIFT | r.v1b);
+		atr_put64(o, ts << ATR_TS_SHIFT | r.v1b);
 		pos += need;
 		m.records++;
 		if (r.type >= ATR_T_THREAD_START) {
 			uint64_t plen = r.a & 0xffffffffu;
-			put64(o + 8, r.a);
+			atr_put64(o + 8, r.a);
 			if (need > 16)
 				memset(o + need - 8, 0, 8); /* padding */
 			memcpy(o + 16, r.payload, plen);
@@ -339,14 +327,14 @@ long atr_v2_decode(const uint8_t *in, size_t len, uint64_t features, uint8_t *ou
 		}
 		m.calls++;
 		if (r.type == ATR_T_EXT) {
-			put64(o + 8, r.a);
+			atr_put64(o + 8, r.a);
 			unsigned n = atr_xcall_words((unsigned)r.a), i = 2;
 			for (unsigned k = 0; k < n; k++)
-				put64(o + 8 * i++, r.w[k]);
+				atr_put64(o + 8 * i++, r.w[k]);
 			if (flags & ATR_FLAG_STACK)
-				put64(o + 8 * i++, r.stack);
+				atr_put64(o + 8 * i++, r.stack);
 			if (flags & ATR_FLAG_TIMED)
-				put64(o + 8 * i, r.dur);
+				atr_put64(o + 8 * i, r.dur);
 			continue;
 		}
 		/* a fixed size is a few stores; a variable one a `rep stos` */
@@ -354,39 +342,39 @@ long atr_v2_decode(const uint8_t *in, size_t len, uint64_t features, uint8_t *ou
 			memset(o, 0, 64);
 		else
 			memset(o, 0, need);
-		put64(o, ts << ATR_TS_SHIFT | r.v1b);
+		atr_put64(o, ts << ATR_TS_SHIFT | r.v1b);
 		unsigned opt = atr_call_words(r.type);
 		if (r.type == ATR_T_FREE) {
-			put64(o + 8, r.a);
+			atr_put64(o + 8, r.a);
 			if (flags & ATR_FLAG_WIDE)
-				put64(o + 8 * opt++, r.slack);
+				atr_put64(o + 8 * opt++, r.slack);
 		} else {
-			put64(o + 8, r.a | r.cb);
+			atr_put64(o + 8, r.a | r.cb);
 			if (flags & ATR_FLAG_WIDE) {
-				put64(o + 16, r.size);
-				put64(o + 8 * opt++, r.slack);
+				atr_put64(o + 16, r.size);
+				atr_put64(o + 8 * opt++, r.slack);
 			} else {
-				put64(o + 16, r.size | r.slack << ATR_SIZE_BITS);
+				atr_put64(o + 16, r.size | r.slack << ATR_SIZE_BITS);
 			}
 			switch (r.type) {
 			case ATR_T_REALLOCARRAY:
-				put64(o + 32, r.y);
+				atr_put64(o + 32, r.y);
 				/* fall through */
 			case ATR_T_REALLOC:
 			case ATR_T_CALLOC:
 			case ATR_T_MEMALIGN:
 			case ATR_T_POSIX_MEMALIGN:
 			case ATR_T_ALIGNED_ALLOC:
-				put64(o + 24, r.x);
+				atr_put64(o + 24, r.x);
 				break;
 			default:
 				break;
 			}
 		}
 		if (flags & ATR_FLAG_STACK)
-			put64(o + 8 * opt++, r.stack);
+			atr_put64(o + 8 * opt++, r.stack);
 		if (flags & ATR_FLAG_TIMED) {
-			put64(o + 8 * opt, r.dur);
+			atr_put64(o + 8 * opt, r.dur);
 			if ((r.type == ATR_T_REALLOC || r.type == ATR_T_REALLOCARRAY) &&
 			    ts + r.dur > m.last_ts && ts + r.dur >= ts)
 				m.last_ts = ts + r.dur;

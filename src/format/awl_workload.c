@@ -1,6 +1,7 @@
 /* awl_workload.c - see awl_workload.h and docs/WORKLOAD_FORMAT.md. */
 #define _GNU_SOURCE
 #include "awl_workload.h"
+#include "atr_format.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,25 +15,6 @@
 #include "util_hmap.h"
 #include "util_io.h"
 #include "util_ranges.h"
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 static void seterr(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -115,8 +97,8 @@ int awl_writer_open(const char *path, struct awl_writer **out, char *errbuf, siz
 	w->path = strdup(path);
 	uint8_t hdr[AWL_HEADER_SIZE] = {0};
 	memcpy(hdr, AWL_MAGIC, 8);
-	put32(hdr + AWL_H_VERSION, AWL_VERSION);
-	put32(hdr + AWL_H_HEADER_SIZE, AWL_HEADER_SIZE);
+	atr_put32(hdr + AWL_H_VERSION, AWL_VERSION);
+	atr_put32(hdr + AWL_H_HEADER_SIZE, AWL_HEADER_SIZE);
 	if (fwrite(hdr, 1, sizeof(hdr), w->fp) != sizeof(hdr))
 		w->ioerr = errno ? errno : EIO;
 	w->off = AWL_HEADER_SIZE;
@@ -160,10 +142,10 @@ void awl_writer_flush_thread(struct awl_writer *w, uint32_t ti)
 	struct awl_wthread *t = &w->th[ti];
 	if (t->len == AWL_CHUNK_HDR)
 		return;
-	put32(t->buf, AWL_CHUNK_MAGIC);
-	put32(t->buf + 4, ti);
-	put32(t->buf + 8, (uint32_t)(t->len - AWL_CHUNK_HDR));
-	put32(t->buf + 12, t->chunk_ops);
+	atr_put32(t->buf, AWL_CHUNK_MAGIC);
+	atr_put32(t->buf + 4, ti);
+	atr_put32(t->buf + 8, (uint32_t)(t->len - AWL_CHUNK_HDR));
+	atr_put32(t->buf + 12, t->chunk_ops);
 	if (t->chunks == t->chunk_cap) {
 		size_t nc = t->chunk_cap ? t->chunk_cap * 2 : 16;
 		uint64_t *na = realloc(t->chunk_at, nc * sizeof(*na));
@@ -262,53 +244,53 @@ int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char
 	patches_apply(w);
 	uint64_t table = w->off;
 	uint8_t rec[AWL_THREAD_REC];
-	put32(rec, AWL_TABLE_MAGIC);
-	put32(rec + 4, w->nth);
+	atr_put32(rec, AWL_TABLE_MAGIC);
+	atr_put32(rec + 4, w->nth);
 	if (fwrite(rec, 1, 8, w->fp) != 8 && !w->ioerr)
 		w->ioerr = errno ? errno : EIO;
 	uint32_t roots = 0;
 	for (uint32_t i = 0; i < w->nth; i++) {
 		roots += w->th[i].parent == 0;
 		memset(rec, 0, sizeof(rec));
-		put32(rec, w->th[i].serial);
-		put32(rec + 4, w->th[i].tid);
-		put64(rec + 8, w->th[i].ops);
-		put64(rec + 16, w->th[i].calls);
-		put64(rec + 24, w->th[i].chunks);
-		put32(rec + 32, w->th[i].parent);
-		put32(rec + 36, w->th[i].live_at_start);
-		put64(rec + 40, w->th[i].spawn_op);
+		atr_put32(rec, w->th[i].serial);
+		atr_put32(rec + 4, w->th[i].tid);
+		atr_put64(rec + 8, w->th[i].ops);
+		atr_put64(rec + 16, w->th[i].calls);
+		atr_put64(rec + 24, w->th[i].chunks);
+		atr_put32(rec + 32, w->th[i].parent);
+		atr_put32(rec + 36, w->th[i].live_at_start);
+		atr_put64(rec + 40, w->th[i].spawn_op);
 		if (fwrite(rec, 1, sizeof(rec), w->fp) != sizeof(rec) && !w->ioerr)
 			w->ioerr = errno ? errno : EIO;
 	}
 	uint8_t hdr[AWL_HEADER_SIZE] = {0};
 	memcpy(hdr, AWL_MAGIC, 8);
-	put32(hdr + AWL_H_VERSION, AWL_VERSION);
-	put32(hdr + AWL_H_HEADER_SIZE, AWL_HEADER_SIZE);
-	put32(hdr + AWL_H_FLAGS, AWL_FLAG_COMPLETE);
-	put32(hdr + AWL_H_THREADS, w->nth);
-	put64(hdr + AWL_H_SLOTS, s->slots);
-	put64(hdr + AWL_H_IDEAL_PEAK, s->ideal_peak);
-	put64(hdr + AWL_H_OPS, w->ops);
-	put64(hdr + AWL_H_WAITS, s->waits);
-	put64(hdr + AWL_H_CHUNKS, w->chunks);
-	put64(hdr + AWL_H_TABLE, table);
-	put64(hdr + AWL_H_ANOMALIES, s->anomalies);
-	put32(hdr + AWL_H_SRC_PID, s->src_pid);
-	put32(hdr + AWL_H_SRC_EXEC, s->src_exec);
-	put64(hdr + AWL_H_DURATION_NS, s->duration_ns);
-	put64(hdr + AWL_H_THINK_NS, s->think_ns);
-	put32(hdr + AWL_H_MAX_LIVE, s->max_live);
-	put32(hdr + AWL_H_ROOTS, roots);
+	atr_put32(hdr + AWL_H_VERSION, AWL_VERSION);
+	atr_put32(hdr + AWL_H_HEADER_SIZE, AWL_HEADER_SIZE);
+	atr_put32(hdr + AWL_H_FLAGS, AWL_FLAG_COMPLETE);
+	atr_put32(hdr + AWL_H_THREADS, w->nth);
+	atr_put64(hdr + AWL_H_SLOTS, s->slots);
+	atr_put64(hdr + AWL_H_IDEAL_PEAK, s->ideal_peak);
+	atr_put64(hdr + AWL_H_OPS, w->ops);
+	atr_put64(hdr + AWL_H_WAITS, s->waits);
+	atr_put64(hdr + AWL_H_CHUNKS, w->chunks);
+	atr_put64(hdr + AWL_H_TABLE, table);
+	atr_put64(hdr + AWL_H_ANOMALIES, s->anomalies);
+	atr_put32(hdr + AWL_H_SRC_PID, s->src_pid);
+	atr_put32(hdr + AWL_H_SRC_EXEC, s->src_exec);
+	atr_put64(hdr + AWL_H_DURATION_NS, s->duration_ns);
+	atr_put64(hdr + AWL_H_THINK_NS, s->think_ns);
+	atr_put32(hdr + AWL_H_MAX_LIVE, s->max_live);
+	atr_put32(hdr + AWL_H_ROOTS, roots);
 	for (unsigned i = 0; i <= AWL_OP_CALL_LAST; i++)
-		put64(hdr + AWL_H_CALLS + 8 * i, w->calls[i]);
-	put64(hdr + AWL_H_FEATURES, s->features & AWL_FEATURES_KNOWN);
-	put64(hdr + AWL_H_MAP_SLOTS, s->map_slots);
+		atr_put64(hdr + AWL_H_CALLS + 8 * i, w->calls[i]);
+	atr_put64(hdr + AWL_H_FEATURES, s->features & AWL_FEATURES_KNOWN);
+	atr_put64(hdr + AWL_H_MAP_SLOTS, s->map_slots);
 	for (unsigned i = 0; i < AWL_NXOPS; i++)
-		put64(hdr + AWL_H_XOPS + 8 * i, w->xops[i]);
-	put64(hdr + AWL_H_FILE_MAPS, s->file_maps);
-	put64(hdr + AWL_H_MAP_UNKNOWN, s->map_unknown);
-	put64(hdr + AWL_H_MAP_ODD, s->map_odd);
+		atr_put64(hdr + AWL_H_XOPS + 8 * i, w->xops[i]);
+	atr_put64(hdr + AWL_H_FILE_MAPS, s->file_maps);
+	atr_put64(hdr + AWL_H_MAP_UNKNOWN, s->map_unknown);
+	atr_put64(hdr + AWL_H_MAP_ODD, s->map_odd);
 	if (fflush(w->fp) != 0 && !w->ioerr)
 		w->ioerr = errno ? errno : EIO;
 	if (!w->ioerr && (fseeko(w->fp, 0, SEEK_SET) != 0 ||
@@ -402,7 +384,7 @@ static int load(awl_file *f, char *eb, size_t el)
 		seterr(eb, el, "%s: not an alloctrace workload (bad magic)", nm);
 		return -1;
 	}
-	in->version = get32(h + AWL_H_VERSION);
+	in->version = atr_get32(h + AWL_H_VERSION);
 	if (in->version < AWL_VERSION_MIN || in->version > AWL_VERSION) {
 		seterr(eb, el,
 		       "%s: workload version %" PRIu32
@@ -411,7 +393,7 @@ static int load(awl_file *f, char *eb, size_t el)
 		return -1;
 	}
 	const uint64_t trec = in->version == 1 ? AWL_THREAD_REC_V1 : AWL_THREAD_REC;
-	uint32_t hs = get32(h + AWL_H_HEADER_SIZE);
+	uint32_t hs = atr_get32(h + AWL_H_HEADER_SIZE);
 	if (hs < (in->version >= 3 ? AWL_H_END : AWL_HEADER_MIN) || hs % 8 || hs > f->size) {
 		seterr(eb, el, "%s: bad header size %" PRIu32, nm, hs);
 		return -1;
@@ -420,7 +402,7 @@ static int load(awl_file *f, char *eb, size_t el)
 		seterr(eb, el, "%s: short read in the header", nm);
 		return -1;
 	}
-	in->features = get64(h + AWL_H_FEATURES);
+	in->features = atr_get64(h + AWL_H_FEATURES);
 	if (in->features & ~AWL_FEATURES_KNOWN) {
 		seterr(eb, el, "%s: unknown feature bits 0x%" PRIx64, nm, in->features);
 		return -1;
@@ -430,38 +412,38 @@ static int load(awl_file *f, char *eb, size_t el)
 		       in->version);
 		return -1;
 	}
-	in->flags = get32(h + AWL_H_FLAGS);
+	in->flags = atr_get32(h + AWL_H_FLAGS);
 	if (!(in->flags & AWL_FLAG_COMPLETE)) {
 		seterr(eb, el, "%s: incomplete workload (the conversion did not finish)", nm);
 		return -1;
 	}
-	in->nthreads = get32(h + AWL_H_THREADS);
-	in->slots = get64(h + AWL_H_SLOTS);
-	in->ideal_peak = get64(h + AWL_H_IDEAL_PEAK);
-	in->ops = get64(h + AWL_H_OPS);
-	in->waits = get64(h + AWL_H_WAITS);
-	in->chunks = get64(h + AWL_H_CHUNKS);
-	uint64_t table = get64(h + AWL_H_TABLE);
-	in->anomalies = get64(h + AWL_H_ANOMALIES);
-	in->src_pid = get32(h + AWL_H_SRC_PID);
-	in->src_exec = get32(h + AWL_H_SRC_EXEC);
-	in->duration_ns = get64(h + AWL_H_DURATION_NS);
+	in->nthreads = atr_get32(h + AWL_H_THREADS);
+	in->slots = atr_get64(h + AWL_H_SLOTS);
+	in->ideal_peak = atr_get64(h + AWL_H_IDEAL_PEAK);
+	in->ops = atr_get64(h + AWL_H_OPS);
+	in->waits = atr_get64(h + AWL_H_WAITS);
+	in->chunks = atr_get64(h + AWL_H_CHUNKS);
+	uint64_t table = atr_get64(h + AWL_H_TABLE);
+	in->anomalies = atr_get64(h + AWL_H_ANOMALIES);
+	in->src_pid = atr_get32(h + AWL_H_SRC_PID);
+	in->src_exec = atr_get32(h + AWL_H_SRC_EXEC);
+	in->duration_ns = atr_get64(h + AWL_H_DURATION_NS);
 	for (unsigned i = 0; i <= AWL_OP_CALL_LAST; i++)
-		in->calls[i] = get64(h + AWL_H_CALLS + 8 * i);
+		in->calls[i] = atr_get64(h + AWL_H_CALLS + 8 * i);
 	if (in->version >= 2) {
-		in->think_ns = get64(h + AWL_H_THINK_NS);
-		in->max_live = get32(h + AWL_H_MAX_LIVE);
-		in->roots = get32(h + AWL_H_ROOTS);
+		in->think_ns = atr_get64(h + AWL_H_THINK_NS);
+		in->max_live = atr_get32(h + AWL_H_MAX_LIVE);
+		in->roots = atr_get32(h + AWL_H_ROOTS);
 	} else {
 		in->max_live = in->roots = in->nthreads;
 	}
 	if (in->version >= 3) {
-		in->map_slots = get64(h + AWL_H_MAP_SLOTS);
+		in->map_slots = atr_get64(h + AWL_H_MAP_SLOTS);
 		for (unsigned i = 0; i < AWL_NXOPS; i++)
-			in->xops[i] = get64(h + AWL_H_XOPS + 8 * i);
-		in->file_maps = get64(h + AWL_H_FILE_MAPS);
-		in->map_unknown = get64(h + AWL_H_MAP_UNKNOWN);
-		in->map_odd = get64(h + AWL_H_MAP_ODD);
+			in->xops[i] = atr_get64(h + AWL_H_XOPS + 8 * i);
+		in->file_maps = atr_get64(h + AWL_H_FILE_MAPS);
+		in->map_unknown = atr_get64(h + AWL_H_MAP_UNKNOWN);
+		in->map_odd = atr_get64(h + AWL_H_MAP_ODD);
 	} else if (in->features) {
 		seterr(eb, el, "%s: feature bits in a version %" PRIu32 " workload", nm,
 		       in->version);
@@ -482,8 +464,8 @@ static int load(awl_file *f, char *eb, size_t el)
 		return -1;
 	}
 	uint8_t tb[AWL_THREAD_REC];
-	if (rd(f, table, tb, 8) < 0 || get32(tb) != AWL_TABLE_MAGIC ||
-	    get32(tb + 4) != in->nthreads) {
+	if (rd(f, table, tb, 8) < 0 || atr_get32(tb) != AWL_TABLE_MAGIC ||
+	    atr_get32(tb + 4) != in->nthreads) {
 		seterr(eb, el, "%s: corrupt thread table at offset %" PRIu64, nm, table);
 		return -1;
 	}
@@ -499,14 +481,14 @@ static int load(awl_file *f, char *eb, size_t el)
 			seterr(eb, el, "%s: short read in thread table", nm);
 			return -1;
 		}
-		f->th[i].serial = get32(tb);
-		f->th[i].tid = get32(tb + 4);
-		f->th[i].ops = get64(tb + 8);
-		f->th[i].calls = get64(tb + 16);
+		f->th[i].serial = atr_get32(tb);
+		f->th[i].tid = atr_get32(tb + 4);
+		f->th[i].ops = atr_get64(tb + 8);
+		f->th[i].calls = atr_get64(tb + 16);
 		if (in->version >= 2) {
-			f->th[i].parent = get32(tb + 32);
-			f->th[i].live_at_start = get32(tb + 36);
-			f->th[i].spawn_op = get64(tb + 40);
+			f->th[i].parent = atr_get32(tb + 32);
+			f->th[i].live_at_start = atr_get32(tb + 36);
+			f->th[i].spawn_op = atr_get64(tb + 40);
 		}
 		roots += f->th[i].parent == 0;
 		sum_ops += f->th[i].ops;
@@ -551,8 +533,8 @@ static int load(awl_file *f, char *eb, size_t el)
 			rc = -1;
 			break;
 		}
-		uint32_t t = get32(ch + 4), len = get32(ch + 8), ops = get32(ch + 12);
-		if (get32(ch) != AWL_CHUNK_MAGIC || t >= in->nthreads || len == 0 ||
+		uint32_t t = atr_get32(ch + 4), len = atr_get32(ch + 8), ops = atr_get32(ch + 12);
+		if (atr_get32(ch) != AWL_CHUNK_MAGIC || t >= in->nthreads || len == 0 ||
 		    len > AWL_CHUNK_MAX || ops == 0 || ops > len ||
 		    len > table - off - AWL_CHUNK_HDR) {
 			seterr(eb, el, "%s: corrupt chunk at offset %" PRIu64, nm, off);

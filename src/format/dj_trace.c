@@ -1,6 +1,7 @@
 /* dj_trace.c - see dj_trace.h. */
 #define _GNU_SOURCE
 #include "dj_trace.h"
+#include "atr_format.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,24 +43,16 @@ struct dj_trace {
 	char err[256];
 };
 
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 static int magic_ok(const uint8_t *r)
 {
-	return (get32(r + DJ_R_TYPE) & 0xff) == DJ_T_MAGIC && get64(r + DJ_R_PTR1) == DJ_MAGIC_PTR1;
+	return (atr_get32(r + DJ_R_TYPE) & 0xff) == DJ_T_MAGIC &&
+	       atr_get64(r + DJ_R_PTR1) == DJ_MAGIC_PTR1;
 }
 
 int dj_trace_detect(const void *data, size_t size)
 {
 	return size >= DJ_REC_SIZE && magic_ok(data) &&
-	       get64((const uint8_t *)data + DJ_R_SIZE) == 8;
+	       atr_get64((const uint8_t *)data + DJ_R_SIZE) == 8;
 }
 
 int dj_trace_detect_path(const char *path)
@@ -93,7 +86,7 @@ static int setup(dj_trace *t, char *eb, size_t el)
 		return fail(t, eb, el, "%s: too short for a dj trace (%zu bytes)", nm, t->size);
 	if (!magic_ok(t->data))
 		return fail(t, eb, el, "%s: not a dj/malloc trace (no magic record)", nm);
-	uint64_t psize = get64(t->data + DJ_R_SIZE);
+	uint64_t psize = atr_get64(t->data + DJ_R_SIZE);
 	if (psize != 8)
 		return fail(t, eb, el,
 			    "%s: dj trace of a %" PRIu64
@@ -101,8 +94,8 @@ static int setup(dj_trace *t, char *eb, size_t el)
 			    nm, psize);
 	t->nrec = t->size / DJ_REC_SIZE;
 	t->st.truncated_bytes = t->size % DJ_REC_SIZE;
-	t->st.first_tid = get32(t->data + DJ_R_THREAD);
-	t->st.alloctrace_export = get64(t->data + DJ_R_PAD) == DJ_ALC_MARK;
+	t->st.first_tid = atr_get32(t->data + DJ_R_THREAD);
+	t->st.alloctrace_export = atr_get64(t->data + DJ_R_PAD) == DJ_ALC_MARK;
 	if (t->st.alloctrace_export)
 		t->st.first_tid >>= 3;
 	t->pos = 1;
@@ -370,7 +363,7 @@ static const uint8_t type_map[9] = {
 static int one_record(dj_trace *t, uint64_t idx)
 {
 	const uint8_t *r = t->data + idx * DJ_REC_SIZE;
-	uint32_t word = get32(r + DJ_R_TYPE), type = word & 0xff;
+	uint32_t word = atr_get32(r + DJ_R_TYPE), type = word & 0xff;
 	if (type == DJ_T_UNUSED) {
 		t->st.unused_records++;
 		return 0;
@@ -383,7 +376,7 @@ static int one_record(dj_trace *t, uint64_t idx)
 		t->st.unknown_records++;
 		return 0;
 	}
-	uint32_t tid = get32(r + DJ_R_THREAD);
+	uint32_t tid = atr_get32(r + DJ_R_THREAD);
 	if (t->st.alloctrace_export) {
 		if (word & DJ_PATH_ALC_HINT) {
 			t->st.hints++;
@@ -402,8 +395,9 @@ static int one_record(dj_trace *t, uint64_t idx)
 	ev.ts = idx;
 	ev.seq = t->st.records++;
 	ev.usable = UINT64_MAX;
-	uint64_t p1 = get64(r + DJ_R_PTR1), p2 = get64(r + DJ_R_PTR2), size = get64(r + DJ_R_SIZE);
-	uint64_t size2 = get64(r + DJ_R_SIZE2);
+	uint64_t p1 = atr_get64(r + DJ_R_PTR1), p2 = atr_get64(r + DJ_R_PTR2),
+		 size = atr_get64(r + DJ_R_SIZE);
+	uint64_t size2 = atr_get64(r + DJ_R_SIZE2);
 	ev.size = size;
 	switch (type) {
 	case DJ_T_FREE:
@@ -513,28 +507,17 @@ struct dj_trace_writer {
 	int err;
 };
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static void put_rec(dj_trace_writer *w, uint32_t thread, uint32_t type, uint64_t p1, uint64_t p2,
 		    uint64_t size, uint64_t size2, uint64_t pad0)
 {
 	uint8_t r[DJ_REC_SIZE] = {0};
-	put32(r + DJ_R_THREAD, thread);
-	put32(r + DJ_R_TYPE, type);
-	put64(r + DJ_R_PTR1, p1);
-	put64(r + DJ_R_PTR2, p2);
-	put64(r + DJ_R_SIZE, size);
-	put64(r + DJ_R_SIZE2, size2);
-	put64(r + DJ_R_PAD, pad0);
+	atr_put32(r + DJ_R_THREAD, thread);
+	atr_put32(r + DJ_R_TYPE, type);
+	atr_put64(r + DJ_R_PTR1, p1);
+	atr_put64(r + DJ_R_PTR2, p2);
+	atr_put64(r + DJ_R_SIZE, size);
+	atr_put64(r + DJ_R_SIZE2, size2);
+	atr_put64(r + DJ_R_PAD, pad0);
 	if (fwrite(r, 1, sizeof(r), w->fp) != sizeof(r))
 		w->err = errno ? errno : EIO;
 }

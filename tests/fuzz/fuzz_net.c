@@ -4,7 +4,11 @@
  * Every input is fed to atn_rx_feed twice: at once, and in pieces whose
  * sizes come from the input itself (a socket splits a stream anywhere).
  * Both feeds must agree on success, on the units handed out and on the
- * error; corrupt input must give an error, never a crash.
+ * error; corrupt input must give an error, never a crash.  The units of a
+ * stream read well are laid out as the collector writes its file
+ * (atn_unit_of, atn_unit_start) and read back by atn_file_units, which
+ * must find them all where they were written, and a prefix of them in a
+ * cut of the file.
  *
  * Built two ways (tests/fuzz/net.cmake):
  *   fuzz_net_replay  plain C with FUZZ_NET_MAIN: valid streams built in
@@ -19,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "atn_stream.h"
@@ -27,9 +33,102 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The file the collector would write of the units (atn_unit_of,
+ * atn_unit_start), to scan back with atn_file_units. */
+#define FILE_UNITS_MAX 256
+struct file_image {
+	uint8_t *p;
+	uint64_t end, cap;
+	uint32_t block_size;
+	size_t n;
+	struct atn_unit u[FILE_UNITS_MAX];
+	uint64_t off[FILE_UNITS_MAX];
+};
+
 struct seen {
 	uint64_t units, unit_bytes, headers;
+	struct rx_file {
+		struct atn_rx *rx;
+		struct file_image *img;
+	} file;
 };
+
+static void image_put(struct file_image *m, const uint8_t *u, size_t len)
+{
+	struct atn_unit x;
+	atn_unit_of(u, len, m->block_size, &x);
+	uint64_t at = atn_unit_start(&x, m->end);
+	size_t i = 0;
+	while (!x.frame && i < m->n && (m->u[i].frame || m->u[i].key != x.key))
+		i++;
+	if (!x.frame && i < m->n) {
+		at = m->off[i]; /* a later copy of a staging block replaces it */
+	} else {
+		if (m->n == FILE_UNITS_MAX)
+			return;
+		m->u[m->n] = x;
+		m->off[m->n++] = at;
+		m->end = at + x.span;
+	}
+	if (m->end > m->cap) {
+		uint64_t nc = m->end * 2;
+		m->p = realloc(m->p, nc);
+		if (!m->p)
+			abort();
+		memset(m->p + m->cap, 0, nc - m->cap);
+		m->cap = nc;
+	}
+	memset(m->p + at, 0, x.frame ? len : m->block_size);
+	memcpy(m->p + at, u, len);
+}
+
+struct scan_seen {
+	const struct file_image *m;
+	size_t n;
+	int prefix; /* only a prefix of the units need be found */
+};
+
+static int scan_cb(void *ctx, const struct atn_unit *u, uint64_t off)
+{
+	struct scan_seen *s = ctx;
+	const struct file_image *m = s->m;
+	if (s->n >= m->n || m->off[s->n] != off || m->u[s->n].key != u->key ||
+	    m->u[s->n].frame != u->frame || m->u[s->n].span != u->span) {
+		fprintf(stderr,
+			"fuzz_net: atn_file_units: unit %zu at %llu is not what was written\n",
+			s->n, (unsigned long long)off);
+		abort();
+	}
+	s->n++;
+	return 0;
+}
+
+/* The units read back from the file as they were written, and from a cut
+ * of it a prefix of them. */
+static void image_check(struct file_image *m, uint64_t cut)
+{
+	static int fd = -1;
+	if (fd < 0 && (fd = memfd_create("fuzz_net", 0)) < 0)
+		abort();
+	uint64_t size = m->n ? m->end : ATN_FILE_HDR_SIZE;
+	if (size > m->cap)
+		return; /* no unit: nothing was written */
+	if (ftruncate(fd, 0) || pwrite(fd, m->p, size, 0) != (ssize_t)size)
+		abort();
+	struct scan_seen s = {.m = m};
+	int64_t end = atn_file_units(fd, size, m->block_size, scan_cb, &s);
+	if (end != (int64_t)size || s.n != m->n) {
+		fprintf(stderr,
+			"fuzz_net: atn_file_units found %zu of %zu units, end %lld of %llu\n", s.n,
+			m->n, (long long)end, (unsigned long long)size);
+		abort();
+	}
+	cut %= size + 1;
+	s.n = 0;
+	if (ftruncate(fd, (off_t)cut) ||
+	    atn_file_units(fd, cut, m->block_size, scan_cb, &s) < ATN_FILE_HDR_SIZE)
+		abort();
+}
 
 static int cb_header(void *ctx, const uint8_t *hdr, int first)
 {
@@ -46,6 +145,10 @@ static int cb_unit(void *ctx, const uint8_t *u, size_t len)
 		abort(); /* the reader promised a whole unit header */
 	s->units++;
 	s->unit_bytes += len + u[len - 1];
+	if (s->file.img) {
+		s->file.img->block_size = s->file.rx->hello.block_size;
+		image_put(s->file.img, u, len);
+	}
 	return 0;
 }
 
@@ -55,8 +158,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct atn_rx a, b;
 	struct seen sa = {0}, sb = {0};
+	struct file_image img = {.end = ATN_FILE_HDR_SIZE};
 	atn_rx_init(&a);
 	atn_rx_init(&b);
+	sa.file.rx = &a;
+	sa.file.img = &img;
 	int ra = atn_rx_feed(&a, data, size, &cbs, &sa);
 	int rb = 0;
 	size_t off = 0, k = 0;
@@ -75,6 +181,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (ra != 0 && !a.err[0])
 		abort(); /* an error always says why */
+	if (ra == 0)
+		image_check(&img, size ? (uint64_t)data[size / 2] * 4099 + size : 0);
+	free(img.p);
 	atn_rx_free(&a);
 	atn_rx_free(&b);
 	return 0;
