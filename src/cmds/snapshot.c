@@ -26,7 +26,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "atr_format.h"
 #include "atr_reader.h"
 #include "cmds/cmds.h"
 #include "util_msg.h"
@@ -98,16 +97,7 @@ static int copy_once(const char *src, const char *dst, char *why, size_t wl)
 	uint64_t total = 0;
 	int rc = 0;
 	while ((n = read(in, buf, sizeof buf)) > 0) {
-		if (total < ATR_HEADER_SIZE) {
-			/* the copy is a snapshot, not a process that died */
-			size_t st = ATR_H_STATUS;
-			if (total <= st && st + 4 <= total + (uint64_t)n) {
-				uint32_t v;
-				memcpy(&v, buf + st - total, 4);
-				v |= ATR_STATUS_SNAPSHOT;
-				memcpy(buf + st - total, &v, 4);
-			}
-		}
+		atr_mark_snapshot(buf, total, (size_t)n);
 		if (write(out, buf, (size_t)n) != n) {
 			util_err("snapshot: %s: %s", dst, strerror(errno));
 			rc = -1;

@@ -2588,3 +2588,12 @@ long atr_module_find(const atr_file *f, uint64_t ip, uint32_t stack_id)
 	}
 	return any;
 }
+
+void atr_mark_snapshot(void *buf, uint64_t off, size_t n)
+{
+	/* the copy is a snapshot, not a process that died */
+	if (off <= ATR_H_STATUS && ATR_H_STATUS + 4 <= off + n) {
+		uint8_t *st = (uint8_t *)buf + (ATR_H_STATUS - off);
+		atr_put32(st, atr_get32(st) | ATR_STATUS_SNAPSHOT);
+	}
+}

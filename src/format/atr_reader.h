@@ -298,4 +298,9 @@ long atr_module_find(const atr_file *f, uint64_t ip, uint32_t stack_id);
 int atr_list(const char *path, char ***paths, size_t *n, char *errbuf, size_t errlen);
 void atr_list_free(char **paths, size_t n);
 
+/* buf holds n bytes of a trace file from offset off: if they include the
+ * header's status word, set its SNAPSHOT bit there (`alloctrace snapshot`
+ * marks its copy of a live process's file while copying it). */
+void atr_mark_snapshot(void *buf, uint64_t off, size_t n);
+
 #endif
