@@ -2149,29 +2149,6 @@ int atr_iter_next(atr_iter *it, struct atr_event *ev)
 
 /* ---- the narrow path (atr_iter_next_calls) ---------------------------- */
 
-void atr_call_event(const struct atr_call *c, struct atr_event *ev)
-{
-	ev->type = c->type;
-	ev->flags = c->flags;
-	ev->thread = c->thread;
-	ev->tid = c->tid;
-	ev->ts = c->ts;
-	ev->ptr = c->ptr;
-	ev->ret = c->ret;
-	ev->size = c->size;
-	unsigned shape = c->type <= ATR_T_CALL_LAST ? atr_call_args(c->type) : 0;
-	ev->nmemb = shape == ATR_ARGS_NMEMB || shape == ATR_ARGS_OLD_NMEMB ? c->x : 0;
-	ev->align = shape == ATR_ARGS_ALIGN || shape == ATR_ARGS_ALIGN_OUT ? c->x : 0;
-	ev->usable = c->usable;
-	ev->err = c->err;
-	ev->chunk_flags = c->chunk_flags;
-	ev->stack_id = c->stack_id;
-	ev->duration = c->duration;
-	int alloc = shape && shape != ATR_ARGS_PTR;
-	ev->w_calls = alloc;
-	ev->w_bytes = alloc ? c->size : 0;
-}
-
 /* A full event as a compact record, if it is one (a call, or a release,
  * without a resident count). */
 static inline int call_of_event(const struct atr_event *ev, struct atr_call *o)
@@ -2207,15 +2184,15 @@ static inline int key_below(uint64_t ts, uint32_t thr, uint64_t bts, uint32_t bt
  * head handed out): the calls whose key stays below (bts, bthr), as
  * cur_next_ev and ev_call would make their events.  Stops at anything
  * else (meta and extended records, a RESIDENT count waiting, the frame's
- * end), leaving it to cur_next.  Returns the records written (<= room),
- * or < 0: a decode error (cur_fill's). */
+ * end), leaving it to cur_next.  Returns the records written (<= room);
+ * *seq counts the calls among them; *err: a decode error (cur_fill's). */
 static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t room, uint64_t bts,
-		      uint32_t bthr, int *err)
+		      uint32_t bthr, uint64_t *seq, int *err)
 {
 	uint32_t serial = f->thr[c->t].serial;
 	size_t n = 0;
 	while (n < room) {
-		if (!c->rdone) {
+		if (!c->rdone && c->rt - c->rh <= ATR_PREFETCH_AHEAD) { /* cur_fill's test */
 			int r = cur_fill(f, c);
 			if (r < 0) {
 				*err = r;
@@ -2249,6 +2226,7 @@ static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t
 			c->last_ts = ts;
 		c->records++;
 		c->calls++;
+		++*seq;
 		unsigned flags = q->v1b & ATR_FLAG_MASK;
 		struct atr_call *e = &o[n];
 		e->ts = ts;
@@ -2364,10 +2342,7 @@ int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *
 		}
 		int err = 0;
 		if (c->loaded && c->lazy && !c->has_stash) {
-			size_t m = cur_run(f, c, out + k, cap - k, bts, bthr, &err);
-			for (size_t i = 0; i < m; i++)
-				it->seq += out[k + i].type != ATR_EV_REALLOC_RELEASE;
-			k += m;
+			k += cur_run(f, c, out + k, cap - k, bts, bthr, &it->seq, &err);
 		}
 		/* the thread's next event into the head's buffer, as
 		 * atr_iter_next_ref does after handing one out */

@@ -245,7 +245,28 @@ int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *
  * flags, thread, tid, ts, ptr, ret, size, nmemb, align, usable, err,
  * chunk_flags, stack_id, duration, w_calls, w_bytes), leaves the others
  * (clear ev once) and seq alone. */
-void atr_call_event(const struct atr_call *c, struct atr_event *ev);
+static inline void atr_call_event(const struct atr_call *c, struct atr_event *ev)
+{
+	ev->type = c->type;
+	ev->flags = c->flags;
+	ev->thread = c->thread;
+	ev->tid = c->tid;
+	ev->ts = c->ts;
+	ev->ptr = c->ptr;
+	ev->ret = c->ret;
+	ev->size = c->size;
+	unsigned shape = c->type <= ATR_T_CALL_LAST ? atr_call_args(c->type) : 0;
+	ev->nmemb = shape == ATR_ARGS_NMEMB || shape == ATR_ARGS_OLD_NMEMB ? c->x : 0;
+	ev->align = shape == ATR_ARGS_ALIGN || shape == ATR_ARGS_ALIGN_OUT ? c->x : 0;
+	ev->usable = c->usable;
+	ev->err = c->err;
+	ev->chunk_flags = c->chunk_flags;
+	ev->stack_id = c->stack_id;
+	ev->duration = c->duration;
+	int alloc = shape && shape != ATR_ARGS_PTR;
+	ev->w_calls = alloc;
+	ev->w_bytes = alloc ? c->size : 0;
+}
 
 /* A pass that keeps per-block data in a big map (src/liveset/lv_set.h)
  * misses the cache on nearly every event once millions of blocks are
