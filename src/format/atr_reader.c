@@ -2161,7 +2161,8 @@ static inline int call_of_event(const struct atr_event *ev, struct atr_call *o)
 	o->ptr = ev->ptr;
 	o->ret = ev->ret;
 	o->size = ev->size;
-	o->x = ev->nmemb | ev->align;
+	o->nmemb = ev->nmemb;
+	o->align = ev->align;
 	o->usable = ev->usable;
 	o->duration = ev->duration;
 	o->thread = ev->thread;
@@ -2237,7 +2238,7 @@ static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t
 		e->stack_id = (uint32_t)q->stack;
 		e->duration = q->dur;
 		e->err = 0;
-		e->x = 0;
+		e->nmemb = e->align = 0;
 		if (shape == ATR_ARGS_PTR) {
 			e->ptr = q->a;
 			e->ret = e->size = e->chunk_flags = 0;
@@ -2259,16 +2260,18 @@ static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t
 						: e->size + slack;
 			switch (shape) {
 			case ATR_ARGS_NMEMB:
+				e->nmemb = q->x;
+				break;
 			case ATR_ARGS_ALIGN:
 			case ATR_ARGS_ALIGN_OUT:
-				e->x = q->x;
+				e->align = q->x;
 				break;
 			case ATR_ARGS_OLD:
 				e->ptr = q->x;
 				break;
 			case ATR_ARGS_OLD_NMEMB:
 				e->ptr = q->x;
-				e->x = q->y;
+				e->nmemb = q->y;
 				break;
 			default:
 				break;

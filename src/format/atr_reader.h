@@ -224,8 +224,8 @@ struct atr_call {
 			      ATR_EV_REALLOC_RELEASE: the old block */
 	uint64_t ret;	   /* allocations: the block returned (0 = failure) */
 	uint64_t size;	   /* bytes requested (calloc/reallocarray: total) */
-	uint64_t x;	   /* calloc, reallocarray: nmemb; memalign & co.:
-			      alignment */
+	uint64_t nmemb;	   /* calloc, reallocarray */
+	uint64_t align;	   /* memalign & co. */
 	uint64_t usable;   /* as atr_event */
 	uint64_t duration; /* as atr_event */
 	uint32_t thread, tid;
@@ -255,15 +255,14 @@ static inline void atr_call_event(const struct atr_call *c, struct atr_event *ev
 	ev->ptr = c->ptr;
 	ev->ret = c->ret;
 	ev->size = c->size;
-	unsigned shape = c->type <= ATR_T_CALL_LAST ? atr_call_args(c->type) : 0;
-	ev->nmemb = shape == ATR_ARGS_NMEMB || shape == ATR_ARGS_OLD_NMEMB ? c->x : 0;
-	ev->align = shape == ATR_ARGS_ALIGN || shape == ATR_ARGS_ALIGN_OUT ? c->x : 0;
+	ev->nmemb = c->nmemb;
+	ev->align = c->align;
 	ev->usable = c->usable;
 	ev->err = c->err;
 	ev->chunk_flags = c->chunk_flags;
 	ev->stack_id = c->stack_id;
 	ev->duration = c->duration;
-	int alloc = shape && shape != ATR_ARGS_PTR;
+	int alloc = c->type != ATR_T_FREE && c->type <= ATR_T_CALL_LAST;
 	ev->w_calls = alloc;
 	ev->w_bytes = alloc ? c->size : 0;
 }

@@ -1617,13 +1617,14 @@ static int src_open(struct source *sc, const char *trace, const struct rp_conver
 }
 
 /* The next event of one process by the narrow path. */
-static int src_next_narrow(struct source *sc, const struct atr_event **ev)
+static inline int src_next_narrow(struct source *sc, const struct atr_event **ev)
 {
-	if (sc->icall == sc->ncalls) {
+	while (sc->icall == sc->ncalls) {
 		if (sc->calls_next) {
 			*ev = sc->calls_next;
 			sc->calls_next = NULL;
 			sc->calls_seq = (*ev)->seq + ((*ev)->type != ATR_EV_REALLOC_RELEASE);
+			sc->orig.thread = (*ev)->thread;
 			return 1;
 		}
 		sc->icall = 0;
@@ -1632,12 +1633,12 @@ static int src_next_narrow(struct source *sc, const struct atr_event **ev)
 					&sc->ncalls, &sc->calls_next);
 		if (r <= 0)
 			return r;
-		return src_next_narrow(sc, ev);
 	}
 	struct atr_event *e = &sc->calls_ev;
 	atr_call_event(&sc->calls[sc->icall++], e);
 	e->seq = sc->calls_seq;
 	sc->calls_seq += e->type != ATR_EV_REALLOC_RELEASE;
+	sc->orig.thread = e->thread;
 	*ev = e;
 	return 1;
 }
@@ -1648,14 +1649,8 @@ static int src_next(void *src, const struct atr_event **ev)
 	int r;
 	uint32_t th;
 	atr_file *f;
-	if (sc->narrow) {
-		r = src_next_narrow(sc, ev);
-		if (r <= 0)
-			return r;
-		sc->orig.thread = (*ev)->thread;
-		sc->orig.f = sc->f;
-		return r;
-	}
+	if (sc->narrow)
+		return src_next_narrow(sc, ev);
 	if (sc->m) {
 		r = merge_next(sc, ev);
 		if (r <= 0)
@@ -1919,15 +1914,17 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		if (sc.it) {
 			atr_iter_set_prefetch(sc.it, lv_prefetch_hook, &c.live);
 			sc.narrow = 1;
+			sc.orig.f = sc.f;
 		}
 		for (size_t i = 0; i < sc.nm; i++) {
 			sc.m[i].pf_set = &c.live;
 			atr_iter_set_prefetch(sc.m[i].it, msrc_prefetch, &sc.m[i]);
 		}
 	}
-	while ((r = pipe    ? rp_pipe_next(pipe, &ev)
-		    : sc.dj ? lv_ahead_next(&ah, &ev)
-			    : src_next(&sc, &ev)) > 0) {
+	while ((r = pipe	? rp_pipe_next(pipe, &ev)
+		    : sc.narrow ? src_next_narrow(&sc, &ev)
+		    : sc.dj	? lv_ahead_next(&ah, &ev)
+				: src_next(&sc, &ev)) > 0) {
 		if (ev->type != RP_EV_REALLOC_RELEASE) {
 			if (!st->records++)
 				first_ts = ev->ts;
