@@ -2,7 +2,10 @@
 """test_v2paths.py - the reader decodes v2 frames record by record straight
 into events; with atr_set_v2_words() it decodes each frame whole into
 version-1 words first (the earlier path).  On traces recorded here the two
-give the same events, field for field (tests/v2paths.c).
+give the same events, field for field; and the narrow path
+(atr_iter_next_calls: compact call records, a thread's run at a time) gives
+the events of atr_iter_next_ref and the same walk statistics
+(tests/v2paths.c).
 
   threads   8 threads, small blocks (many frames per thread)
   timing    --timing --stacks, calls of every type (tests/progs/calls)

@@ -2,7 +2,9 @@
  * (tests/test_v2paths.py): for every trace of every argument (a file or a
  * directory of them), the frames read record by record must give the
  * events of the frames decoded whole into v1 words (atr_set_v2_words),
- * event for event, field for field (atw_v2_paths_agree).
+ * event for event, field for field (atw_v2_paths_agree); and the narrow
+ * path (atr_iter_next_calls: compact call records) must give the events
+ * of atr_iter_next_ref (atw_calls_path_agree).
  *   v2paths TRACE|DIR...   prints "N events in M traces agree"; exit 1 on
  *   the first disagreement or a trace that does not read.
  */
@@ -31,12 +33,29 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			atr_set_v2_words(fa, 1);
-			uint64_t ev;
+			uint64_t ev, ev2 = 0;
 			int ok = atw_v2_paths_agree(fa, fb, &ev, err, sizeof err);
 			uint64_t frames =
 			    atr_get_info(fb)->version == 2 ? atr_get_info(fb)->blocks : 0;
 			atr_close(fa);
 			atr_close(fb);
+			/* the narrow path (compact call records) against events */
+			if (ok && (atr_open(paths[k], &fa, err, sizeof err) ||
+				   atr_open(paths[k], &fb, err, sizeof err))) {
+				fprintf(stderr, "v2paths: %s\n", err);
+				return 1;
+			}
+			if (ok) {
+				ok = atw_calls_path_agree(fa, fb, &ev2, err, sizeof err);
+				atr_close(fa);
+				atr_close(fb);
+				if (ok && ev2 != ev) {
+					snprintf(err, sizeof err,
+						 "narrow path: %" PRIu64 " events, not %" PRIu64,
+						 ev2, ev);
+					ok = 0;
+				}
+			}
 			if (!ok) {
 				fprintf(stderr, "v2paths: %s: %s\n", paths[k], err);
 				return 1;

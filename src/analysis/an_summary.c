@@ -31,26 +31,27 @@ static inline struct an_thread_stat *thread_cached(struct an_summary *s, uint32_
 	return th;
 }
 
-/* The counters of a call (the live set follows it in lv_event). */
-static void on_call(struct an_summary *s, const struct atr_event *ev, struct an_thread_stat *th)
+/* The counters of a call (the live set follows it in lv_event or
+ * lv_call): its type, tid, block freed, block returned, size. */
+static inline void count_call(struct an_summary *s, struct an_thread_stat *th, unsigned type,
+			      uint32_t tid, uint64_t ptr, uint64_t ret, uint64_t size)
 {
-	s->calls[ev->type]++;
+	s->calls[type]++;
 	s->total_calls++;
 	if (th) {
 		th->calls++;
 		if (!th->tid)
-			th->tid = ev->tid;
+			th->tid = tid;
 	}
-	if (ev->type == ATR_T_FREE) {
-		s->free_null += !ev->ptr;
+	if (type == ATR_T_FREE) {
+		s->free_null += !ptr;
 		return;
 	}
-	s->bytes_requested += ev->size;
+	s->bytes_requested += size;
 	if (th)
-		th->bytes += ev->size;
+		th->bytes += size;
 	/* a failed realloc(p, 0) freed p: not a failure */
-	if (!ev->ret && (ev->size != 0 || !ev->ptr ||
-			 (ev->type != ATR_T_REALLOC && ev->type != ATR_T_REALLOCARRAY)))
+	if (!ret && (size != 0 || !ptr || (type != ATR_T_REALLOC && type != ATR_T_REALLOCARRAY)))
 		s->failed++;
 }
 
@@ -80,14 +81,38 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 	struct an_thread_stat *last = NULL;
 	struct util_progress prog;
 	util_progress_start(&prog, "info", atr_get_info(f)->records_hint);
-	while ((r = atr_iter_next_ref(it, &ev)) > 0) {
+	/* the calls as compact records (atr_iter_next_calls), anything else as
+	 * a full event */
+	struct atr_call calls[64];
+	size_t n;
+	uint64_t shown = 0;
+	while ((r = atr_iter_next_calls(it, calls, 64, &n, &ev)) > 0) {
+		for (size_t i = 0; i < n; i++) {
+			const struct atr_call *cl = &calls[i];
+			if (cl->type != ATR_EV_REALLOC_RELEASE) {
+				if (!s->records++)
+					s->first_ts = cl->ts;
+				s->last_ts = cl->ts;
+				count_call(s, thread_cached(s, cl->thread, &last), cl->type,
+					   cl->tid, cl->ptr, cl->ret, cl->size);
+			}
+			if ((r = lv_call(&live, cl)) < 0)
+				goto out;
+		}
+		if (n && (s->records ^ shown) >> 20) {
+			shown = s->records;
+			util_progress_update(&prog, shown & ~(uint64_t)0xfffff);
+		}
+		if (!ev)
+			continue;
 		util_progress_update(&prog, ev->seq);
 		if (ev->type != ATR_EV_REALLOC_RELEASE) {
 			if (!s->records++)
 				s->first_ts = ev->ts;
 			s->last_ts = ev->ts;
 			if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) {
-				on_call(s, ev, thread_cached(s, ev->thread, &last));
+				count_call(s, thread_cached(s, ev->thread, &last), ev->type,
+					   ev->tid, ev->ptr, ev->ret, ev->size);
 			} else if (atr_is_xcall(ev->type)) {
 				if (an_maps_event(&s->maps, ev) < 0) {
 					r = ATR_E_NOMEM;
@@ -105,6 +130,7 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 		if ((r = lv_event(&live, ev, NULL, NULL)) < 0)
 			break;
 	}
+out:
 	util_progress_done(&prog);
 	atr_iter_free(it);
 	s->unknown_frees = live.unknown_frees;

@@ -2151,6 +2151,237 @@ int atr_iter_next(atr_iter *it, struct atr_event *ev)
 	return r;
 }
 
+/* ---- the narrow path (atr_iter_next_calls) ---------------------------- */
+
+/* A full event as a compact record, if it is one (a call, or a release,
+ * without a resident count). */
+static inline int call_of_event(const struct atr_event *ev, struct atr_call *o)
+{
+	if (!((ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) ||
+	      ev->type == ATR_EV_REALLOC_RELEASE) ||
+	    ev->span_pages)
+		return 0;
+	o->ts = ev->ts;
+	o->ptr = ev->ptr;
+	o->ret = ev->ret;
+	o->size = ev->size;
+	o->nmemb = ev->nmemb;
+	o->align = ev->align;
+	o->usable = ev->usable;
+	o->duration = ev->duration;
+	o->thread = ev->thread;
+	o->tid = ev->tid;
+	o->stack_id = ev->stack_id;
+	o->err = ev->err;
+	o->type = ev->type;
+	o->flags = ev->flags;
+	o->chunk_flags = ev->chunk_flags;
+	return 1;
+}
+
+/* The key (ts, serial) below the bound (bts, bthr)? */
+static inline int key_below(uint64_t ts, uint32_t thr, uint64_t bts, uint32_t bthr)
+{
+	return ts < bts || (ts == bts && thr < bthr);
+}
+
+/* Compact records of cursor c's v2 frame straight from its ring (after the
+ * head handed out): the calls whose key stays below (bts, bthr), as
+ * cur_next_ev and ev_call would make their events.  Stops at anything
+ * else (meta and extended records, a RESIDENT count waiting, the frame's
+ * end), leaving it to cur_next.  Returns the records written (<= room);
+ * *seq counts the calls among them; *err: a decode error (cur_fill's). */
+static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t room, uint64_t bts,
+		      uint32_t bthr, uint64_t *seq, int *err)
+{
+	uint32_t serial = f->thr[c->t].serial;
+	size_t n = 0;
+	while (n < room) {
+		if (!c->rdone && c->rt - c->rh <= ATR_PREFETCH_AHEAD) { /* cur_fill's test */
+			int r = cur_fill(f, c);
+			if (r < 0) {
+				*err = r;
+				return n;
+			}
+		}
+		if (c->rh == c->rt || c->res_pending)
+			return n;
+		const struct v2_rec *q = &c->ring[c->rh & (CUR_RING - 1)];
+		unsigned type = q->type;
+		if (type < 1 || type > ATR_T_CALL_LAST)
+			return n;
+		uint64_t ts = q->ts < c->prev_ts ? c->prev_ts : q->ts;
+		unsigned shape = atr_call_args(type);
+		int rea = shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB;
+		uint64_t end = ts;
+		if (rea) {
+			end = ts + q->dur;
+			if (end < ts)
+				end = ts;
+		}
+		if (!key_below(end, serial, bts, bthr))
+			return n;
+		int released = rea && q->x && q->a != q->x && (q->a || q->size == 0);
+		if (released && n + 2 > room)
+			return n;
+		/* the record is taken: cur_next_lazy's and ev_call's work */
+		c->rh++;
+		(void)cur_ts(c, q->ts);
+		if (ts > c->last_ts)
+			c->last_ts = ts;
+		c->records++;
+		c->calls++;
+		++*seq;
+		unsigned flags = q->v1b & ATR_FLAG_MASK;
+		struct atr_call *e = &o[n];
+		e->ts = ts;
+		e->thread = serial;
+		e->tid = c->tid;
+		e->type = (uint8_t)type;
+		e->flags = (uint8_t)flags;
+		e->stack_id = (uint32_t)q->stack;
+		e->duration = q->dur;
+		e->err = 0;
+		e->nmemb = e->align = 0;
+		if (shape == ATR_ARGS_PTR) {
+			e->ptr = q->a;
+			e->ret = e->size = e->chunk_flags = 0;
+			e->usable = 0;
+		} else {
+			e->ret = q->a;
+			e->ptr = 0;
+			e->chunk_flags = (uint8_t)q->cb;
+			e->size = q->size;
+			uint64_t slack = q->slack;
+			if (!(flags & ATR_FLAG_WIDE) && slack == ATR_SLACK_NARROW_UNKNOWN)
+				slack = UINT64_MAX;
+			e->usable = 0;
+			if (shape == ATR_ARGS_ALIGN_OUT && !e->ret)
+				e->err = (int32_t)(uint32_t)slack;
+			else if (e->ret)
+				e->usable = slack == UINT64_MAX || e->size + slack < e->size
+						? UINT64_MAX
+						: e->size + slack;
+			switch (shape) {
+			case ATR_ARGS_NMEMB:
+				e->nmemb = q->x;
+				break;
+			case ATR_ARGS_ALIGN:
+			case ATR_ARGS_ALIGN_OUT:
+				e->align = q->x;
+				break;
+			case ATR_ARGS_OLD:
+				e->ptr = q->x;
+				break;
+			case ATR_ARGS_OLD_NMEMB:
+				e->ptr = q->x;
+				e->nmemb = q->y;
+				break;
+			default:
+				break;
+			}
+		}
+		n++;
+		if (!rea)
+			continue;
+		/* cur_next_ev's realloc split */
+		if (c->prev_ts < end)
+			c->prev_ts = end;
+		e->ts = end;
+		if (!released)
+			continue;
+		o[n] = *e;
+		*e = (struct atr_call){.type = ATR_EV_REALLOC_RELEASE,
+				       .thread = serial,
+				       .tid = c->tid,
+				       .ts = ts,
+				       .ptr = q->x};
+		n++;
+	}
+	return n;
+}
+
+int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *n,
+			const struct atr_event **ev)
+{
+	if (!it || !out || !n || !ev)
+		return ATR_E_USAGE;
+	*n = 0;
+	*ev = NULL;
+	if (it->err)
+		return it->err;
+	atr_file *f = it->f;
+	if (it->sel || f->info.sample_rate || !cap) {
+		int r = atr_iter_next_ref(it, ev);
+		if (r <= 0)
+			*ev = NULL;
+		return r;
+	}
+	if (!it->started) {
+		int r = iter_start(it);
+		if (r < 0)
+			return it->err = r;
+	}
+	size_t k = 0;
+	while (k < cap && it->hn) {
+		uint32_t t = it->heap[0];
+		struct atr_event *head = it->next[t];
+		struct atr_cur *c = &it->cur[t];
+		if (!call_of_event(head, &out[k]))
+			break; /* a full event: atr_iter_next_ref below */
+		if (head->type != ATR_EV_REALLOC_RELEASE)
+			it->seq++;
+		k++;
+		/* the bound: the smallest head of the other threads */
+		uint64_t bts = UINT64_MAX;
+		uint32_t bthr = UINT32_MAX;
+		if (it->hn > 1) {
+			if (!it->bvalid) {
+				uint32_t m = it->heap[1];
+				if (it->hn > 2 && heap_less(it, it->heap[2], m))
+					m = it->heap[2];
+				it->bts = it->next[m]->ts;
+				it->bthr = it->next[m]->thread;
+				it->bvalid = 1;
+			}
+			bts = it->bts;
+			bthr = it->bthr;
+		}
+		int err = 0;
+		if (c->loaded && c->lazy && !c->has_stash) {
+			k += cur_run(f, c, out + k, cap - k, bts, bthr, &it->seq, &err);
+		}
+		/* the thread's next event into the head's buffer, as
+		 * atr_iter_next_ref does after handing one out */
+		int r = err ? err : cur_next_sel(f, c, head);
+		if (r < 0) {
+			/* atr_iter_next_ref drops the event before the error */
+			k--;
+			it->err = r;
+			if (!k)
+				return r;
+			*n = k;
+			return 1;
+		}
+		if (r > 0 && it->hn > 1 && key_below(head->ts, head->thread, bts, bthr))
+			continue; /* still the smallest */
+		if (r == 0)
+			it->heap[0] = it->heap[--it->hn];
+		if (it->hn > 1)
+			heap_down(it, 0);
+		it->bvalid = 0;
+	}
+	*n = k;
+	if (k == cap)
+		return 1;
+	int r = atr_iter_next_ref(it, ev);
+	if (r <= 0)
+		*ev = NULL;
+	if (r < 0 && !k)
+		return r;
+	return k || r > 0 ? 1 : 0;
+}
+
 void atr_iter_free(atr_iter *it)
 {
 	if (!it)

@@ -205,6 +205,68 @@ int atr_iter_next(atr_iter *it, struct atr_event *ev);
 int atr_iter_next_ref(atr_iter *it, const struct atr_event **ev);
 void atr_iter_free(atr_iter *it);
 
+/* ---- the narrow path: compact call records ---------------------------
+ *
+ * A pass that needs only the malloc family's calls (info's summary,
+ * convert) reads them in batches of compact records instead of one full
+ * event each: atr_iter_next_calls() copies them out of the v2 decoder's
+ * ring and moves a thread's run (its records before the next other
+ * thread's head) in one go, without the merge heap per record.  Records
+ * that need more (meta records, extended calls, a release with a
+ * RESIDENT count, the records of a sampled trace) come out as full events,
+ * in the same order as atr_iter_next_ref() gives: n compact records, then
+ * (*ev not NULL) one full event.  Mix it with neither atr_iter_next*()
+ * nor atr_iter_new_sel() (a selection: every record comes out as an
+ * event). */
+struct atr_call {
+	uint64_t ts;	   /* as atr_event */
+	uint64_t ptr;	   /* free: the block; realloc*: the old block;
+			      ATR_EV_REALLOC_RELEASE: the old block */
+	uint64_t ret;	   /* allocations: the block returned (0 = failure) */
+	uint64_t size;	   /* bytes requested (calloc/reallocarray: total) */
+	uint64_t nmemb;	   /* calloc, reallocarray */
+	uint64_t align;	   /* memalign & co. */
+	uint64_t usable;   /* as atr_event */
+	uint64_t duration; /* as atr_event */
+	uint32_t thread, tid;
+	uint32_t stack_id;
+	int32_t err;	     /* posix_memalign's result */
+	uint8_t type;	     /* a call type, or ATR_EV_REALLOC_RELEASE */
+	uint8_t flags;	     /* ATR_FLAG_* */
+	uint8_t chunk_flags; /* as atr_event */
+};
+/* Returns 1 with *n (<= cap) compact records in out and, if *ev is not
+ * NULL, the full event that follows them (valid as atr_iter_next_ref's);
+ * 0 at the end (*n 0, *ev NULL); < 0 error (after the records before
+ * it came out). */
+int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *n,
+			const struct atr_event **ev);
+/* The event of a compact record: sets the fields a call uses (type,
+ * flags, thread, tid, ts, ptr, ret, size, nmemb, align, usable, err,
+ * chunk_flags, stack_id, duration, w_calls, w_bytes), leaves the others
+ * (clear ev once) and seq alone. */
+static inline void atr_call_event(const struct atr_call *c, struct atr_event *ev)
+{
+	ev->type = c->type;
+	ev->flags = c->flags;
+	ev->thread = c->thread;
+	ev->tid = c->tid;
+	ev->ts = c->ts;
+	ev->ptr = c->ptr;
+	ev->ret = c->ret;
+	ev->size = c->size;
+	ev->nmemb = c->nmemb;
+	ev->align = c->align;
+	ev->usable = c->usable;
+	ev->err = c->err;
+	ev->chunk_flags = c->chunk_flags;
+	ev->stack_id = c->stack_id;
+	ev->duration = c->duration;
+	int alloc = c->type != ATR_T_FREE && c->type <= ATR_T_CALL_LAST;
+	ev->w_calls = alloc;
+	ev->w_bytes = alloc ? c->size : 0;
+}
+
 /* A pass that keeps per-block data in a big map (src/liveset/lv_set.h)
  * misses the cache on nearly every event once millions of blocks are
  * live.  With a prefetch hook the iterator calls fn(ctx, addr) for the

@@ -422,3 +422,79 @@ out:
 	atr_iter_free(ib);
 	return ok;
 }
+
+int atw_calls_path_agree(atr_file *full, atr_file *narrow, uint64_t *events, char *why, size_t len)
+{
+	atr_iter *ia = NULL, *ib = NULL;
+	int ok = 0, ra, rb = 1;
+	*events = 0;
+	snprintf(why, len, "agree");
+	if (atr_iter_new(full, &ia) || atr_iter_new(narrow, &ib)) {
+		snprintf(why, len, "no iterator");
+		goto out;
+	}
+	struct atr_call calls[37];
+	struct atr_event ce;
+	memset(&ce, 0, sizeof(ce));
+	size_t n = 0, i = 0;
+	uint64_t seq = 0, batches = 0;
+	const struct atr_event *x, *y = NULL;
+	for (;;) {
+		ra = atr_iter_next_ref(ia, &x);
+		/* the narrow path's next event */
+		if (i == n && y) {
+			rb = 1; /* the full event after a batch, handed out below */
+		} else if (i == n) {
+			size_t cap = 1 + (size_t)(batches++ % 37);
+			rb = atr_iter_next_calls(ib, calls, cap, &n, &y);
+			i = 0;
+			if (rb > 0 && n > cap) {
+				snprintf(why, len, "batch of %zu records for room for %zu", n, cap);
+				goto out;
+			}
+			if (rb > 0 && !n && !y) {
+				snprintf(why, len, "an empty batch");
+				goto out;
+			}
+		}
+		const struct atr_event *e = NULL;
+		if (rb > 0 && i < n) {
+			atr_call_event(&calls[i++], &ce);
+			ce.seq = seq;
+			e = &ce;
+		} else if (rb > 0) {
+			e = y;
+			y = NULL;
+			seq = e->seq;
+		}
+		if (e)
+			seq += e->type != ATR_EV_REALLOC_RELEASE;
+		if (ra <= 0 || rb <= 0)
+			break;
+		if (!atw_same_event(x, e)) {
+			snprintf(why, len,
+				 "event %" PRIu64 " differs (type %u vs %u, ts %" PRIu64
+				 " vs %" PRIu64 ")",
+				 *events, x->type, e->type, x->ts, e->ts);
+			goto out;
+		}
+		++*events;
+	}
+	if (ra != rb) {
+		snprintf(why, len, "after %" PRIu64 " events: full path %d, narrow path %d",
+			 *events, ra, rb);
+		goto out;
+	}
+	const struct atr_info *p = atr_get_info(full), *q = atr_get_info(narrow);
+	if (p->walked != q->walked || p->records_hint != q->records_hint || p->calls != q->calls ||
+	    p->clock_inversions != q->clock_inversions || p->last_ts != q->last_ts ||
+	    p->lost_records != q->lost_records || p->truncated_records != q->truncated_records) {
+		snprintf(why, len, "walk statistics differ");
+		goto out;
+	}
+	ok = 1;
+out:
+	atr_iter_free(ia);
+	atr_iter_free(ib);
+	return ok;
+}

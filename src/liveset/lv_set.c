@@ -265,3 +265,39 @@ int lv_event(struct lv_set *s, const struct atr_event *ev, const struct lv_hooks
 		return ev->ret ? rule_born(s, ev, h, ctx) : 0;
 	}
 }
+
+static inline void kill_call(struct lv_set *s, uint64_t ptr)
+{
+	if (!lv_died(s, ptr, NULL))
+		lv_unknown(s);
+}
+
+int lv_call(struct lv_set *s, const struct atr_call *c)
+{
+	if (c->type == ATR_EV_REALLOC_RELEASE) {
+		kill_call(s, c->ptr);
+		return 0;
+	}
+	switch (atr_call_args(c->type)) {
+	case ATR_ARGS_PTR:
+		if (c->ptr)
+			kill_call(s, c->ptr);
+		return 0;
+	case ATR_ARGS_OLD:
+	case ATR_ARGS_OLD_NMEMB:
+		if (!c->ret) {
+			if (c->ptr && c->size != 0 && !lv_find(s, c->ptr))
+				lv_unknown(s);
+			return 0;
+		}
+		if (c->ptr && c->ret == c->ptr)
+			kill_call(s, c->ptr);
+		break;
+	default:
+		if (!c->ret)
+			return 0;
+		break;
+	}
+	int r = lv_born(s, c->ret, c->size, c->ts, NULL, NULL);
+	return r < 0 ? r : 0;
+}

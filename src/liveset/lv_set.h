@@ -206,5 +206,7 @@ struct lv_hooks {
  *   - a release of a block that is not live is counted by lv_unknown.
  * Other events are ignored.  Returns 0 or ATR_E_NOMEM. */
 int lv_event(struct lv_set *s, const struct atr_event *ev, const struct lv_hooks *h, void *ctx);
+/* The same rules for a compact record (atr_iter_next_calls), no hooks. */
+int lv_call(struct lv_set *s, const struct atr_call *c);
 
 #endif

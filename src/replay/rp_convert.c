@@ -1295,6 +1295,16 @@ struct source {
 		uint32_t thread;
 		atr_file *f;
 	} orig;
+	/* one process, one thread: its calls as compact records
+	 * (atr_iter_next_calls), each handed out as the event calls_ev (the
+	 * fields a call does not use stay 0), then the full event that
+	 * followed them (calls_next) */
+	int narrow;
+	struct atr_call calls[64];
+	size_t ncalls, icall;
+	const struct atr_event *calls_next;
+	struct atr_event calls_ev;
+	uint64_t calls_seq; /* the events' seq: the iterator's count */
 };
 
 static int pick_trace(const char *trace, const struct rp_convert_opts *o,
@@ -1606,12 +1616,41 @@ static int src_open(struct source *sc, const char *trace, const struct rp_conver
 	return 0;
 }
 
+/* The next event of one process by the narrow path. */
+static inline int src_next_narrow(struct source *sc, const struct atr_event **ev)
+{
+	while (sc->icall == sc->ncalls) {
+		if (sc->calls_next) {
+			*ev = sc->calls_next;
+			sc->calls_next = NULL;
+			sc->calls_seq = (*ev)->seq + ((*ev)->type != ATR_EV_REALLOC_RELEASE);
+			sc->orig.thread = (*ev)->thread;
+			return 1;
+		}
+		sc->icall = 0;
+		int r =
+		    atr_iter_next_calls(sc->it, sc->calls, sizeof(sc->calls) / sizeof(sc->calls[0]),
+					&sc->ncalls, &sc->calls_next);
+		if (r <= 0)
+			return r;
+	}
+	struct atr_event *e = &sc->calls_ev;
+	atr_call_event(&sc->calls[sc->icall++], e);
+	e->seq = sc->calls_seq;
+	sc->calls_seq += e->type != ATR_EV_REALLOC_RELEASE;
+	sc->orig.thread = e->thread;
+	*ev = e;
+	return 1;
+}
+
 static int src_next(void *src, const struct atr_event **ev)
 {
 	struct source *sc = src;
 	int r;
 	uint32_t th;
 	atr_file *f;
+	if (sc->narrow)
+		return src_next_narrow(sc, ev);
 	if (sc->m) {
 		r = merge_next(sc, ev);
 		if (r <= 0)
@@ -1872,16 +1911,20 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		st->read_threads = 1;
 	else {
 		pipe = NULL;
-		if (sc.it)
+		if (sc.it) {
 			atr_iter_set_prefetch(sc.it, lv_prefetch_hook, &c.live);
+			sc.narrow = 1;
+			sc.orig.f = sc.f;
+		}
 		for (size_t i = 0; i < sc.nm; i++) {
 			sc.m[i].pf_set = &c.live;
 			atr_iter_set_prefetch(sc.m[i].it, msrc_prefetch, &sc.m[i]);
 		}
 	}
-	while ((r = pipe    ? rp_pipe_next(pipe, &ev)
-		    : sc.dj ? lv_ahead_next(&ah, &ev)
-			    : src_next(&sc, &ev)) > 0) {
+	while ((r = pipe	? rp_pipe_next(pipe, &ev)
+		    : sc.narrow ? src_next_narrow(&sc, &ev)
+		    : sc.dj	? lv_ahead_next(&ah, &ev)
+				: src_next(&sc, &ev)) > 0) {
 		if (ev->type != RP_EV_REALLOC_RELEASE) {
 			if (!st->records++)
 				first_ts = ev->ts;

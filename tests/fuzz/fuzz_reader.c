@@ -6,7 +6,9 @@
  * summary.  Corrupt input must give an error code, never a crash.
  * v2 frames: the events read record by record must be the events of the
  * frames decoded whole into v1 words (atr_set_v2_words), and a frame one
- * path rejects the other rejects with the same code (same_paths()).
+ * path rejects the other rejects with the same code (same_paths()); and
+ * the narrow path (atr_iter_next_calls) gives the events of
+ * atr_iter_next_ref, up to the same error (atw_calls_path_agree).
  */
 #define _GNU_SOURCE
 #include "fuzz_reader.h"
@@ -90,6 +92,20 @@ static void same_paths(const uint8_t *data, size_t size)
 	}
 	atr_close(fa);
 	atr_close(fb);
+	/* the narrow path against events, on both v2 paths */
+	for (int words = 0; words < 2; words++) {
+		if (atr_open_buffer(data, size, "a.atr", &fa, err, sizeof(err)) ||
+		    atr_open_buffer(data, size, "b.atr", &fb, err, sizeof(err)))
+			__builtin_trap();
+		atr_set_v2_words(fa, words);
+		atr_set_v2_words(fb, words);
+		if (!atw_calls_path_agree(fa, fb, &n, err, sizeof(err))) {
+			fprintf(stderr, "fuzz_reader: narrow path: %s\n", err);
+			__builtin_trap();
+		}
+		atr_close(fa);
+		atr_close(fb);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
