@@ -574,7 +574,9 @@ static void test_think_time(void **state)
 	assert_true(think >= 299ull * 300000);
 	assert_true(think <= dur);
 	double best = 1e9;
-	for (int rep = 0; rep < 5 && best > THINK_BOUND; rep++) {
+	uint64_t best_think = UINT64_MAX; /* a loaded machine stretches some reps */
+	for (int rep = 0; rep < 5 && (best > THINK_BOUND || best_think > think + think / 5);
+	     rep++) {
 		struct rp_opts o = {.touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF};
 		struct rp_result *r = calloc(1, sizeof(*r));
 		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
@@ -583,11 +585,14 @@ static void test_think_time(void **state)
 			      (double)dur / 1e6, (double)r->wall_ns / 1e6, 100 * err);
 		if (fabs(err) < best)
 			best = fabs(err);
-		assert_true(r->think_ns >= think && r->think_ns <= think + think / 5);
+		assert_true(r->think_ns >= think);
+		if (r->think_ns < best_think)
+			best_think = r->think_ns;
 		assert_int_equal(r->think_shared, 0); /* one thread: never more than cores */
 		free(r);
 	}
 	assert_true(best <= THINK_BOUND);
+	assert_true(best_think <= think + think / 5);
 	/* --think off: the calls only, far shorter */
 	struct rp_opts o = {
 	    .touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF, .think = RP_THINK_OFF};
