@@ -433,6 +433,9 @@ static inline void emit_wait_for(struct conv *c, uint32_t ti, uint32_t owner, ui
  * byte offsets, far below it); a share of a page resident, fixed point. */
 #define TOUCH_HEAP (1ULL << 63)
 #define TOUCH_ONE  256u
+/* Heap chunks spanning more pages (1 GiB of 4 KiB pages) keep their
+ * counts: the model's cost is a lookup per page. */
+#define TOUCH_HEAP_PAGES (1ULL << 18)
 
 static void put_uv_fixed(uint8_t *p, uint64_t v)
 {
@@ -501,7 +504,7 @@ static uint64_t heap_before(const struct conv *c, uint64_t first, uint64_t span)
 /* ... and what is after its release: now (TOUCH_ONE a page), spread. */
 static void heap_after(struct conv *c, uint64_t first, uint64_t span, uint64_t now)
 {
-	uint64_t share = now / span;
+	uint64_t share = now / span < TOUCH_ONE ? now / span : TOUCH_ONE;
 	for (uint64_t i = 0; i < span; i++)
 		if (util_hmap_insert(&c->heap_res, first + i, share, NULL) < 0)
 			c->nomem = 1;
@@ -541,12 +544,17 @@ RP_COLD void touch_release_op(struct conv *c, const struct lv_block *b, const st
 	if (!util_hmap_remove(&c->touch, b->tag, &mark))
 		return;
 	uint64_t kib, pg = c->page_kib * 1024, lo = b->ptr & ~(pg - 1);
-	int heap = (mark & TOUCH_HEAP) != 0;
+	int heap = (mark & TOUCH_HEAP) != 0 && b->size / pg < TOUCH_HEAP_PAGES;
 	mark &= ~TOUCH_HEAP;
 	if (ev && ev->span_pages) {
 		uint64_t w = ev->resident_pages;
-		if (heap)
-			w = touch_own(c, b->size, lo, ev->span_pages, w);
+		if (heap) {
+			/* the pages the block can span (a span the trace
+			   overstates must not make the model walk it) */
+			uint64_t span = ev->span_pages, most = b->size / pg + 3;
+			span = span < most ? span : most;
+			w = touch_own(c, b->size, lo, span, w < span ? w : span);
+		}
 		kib = w * c->page_kib + 1;
 		int k = 63 - __builtin_clzll(b->size | 1);
 		c->est_res[k] += w;
@@ -557,7 +565,7 @@ RP_COLD void touch_release_op(struct conv *c, const struct lv_block *b, const st
 		if (!kib)
 			return; /* no count: the replay touches it as --touch first */
 		if (heap) {	/* w more pages written, where they fell independently */
-			uint64_t span = (b->size + pg - 1) / pg + 1, first = lo / pg;
+			uint64_t span = b->size / pg + 2, first = lo / pg;
 			uint64_t before = heap_before(c, first, span), w = (kib - 1) / c->page_kib;
 			heap_after(c, first, span, before + w * (span * TOUCH_ONE - before) / span);
 		}
