@@ -1033,6 +1033,62 @@ static void test_touch_budget(void **state)
 	assert_int_equal(known, st.touch_counted + st.touch_estimated);
 }
 
+/* tests/progs/touchpages heap: 16 blocks of 64 pages of glibc's heap at
+ * one address, the first with 63 pages written, the others with 1.  The
+ * trace counts 64 resident pages at every release (the first block's
+ * pages stay resident under the others); the workload's TOUCH ops say
+ * what each block made resident itself: 64 pages for the first, one
+ * page (its header's) for the others. */
+static void test_touch_heap(void **state)
+{
+	(void)state;
+	enum { N = 16, PAGES = 64 };
+	char tool[1200], prog[1200], trace[1024], wl[300];
+	if (!built("touchpages", tool, sizeof(tool), prog, sizeof(prog))) {
+		print_message("skipped: alloctrace or tests/progs/touchpages not built\n");
+		skip();
+	}
+	record_prog_env(tool, prog, "16 64 heap", "touchh", "ALLOCTRACE_RESIDENT_BUDGET=100", trace,
+			sizeof(trace));
+	atr_file *af;
+	char eb[512];
+	assert_int_equal(atr_open(trace, &af, eb, sizeof(eb)), 0);
+	atr_iter *it;
+	assert_int_equal(atr_iter_new(af, &it), 0);
+	struct atr_event ev;
+	int frees = 0;
+	while (atr_iter_next(it, &ev) > 0)
+		if (ev.type == ATR_T_FREE && ev.span_pages) {
+			assert_true(ev.resident_pages >= PAGES - 1);
+			frees++;
+		}
+	atr_iter_free(it);
+	atr_close(af);
+	assert_int_equal(frees, N);
+	path_in(wl, sizeof(wl), "touchh.wl");
+	struct rp_convert_stats st;
+	convert_ok(trace, wl, &st);
+	assert_int_equal(st.touch_ops, N);
+	assert_int_equal(st.touch_counted, N);
+	assert_true(st.touch_prior_pages >= (uint64_t)(N - 1) * (PAGES - 2));
+	awl_file *f;
+	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+	struct awl_stream s;
+	struct awl_op op;
+	assert_int_equal(awl_stream_init(f, 0, &s), 0);
+	int touches = 0;
+	while (awl_stream_next(&s, &op) > 0)
+		if (op.code == AWL_OP_TOUCH) {
+			if (touches++ == 0)
+				assert_true(op.a >= 4 * (PAGES - 1) + 1);
+			else
+				assert_int_equal(op.a, 4 * 1 + 1);
+		}
+	awl_stream_free(&s);
+	awl_close(f);
+	assert_int_equal(touches, N);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1043,6 +1099,7 @@ int main(void)
 	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
 	    cmocka_unit_test(test_touch_budget),   cmocka_unit_test(test_join_gap),
 	    cmocka_unit_test(test_think_shared),   cmocka_unit_test(test_pipe_same),
+	    cmocka_unit_test(test_touch_heap),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -180,10 +180,12 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 		if (st.touch_ops)
 			fprintf(stderr,
 				"convert: %s large blocks get TOUCH ops, %s of them with the "
-				"pages the program had resident, %s with an estimate\n",
+				"pages the program had resident, %s with an estimate; %s "
+				"resident pages of heap chunks left out: earlier blocks'\n",
 				util_fmt_u64(a, sizeof(a), st.touch_ops),
 				util_fmt_u64(b, sizeof(b), st.touch_counted),
-				util_fmt_u64(c, sizeof(c), st.touch_estimated));
+				util_fmt_u64(c, sizeof(c), st.touch_estimated),
+				util_fmt_u64(d, sizeof(d), st.touch_prior_pages));
 		if (st.anomalies || st.lost_records)
 			fprintf(stderr,
 				"convert: anomalies: %" PRIu64 " unknown frees, %" PRIu64

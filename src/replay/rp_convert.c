@@ -171,6 +171,14 @@ struct conv {
 	   counted ones of its power-of-two size class so far */
 	int touch_est;
 	uint64_t est_res[64], est_span[64];
+	/* glibc's heap (every process has CHUNK_FLAGS): a RESIDENT count of
+	   a chunk that is not mmap'd includes the pages earlier blocks at
+	   its addresses left resident; heap_res keeps, per page of the
+	   traced address space, the share of it resident (of TOUCH_ONE)
+	   after the last large block over it was released, and a count
+	   loses what its pages held before (touch_own) */
+	int touch_heap;
+	struct util_hmap heap_res; /* page number -> share of TOUCH_ONE */
 };
 
 /* A mapping slot: its last use (the WAIT its next user may need), the
@@ -421,6 +429,13 @@ static inline void emit_wait_for(struct conv *c, uint32_t ti, uint32_t owner, ui
 /* The count field of a TOUCH op: a varint padded to this many bytes, so
  * that it can be filled in later in place (42 bits of KiB). */
 #define RP_TOUCH_WIDTH 6
+/* The writer mark of a heap chunk's TOUCH has this bit set (marks are
+ * byte offsets, far below it); a share of a page resident, fixed point. */
+#define TOUCH_HEAP (1ULL << 63)
+#define TOUCH_ONE  256u
+/* Heap chunks spanning more pages (1 GiB of 4 KiB pages) keep their
+ * counts: the model's cost is a lookup per page. */
+#define TOUCH_HEAP_PAGES (1ULL << 18)
 
 static void put_uv_fixed(uint8_t *p, uint64_t v)
 {
@@ -431,8 +446,9 @@ static void put_uv_fixed(uint8_t *p, uint64_t v)
 
 /* Thread ti's next op allocates a block of usable bytes into slot: a
  * large one gets a TOUCH op first, its count unknown (0) until the
- * block's release says how many pages the program had resident. */
-RP_COLD void touch_place_op(struct conv *c, uint32_t ti, uint64_t slot)
+ * block's release says how many pages the program had resident.  heap:
+ * a chunk of glibc's heap (not mmap'd). */
+RP_COLD void touch_place_op(struct conv *c, uint32_t ti, uint64_t slot, int heap)
 {
 	uint32_t wi = c->th[ti].widx;
 	uint8_t *p = awl_writer_reserve(c->w, wi, 1 + RP_TOUCH_WIDTH);
@@ -440,49 +456,119 @@ RP_COLD void touch_place_op(struct conv *c, uint32_t ti, uint64_t slot)
 	uint64_t mark = awl_writer_mark(c->w, wi, p);
 	put_uv_fixed(p, 0);
 	awl_writer_commit(c->w, wi, p + RP_TOUCH_WIDTH);
-	if (util_hmap_insert(&c->touch, slot, mark, NULL) < 0)
+	if (util_hmap_insert(&c->touch, slot, mark | (heap ? TOUCH_HEAP : 0), NULL) < 0)
 		c->nomem = 1;
 	c->st->touch_ops++;
 }
 
-RP_HOT void touch_place(struct conv *c, uint32_t ti, uint64_t slot, uint64_t usable)
+/* An allocation of usable bytes into slot (chunk_flags: its event's). */
+RP_HOT void touch_place(struct conv *c, uint32_t ti, uint64_t slot, uint64_t usable,
+			unsigned chunk_flags)
 {
 	if (__builtin_expect(c->touch_min != 0, 0) && usable >= c->touch_min)
-		touch_place_op(c, ti, slot);
+		touch_place_op(c, ti, slot, c->touch_heap && !(chunk_flags & ATR_CHUNK_MMAPPED));
+}
+
+/* The size class of a block of size bytes: its pages written per page
+ * spanned, of the blocks counted so far; the pages of a span of pages,
+ * rounded (UINT64_MAX: none counted yet). */
+static uint64_t touch_share(const struct conv *c, uint64_t size, uint64_t span)
+{
+	int k = 63 - __builtin_clzll(size | 1);
+	if (!c->est_span[k])
+		return UINT64_MAX;
+	return (span * c->est_res[k] + c->est_span[k] / 2) / c->est_span[k];
 }
 
 /* The count field (KiB + 1) for a block of size bytes released without a
- * count: its size class's resident share so far (0: none counted yet). */
+ * count: its size class's share (0: none counted yet). */
 static uint64_t touch_estimate(const struct conv *c, uint64_t size)
 {
-	int k = 63 - __builtin_clzll(size | 1);
-	if (!c->touch_est || !c->est_span[k])
+	uint64_t pg = c->page_kib * 1024, w = touch_share(c, size, (size + pg - 1) / pg + 1);
+	if (!c->touch_est || w == UINT64_MAX)
 		return 0;
-	uint64_t pages = (size + c->page_kib * 1024 - 1) / (c->page_kib * 1024) + 1;
-	uint64_t res = (pages * c->est_res[k] + c->est_span[k] / 2) / c->est_span[k];
-	return res * c->page_kib + 1;
+	return w * c->page_kib + 1;
+}
+
+/* A heap chunk over the pages [first, first + span): what heap_res says
+ * was resident there (TOUCH_ONE a page) before it ... */
+static uint64_t heap_before(const struct conv *c, uint64_t first, uint64_t span)
+{
+	uint64_t before = 0, v;
+	for (uint64_t i = 0; i < span; i++)
+		if (util_hmap_lookup(&c->heap_res, first + i, &v))
+			before += v;
+	return before < span * TOUCH_ONE ? before : span * TOUCH_ONE;
+}
+
+/* ... and what is after its release: now (TOUCH_ONE a page), spread. */
+static void heap_after(struct conv *c, uint64_t first, uint64_t span, uint64_t now)
+{
+	uint64_t share = now / span < TOUCH_ONE ? now / span : TOUCH_ONE;
+	for (uint64_t i = 0; i < span; i++)
+		if (util_hmap_insert(&c->heap_res, first + i, share, NULL) < 0)
+			c->nomem = 1;
+}
+
+/* The pages a heap chunk of size bytes over span pages from lo wrote,
+ * res of them resident at its release, of which `before` (TOUCH_ONE a
+ * page) were before its allocation: if the pages it wrote fell
+ * independently of those, res = w + before - w x before / span, so
+ * w = (res - before) / (1 - before / span); at least 1 (its header's
+ * page) when res is not 0, at most res.  Every page resident before: no
+ * information, the size class's share (else res). */
+static uint64_t touch_own(struct conv *c, uint64_t size, uint64_t lo, uint64_t span, uint64_t res)
+{
+	uint64_t first = lo / (c->page_kib * 1024), before = heap_before(c, first, span);
+	uint64_t room = span * TOUCH_ONE - before, w;
+	if (res * TOUCH_ONE <= before) {
+		w = res != 0;
+	} else if (room >= TOUCH_ONE) {
+		w = ((res * TOUCH_ONE - before) * span + room / 2) / room;
+		w = w < 1 ? 1 : w > res ? res : w;
+	} else {
+		w = touch_share(c, size, span);
+		w = w > res ? res : w;
+	}
+	heap_after(c, first, span, res * TOUCH_ONE);
+	c->st->touch_prior_pages += res - w;
+	return w;
 }
 
 /* Block b dies (released by ev, NULL: dropped): its TOUCH, if it has one,
- * gets ev's resident count, or an estimate when the recorder skipped it. */
+ * gets ev's resident count, or an estimate when the recorder skipped it.
+ * The size classes' shares are of the pages the blocks wrote. */
 RP_COLD void touch_release_op(struct conv *c, const struct lv_block *b, const struct atr_event *ev)
 {
 	uint64_t mark;
 	if (!util_hmap_remove(&c->touch, b->tag, &mark))
 		return;
-	uint64_t kib;
+	uint64_t kib, pg = c->page_kib * 1024, lo = b->ptr & ~(pg - 1);
+	int heap = (mark & TOUCH_HEAP) != 0 && b->size / pg < TOUCH_HEAP_PAGES;
+	mark &= ~TOUCH_HEAP;
 	if (ev && ev->span_pages) {
-		kib = (uint64_t)ev->resident_pages * c->page_kib + 1;
-		if (c->touch_est) {
-			int k = 63 - __builtin_clzll(b->size | 1);
-			c->est_res[k] += ev->resident_pages;
-			c->est_span[k] += ev->span_pages;
+		uint64_t w = ev->resident_pages;
+		if (heap) {
+			/* the pages the block can span (a span the trace
+			   overstates must not make the model walk it) */
+			uint64_t span = ev->span_pages, most = b->size / pg + 3;
+			span = span < most ? span : most;
+			w = touch_own(c, b->size, lo, span, w < span ? w : span);
 		}
+		kib = w * c->page_kib + 1;
+		int k = 63 - __builtin_clzll(b->size | 1);
+		c->est_res[k] += w;
+		c->est_span[k] += ev->span_pages;
 		c->st->touch_counted++;
 	} else {
 		kib = ev ? touch_estimate(c, b->size) : 0;
 		if (!kib)
 			return; /* no count: the replay touches it as --touch first */
+		if (heap) {	/* w more pages written, where they fell independently */
+			uint64_t span = b->size / pg + 2, first = lo / pg;
+			uint64_t before = heap_before(c, first, span), w = (kib - 1) / c->page_kib;
+			heap_after(c, first, span, before + w * (span * TOUCH_ONE - before) / span);
+		}
 		c->st->touch_estimated++;
 	}
 	uint8_t v[RP_TOUCH_WIDTH];
@@ -629,7 +715,7 @@ RP_HOT void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		if (c->nomem)
 			return;
 		emit_wait_for(c, ti, f.owner, f.when);
-		touch_place(c, ti, f.slot, usable_of(ev));
+		touch_place(c, ti, f.slot, usable_of(ev), ev->chunk_flags);
 	} else {
 		c->st->failed_allocs++;
 	}
@@ -714,7 +800,7 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 			emit_wait_for(c, ti, f.owner, f.when);
 			dst = (uint64_t)f.slot + 1;
 		}
-		touch_place(c, ti, dst - 1, usable_of(ev));
+		touch_place(c, ti, dst - 1, usable_of(ev), ev->chunk_flags);
 	}
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
 	unsigned op = op_of_type[ev->type];
@@ -1818,6 +1904,7 @@ static void touch_setup(struct conv *c, const struct source *sc)
 {
 	uint64_t min = 0;
 	uint32_t page = 0;
+	int heap = 1;
 	size_t n = sc->m ? sc->nm : sc->f ? 1 : 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct atr_info *in = atr_get_info(sc->m ? sc->m[i].f : sc->f);
@@ -1825,12 +1912,14 @@ static void touch_setup(struct conv *c, const struct source *sc)
 		    (page && in->page_size != page))
 			return;
 		page = in->page_size;
+		heap &= (in->features & ATR_FEAT_CHUNK_FLAGS) != 0;
 		if (in->resident_min > min)
 			min = in->resident_min;
 		if (in->res_budget)
 			c->touch_est = 1;
 	}
 	c->touch_min = min;
+	c->touch_heap = heap;
 	c->touch_lo = min / 2; /* usable <= 2 x requested for any allocator we know */
 	c->page_kib = page / 1024;
 }
@@ -2076,6 +2165,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	free(c.ms);
 	free(c.mfree);
 	util_hmap_destroy(&c.touch);
+	util_hmap_destroy(&c.heap_res);
 	src_close(&sc);
 	st->seconds = plat_mono_s() - t0;
 	if (rc)

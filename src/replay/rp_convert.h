@@ -90,6 +90,9 @@ struct rp_convert_stats {
 	uint64_t touch_ops, touch_counted; /* TOUCH ops; those with a count */
 	uint64_t touch_estimated;	   /* ... with an estimate instead (the
 					      recorder's budget skipped them) */
+	uint64_t touch_prior_pages;	   /* resident pages of glibc heap chunks
+					      left out of their counts: earlier
+					      blocks' (rp_convert.c, touch_own) */
 	uint64_t excluded_calls;	   /* calls a filter left out */
 	int window_open, window_closed;	   /* --from/--to labels: seen */
 	uint32_t no_stacks;		   /* processes without stacks (--module, --function
