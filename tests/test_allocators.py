@@ -22,7 +22,8 @@ import tempfile
 from atr_runner import sanitized
 
 SPECS = ["glibc", "jemalloc", "tcmalloc", "mimalloc",
-         "glibc+glibc.malloc.arena_max=1", "glibc+glibc.malloc.mmap_threshold=65536"]
+         "glibc+glibc.malloc.arena_max=1", "glibc+glibc.malloc.mmap_threshold=65536",
+         "glibc+--membarrier"]  # a "+--flag" is a replay option, not a tunable
 ALLOCS = {"malloc", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
           "aligned_alloc", "valloc", "pvalloc"}
 ALIGNED = {"memalign", "posix_memalign", "aligned_alloc", "valloc", "pvalloc"}
@@ -86,7 +87,7 @@ def main():
             cmd = [tool, "record", "-o", f"{tmp}/{len(os.listdir(tmp))}", "--", tool, "replay",
                    f"{tmp}/wl", "--allocator", name, "--timing", "off", "--think", "off", "--json"]
             for t in tun:
-                cmd += ["--tunable", t]
+                cmd += [t] if t.startswith("--") else ["--tunable", t]
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode != 0:
                 print(f"{spec}: replay failed: {p.stderr.strip()}")

@@ -49,6 +49,9 @@ static void replay_usage(FILE *out)
 	    "                         calls back to back (the allocator's time only)\n"
 	    "      --spin N           pauses a wait spins before it sleeps (default %u; spins\n"
 	    "                         only while every running replay thread has a core)\n"
+	    "      --membarrier       a sleeping wait issues membarrier() so the threads it\n"
+	    "                         waits for need no fence per op (cheaper where IPIs are\n"
+	    "                         cheap; the default fences: on a VM it was 2x the CPU)\n"
 	    "      --timeline FILE    sample VmSize, VmRSS and ideal live bytes (ms vmsize_kb\n"
 	    "                         rss_kb ideal_kb) every --interval ms (default 10)\n"
 	    "      --interval MS      the --timeline sampling period\n"
@@ -430,6 +433,7 @@ int cmd_replay(int argc, char **argv)
 	    {"timeline", required_argument, NULL, 'L'},
 	    {"think", required_argument, NULL, 'K'},
 	    {"spin", required_argument, NULL, 'S'},
+	    {"membarrier", no_argument, NULL, 'B'},
 	    {"interval", required_argument, NULL, 'i'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"kv", no_argument, NULL, 'k'},
@@ -524,6 +528,9 @@ int cmd_replay(int argc, char **argv)
 			o.spin = v ? (unsigned)v : UINT_MAX;
 			break;
 		}
+		case 'B':
+			o.membarrier = 1;
+			break;
 		case 'i':
 			o.timeline_ms = (unsigned)strtoul(optarg, &e, 10);
 			if (*e || !o.timeline_ms) {

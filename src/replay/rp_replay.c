@@ -1248,7 +1248,10 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	rp.think_share = o->think == RP_THINK_SHARE;
 	if (rp.think_share)
 		rp.step_ps = calibrate_think();
-	rp.membar = membarrier_register();
+	/* off by default: on our VM each membarrier() (an IPI to every CPU
+	 * running the process) cost ~17 us and doubled the CPU of a
+	 * 201-thread replay; a fence per op is cheaper (docs/REPLAY.md) */
+	rp.membar = o->membarrier && membarrier_register();
 	pthread_mutex_init(&rp.lock, NULL);
 	res->timer_floor = rp.timer_floor;
 	res->timing = o->timing;

@@ -58,6 +58,7 @@ struct rp_opts {
 	unsigned spin;	/* pauses before a wait sleeps; 0: RP_SPIN_DEFAULT, UINT_MAX: none */
 	int no_mallopt; /* skip the program's mallopt and malloc_trim ops */
 	int no_maps;	/* skip the program's mappings (mmap .. madvise ops) */
+	int membarrier; /* --membarrier: sleepers issue membarrier(), publishers no fence */
 };
 
 /* The program's other calls (workload v3 ops AWL_OP_XFIRST + i). */
