@@ -224,8 +224,8 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 		       o->think == RP_THINK_ON	    ? ""
 		       : o->think == RP_THINK_SHARE ? " (--think share)"
 						    : " (--think off)",
-		       util_fmt_u64(d, sizeof(d), r->think_shared),
 		       util_fmt_u64(b, sizeof(b), r->think_trace_ns / 1000),
+		       util_fmt_u64(d, sizeof(d), r->think_shared),
 		       util_fmt_u64(c, sizeof(c), r->trace_duration_ns / 1000));
 	printf("replay's own memory (mapped, virtual): decoder buffers %s Kb and thread stats %s "
 	       "Kb at most (per "
