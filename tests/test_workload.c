@@ -671,6 +671,65 @@ static void test_join_gap(void **state)
 	}
 }
 
+/* A long gap (>= RP_SHARE_MIN_NS) while more threads made calls during it
+ * than the trace's ncpu: only ncpu / threads of it is think time; short
+ * gaps, traces without ncpu and --no-share (no_share) keep it whole. */
+static void test_share_gap(void **state)
+{
+	(void)state;
+	char trace[300], wl[300], eb[512];
+	path_in(trace, sizeof(trace), "share.atr");
+	path_in(wl, sizeof(wl), "share.wl");
+	for (int ncpu = 0; ncpu < 2; ncpu++) {
+		struct atw *w = atw_new(4096);
+		atr_put32(atw_header(w) + ATR_H_NCPU, (uint32_t)ncpu);
+		uint32_t a = atw_thread(w, 11, 1);
+		atw_malloc(w, a, 10, 0x1000, 16, 8);
+		uint32_t b = atw_thread(w, 12, 20);
+		atw_malloc(w, b, 500000, 0x2000, 16, 8);
+		atw_free(w, b, 600000, 0x2000);		  /* b's gap: a made no call in it */
+		atw_malloc(w, a, 1000010, 0x3000, 16, 8); /* 1 ms; b called in it */
+		atw_free(w, a, 1050010, 0x3000);	  /* 50 us: too short */
+		atw_free(w, a, 1050110, 0x1000);
+		assert_int_equal(atw_write_file(w, trace, 0), 0);
+		atw_destroy(w);
+		for (int no_share = 0; no_share < 2; no_share++) {
+			struct rp_convert_stats st;
+			struct rp_convert_opts o = {.quiet = 1, .no_share = no_share};
+			assert_int_equal(rp_convert(trace, wl, &o, &st, eb, sizeof(eb)), 0);
+			int shared = ncpu && !no_share;
+			assert_int_equal(st.shared_gaps, shared);
+			assert_int_equal(st.ncpu, ncpu);
+			awl_file *f;
+			assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+			uint64_t think[2] = {0, 0};
+			for (uint32_t t = 0; t < 2; t++) {
+				struct awl_stream s;
+				struct awl_op op;
+				assert_int_equal(awl_stream_init(f, t, &s), 0);
+				while (awl_stream_next(&s, &op) > 0)
+					if (op.code == AWL_OP_THINK)
+						think[t] += op.a;
+				awl_stream_free(&s);
+			}
+			awl_close(f);
+			/* no think floor here (opts: 0); the last 100 ns stay below
+			 * 1 us: no op */
+			uint64_t first = 1000000, rest = 50000;
+			if (shared) {
+				assert_true(think[0] >= first / 2 + rest - 1 &&
+					    think[0] <= first / 2 + rest + 1);
+				assert_true(st.shared_ns >= first - first / 2 - 1 &&
+					    st.shared_ns <= first - first / 2 + 1);
+			} else {
+				assert_true(think[0] >= first + rest - 1 &&
+					    think[0] <= first + rest + 1);
+			}
+			assert_int_equal(think[1], 100000);
+		}
+	}
+}
+
 /* More threads thinking at once than there are cores: `--think share`
  * spends each thread's share of a gap (cores / running threads), as
  * work; `--think on` every gap in full. */
@@ -1098,8 +1157,8 @@ int main(void)
 	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
 	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
 	    cmocka_unit_test(test_touch_budget),   cmocka_unit_test(test_join_gap),
-	    cmocka_unit_test(test_think_shared),   cmocka_unit_test(test_pipe_same),
-	    cmocka_unit_test(test_touch_heap),
+	    cmocka_unit_test(test_share_gap),	   cmocka_unit_test(test_think_shared),
+	    cmocka_unit_test(test_pipe_same),	   cmocka_unit_test(test_touch_heap),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -16,39 +16,43 @@
 
 static void convert_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: alloctrace convert TRACE -o WORKLOAD [--pid PID | --merge] [filters]\n"
-		"                          [--think-floor NS] [--no-joins] [--threads N]\n"
-		"                          [--quiet] [--no-progress]\n"
-		"Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
-		"trace, docs/DJ_COMPAT.md) into a workload\n"
-		"for `alloctrace replay` (format: docs/WORKLOAD_FORMAT.md).  One process per\n"
-		"workload: the busiest (most records) unless --pid picks another, or all of\n"
-		"them with --merge.\n"
-		"  -o, --output FILE  workload to write\n"
-		"  -p, --pid PID      the traced process to convert\n"
-		"      --merge        every process in one workload (threads renumbered)\n"
-		"      --think-floor NS  the recorder's own share of each gap between two calls\n"
-		"                     of a thread, not counted as think time (default %u)\n"
-		"      --no-joins     keep every gap as think time (default: a gap of 500 us\n"
-		"                     or more ending soon after another thread's exit is a\n"
-		"                     wait for that exit)\n"
-		"      --threads N    1 (default): read the trace and convert on one thread;\n"
-		"                     2: read it on a second one (the workload is the same\n"
-		"                     byte for byte)\n"
-		"  -q, --quiet        no anomaly reports (they are still counted)\n"
-		"      --no-progress  no progress line even on a terminal\n"
-		"Filters select allocations as report's do; a block left out is left out\n"
-		"with every later op on it (its realloc elsewhere, its free), so the workload\n"
-		"has no unknown frees (docs/CLI.md, \"convert\"):\n"
-		"  --thread T         allocations of that thread: tid, or T<serial> (repeatable)\n"
-		"  --from X, --to X   allocations from X; the workload ends at X (seconds\n"
-		"                     since the trace began, or a marker's label)\n"
-		"  --module M         allocations with a frame in module M\n"
-		"  --function REGEX   allocations with a frame whose function matches\n"
-		"  --suppress FILE    refused: a workload replays every selected block as it\n"
-		"                     lived (suppressions only hide leaks in reports)\n",
-		RP_THINK_FLOOR_NS);
+	fprintf(
+	    out,
+	    "usage: alloctrace convert TRACE -o WORKLOAD [--pid PID | --merge] [filters]\n"
+	    "                          [--think-floor NS] [--no-joins] [--no-share] [--threads N]\n"
+	    "                          [--quiet] [--no-progress]\n"
+	    "Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
+	    "trace, docs/DJ_COMPAT.md) into a workload\n"
+	    "for `alloctrace replay` (format: docs/WORKLOAD_FORMAT.md).  One process per\n"
+	    "workload: the busiest (most records) unless --pid picks another, or all of\n"
+	    "them with --merge.\n"
+	    "  -o, --output FILE  workload to write\n"
+	    "  -p, --pid PID      the traced process to convert\n"
+	    "      --merge        every process in one workload (threads renumbered)\n"
+	    "      --think-floor NS  the recorder's own share of each gap between two calls\n"
+	    "                     of a thread, not counted as think time (default %u)\n"
+	    "      --no-joins     keep every gap as think time (default: a gap of 500 us\n"
+	    "                     or more ending soon after another thread's exit is a\n"
+	    "                     wait for that exit)\n"
+	    "      --no-share     keep long gaps whole (default: a gap of 100 us or more\n"
+	    "                     while more threads made calls than the traced process\n"
+	    "                     had CPUs counts only CPUs / threads of it as think time)\n"
+	    "      --threads N    1 (default): read the trace and convert on one thread;\n"
+	    "                     2: read it on a second one (the workload is the same\n"
+	    "                     byte for byte)\n"
+	    "  -q, --quiet        no anomaly reports (they are still counted)\n"
+	    "      --no-progress  no progress line even on a terminal\n"
+	    "Filters select allocations as report's do; a block left out is left out\n"
+	    "with every later op on it (its realloc elsewhere, its free), so the workload\n"
+	    "has no unknown frees (docs/CLI.md, \"convert\"):\n"
+	    "  --thread T         allocations of that thread: tid, or T<serial> (repeatable)\n"
+	    "  --from X, --to X   allocations from X; the workload ends at X (seconds\n"
+	    "                     since the trace began, or a marker's label)\n"
+	    "  --module M         allocations with a frame in module M\n"
+	    "  --function REGEX   allocations with a frame whose function matches\n"
+	    "  --suppress FILE    refused: a workload replays every selected block as it\n"
+	    "                     lived (suppressions only hide leaks in reports)\n",
+	    RP_THINK_FLOOR_NS);
 }
 
 /* rp_convert_opts.keep: report's selection of allocations (--thread,
@@ -81,7 +85,7 @@ static void conv_note(void *arg, int kind, const char *msg)
 
 /* ro: the filters (NULL: none) */
 static int do_convert(const char *in, const char *out, uint32_t pid, int merge, int quiet,
-		      int progress, uint64_t floor_ns, int no_joins, int threads,
+		      int progress, uint64_t floor_ns, int no_joins, int no_share, int threads,
 		      const struct an_session_opts *ro)
 {
 	struct rp_convert_opts o = {.pid = pid,
@@ -91,7 +95,8 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 				    .quiet = quiet,
 				    .note = conv_note,
 				    .think_floor_ns = floor_ns,
-				    .no_joins = no_joins};
+				    .no_joins = no_joins,
+				    .no_share = no_share};
 	struct an_session_stack_cache sc = {.o = ro};
 	if (ro) {
 		o.have_from = ro->flt.have_from;
@@ -164,6 +169,14 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 				" gaps taken as waits for a thread's exit (joins; "
 				"--no-joins keeps them as think time)\n",
 				st.joins);
+		if (st.shared_gaps)
+			fprintf(
+			    stderr,
+			    "convert: %" PRIu64
+			    " long gaps shared among more threads than the %" PRIu32
+			    " CPUs of the traced process: %.3f s of waiting for a core left out of "
+			    "think time (--no-share keeps it)\n",
+			    st.shared_gaps, st.ncpu, (double)st.shared_ns / 1e9);
 		if (st.xcalls)
 			fprintf(
 			    stderr,
@@ -219,6 +232,7 @@ int cmd_convert(int argc, char **argv)
 	    {"threads", required_argument, NULL, 'T'},
 	    {"merge", no_argument, NULL, 'M'},
 	    {"no-joins", no_argument, NULL, 'J'},
+	    {"no-share", no_argument, NULL, 'W'},
 	    {"thread", required_argument, NULL, REP_OPT_BASE + 2},
 	    {"from", required_argument, NULL, REP_OPT_BASE + 3},
 	    {"to", required_argument, NULL, REP_OPT_BASE + 4},
@@ -230,7 +244,8 @@ int cmd_convert(int argc, char **argv)
 	};
 	const char *out = NULL;
 	uint32_t pid = 0;
-	int quiet = 0, progress = isatty(2), merge = 0, no_joins = 0, threads = 0, c, rc;
+	int quiet = 0, progress = isatty(2), merge = 0, no_joins = 0, no_share = 0, threads = 0, c,
+	    rc;
 	uint64_t floor_ns = RP_THINK_FLOOR_NS;
 	struct an_session_opts ro;
 	an_session_opts_init(&ro);
@@ -293,6 +308,9 @@ int cmd_convert(int argc, char **argv)
 		case 'J':
 			no_joins = 1;
 			break;
+		case 'W':
+			no_share = 1;
+			break;
 		case 'h':
 			an_session_opts_free(&ro);
 			convert_usage(stdout);
@@ -311,7 +329,7 @@ int cmd_convert(int argc, char **argv)
 		return 2;
 	}
 	rc = do_convert(argv[optind], out, pid, merge, quiet, progress && !quiet, floor_ns,
-			no_joins, threads, ro.any_filter ? &ro : NULL);
+			no_joins, no_share, threads, ro.any_filter ? &ro : NULL);
 	an_session_opts_free(&ro);
 	return rc;
 }
@@ -328,7 +346,7 @@ int cmd_trace2wl(int argc, char **argv)
 		return argc == 2 ? 0 : 2;
 	}
 	if (argc == 3)
-		return do_convert(argv[2], argv[1], 0, 0, 0, isatty(2), RP_THINK_FLOOR_NS, 0, 0,
+		return do_convert(argv[2], argv[1], 0, 0, 0, isatty(2), RP_THINK_FLOOR_NS, 0, 0, 0,
 				  NULL);
 	const char *td = getenv("TMPDIR");
 	char tmp[4096];
@@ -353,7 +371,7 @@ int cmd_trace2wl(int argc, char **argv)
 		rc = 1;
 	}
 	if (!rc)
-		rc = do_convert(tmp, argv[1], 0, 0, 0, 0, RP_THINK_FLOOR_NS, 0, 0, NULL);
+		rc = do_convert(tmp, argv[1], 0, 0, 0, 0, RP_THINK_FLOOR_NS, 0, 0, 0, NULL);
 	unlink(tmp);
 	return rc;
 }

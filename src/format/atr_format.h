@@ -113,6 +113,8 @@ enum {
 				      RESIDENT counting may take: 1..9999,
 				      some releases have none; 0 or 10000:
 				      all have one */
+	ATR_H_NCPU = 144,	   /* u32 CPUs the traced process could run on
+				      at start (its affinity); 0 unknown */
 	ATR_H_COMPACT_LEVEL = 252, /* u32 zstd level compaction recompressed the
 				      frames at (atr_compact.h); 0: as written */
 	ATR_H_EXE = 256,	   /* char[256] executable path, NUL-terminated */

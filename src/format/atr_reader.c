@@ -305,6 +305,7 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 	in->resident_min = atr_get64(h + ATR_H_RESIDENT_MIN);
 	in->page_size = atr_get32(h + ATR_H_PAGE_SIZE);
 	in->res_budget = atr_get32(h + ATR_H_RES_BUDGET);
+	in->ncpu = atr_get32(h + ATR_H_NCPU);
 	if (in->res_budget >= 10000)
 		in->res_budget = 0; /* every release counted */
 

@@ -487,6 +487,14 @@ int atp_open_trace(void)
 	return 0;
 }
 
+/* CPUs this process may run on (a raw syscall: no allocation) */
+static uint32_t usable_cpus(void)
+{
+	cpu_set_t set;
+	long n = syscall(SYS_sched_getaffinity, 0, sizeof(set), &set);
+	return n > 0 ? (uint32_t)CPU_COUNT_S((size_t)n, &set) : 0;
+}
+
 static void fill_header(uint8_t *h)
 {
 	memcpy(h + ATR_H_MAGIC, ATR_MAGIC, 8);
@@ -515,6 +523,7 @@ static void fill_header(uint8_t *h)
 	atp_put_u64(h + ATR_H_RESIDENT_MIN, g.resident_min);
 	atp_put_u32(h + ATR_H_PAGE_SIZE, (uint32_t)g.page);
 	atp_put_u32(h + ATR_H_RES_BUDGET, g.resident_min ? g.resident_budget : 0);
+	atp_put_u32(h + ATR_H_NCPU, usable_cpus());
 	atp_put_u32(h + ATR_H_BLOCK_SIZE, g.block_size);
 	atp_put_u32(h + ATR_H_STATUS, (g.no_children ? ATR_STATUS_NO_CHILDREN : 0) | g.open_status);
 	atp_put_u32(h + ATR_H_PID, (uint32_t)g.pid);

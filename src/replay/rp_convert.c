@@ -143,6 +143,8 @@ struct conv {
 	uint32_t alive_cap;
 	uint64_t think_total;
 	uint64_t floor_ticks, min_ticks; /* think_floor_ns, RP_THINK_MIN_NS */
+	uint64_t share_ticks;		 /* RP_SHARE_MIN_NS; UINT64_MAX/2: off */
+	uint32_t ncpu;			 /* the traced process's CPUs (header) */
 	/* the latest THREAD_EXIT (think_joined): its thread, its stamp */
 	uint32_t last_exit;
 	uint64_t last_exit_ts, join_ticks; /* join_ticks: RP_JOIN_MIN_NS */
@@ -1284,6 +1286,29 @@ static uint64_t think_joined(struct conv *c, uint32_t ti, uint64_t ret, uint64_t
 	return c->last_exit_ts;
 }
 
+/* A long gap of thread ti (since its call returned at t->ret_ts) while
+ * the process had more threads than CPUs: the threads that made a call
+ * during it ran then, so ti had about ncpu / (1 + their number) of a core
+ * and waited for one the rest of the gap, which is not think time (the
+ * replay's threads wait for cores by themselves).  A thread that sleeps
+ * (I/O, a lock) while others run is shared too: its gap is mostly slept
+ * in the replay anyway (past RP_THINK_SPIN_MAX_NS), only shorter. */
+static uint64_t think_share(struct conv *c, uint32_t ti, uint64_t gap)
+{
+	uint64_t from = c->th[ti].ret_ts;
+	uint32_t k = 1;
+	for (uint32_t i = 0; i < c->nlive; i++) {
+		const struct cthread *x = &c->th[c->alive[i]];
+		k += c->alive[i] != ti && x->have_ret && x->ret_ts > from;
+	}
+	if (k <= c->ncpu)
+		return gap;
+	uint64_t kept = gap / k * c->ncpu + gap % k * c->ncpu / k;
+	c->st->shared_gaps++;
+	c->st->shared_ns += atr_ticks_to_ns_u64(c->f, gap - kept);
+	return kept;
+}
+
 /* Thread ti makes a call (ev): the time since its previous call returned,
  * less the recorder's own share (think_floor_ns per gap), is think time;
  * gaps add up until they reach RP_THINK_MIN_NS and go out as a THINK op
@@ -1301,7 +1326,10 @@ RP_HOT void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev
 		t->ret_ts = think_joined(c, ti, t->ret_ts, start);
 	if (t->have_ret && start > t->ret_ts + c->floor_ticks) {
 		/* in ticks: no conversion per call */
-		t->think_ticks += start - t->ret_ts - c->floor_ticks;
+		uint64_t gap = start - t->ret_ts - c->floor_ticks;
+		if (gap >= c->share_ticks && c->nlive > c->ncpu)
+			gap = think_share(c, ti, gap);
+		t->think_ticks += gap;
 		if (t->think_ticks >= c->min_ticks) {
 			uint64_t ns = atr_ticks_to_ns_u64(c->f, t->think_ticks);
 			t->think_ticks = 0;
@@ -1969,11 +1997,17 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 			c.min_ticks = 1;
 		c.join_ticks =
 		    o->no_joins ? UINT64_MAX / 2 : (uint64_t)((double)RP_JOIN_MIN_NS * tpn + 0.5);
+		c.ncpu = in->ncpu;
+		c.st->ncpu = c.ncpu;
+		c.share_ticks = o->no_share || !c.ncpu
+				    ? UINT64_MAX / 2
+				    : (uint64_t)((double)RP_SHARE_MIN_NS * tpn + 0.5);
 	} else {
 		/* a dj trace has no clock (ts is the record number): no think time */
 		c.floor_ticks = UINT64_MAX / 2;
 		c.min_ticks = UINT64_MAX;
 		c.join_ticks = UINT64_MAX / 2;
+		c.share_ticks = UINT64_MAX / 2;
 	}
 	if ((rc = awl_writer_open(out, &c.w, eb, el)) < 0) {
 		src_close(&sc);

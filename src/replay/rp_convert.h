@@ -49,6 +49,7 @@ struct rp_convert_opts {
 	uint64_t think_floor_ns; /* the recorder's share of each gap between
 				    calls, not think time (RP_THINK_FLOOR_NS) */
 	int no_joins;		 /* 1: no gap is taken as a wait for a thread's exit */
+	int no_share;		 /* 1: no gap is shared among threads outnumbering cores */
 	/* 1: one thread; 2: the trace is read on a second thread (rp_pipe.h;
 	 * not with keep, whose callback reads the source's state); 0: 1.  The
 	 * workload is the same either way. */
@@ -67,6 +68,10 @@ enum { RP_NOTE_ANOMALY, RP_NOTE_PROGRESS };
  * as a wait for that exit (think_joined in rp_convert.c): as long as the
  * replay's think() spins at most before it sleeps (RP_THINK_SPIN_MAX_NS). */
 #define RP_JOIN_MIN_NS 500000u
+/* A gap of at least this long, while more threads made calls during it
+ * than the traced process had CPUs (the trace header's ncpu), was partly
+ * spent waiting for a core: only cpus / threads of it is think time. */
+#define RP_SHARE_MIN_NS 100000u
 
 struct rp_convert_stats {
 	uint32_t pid, nprocs;
@@ -75,8 +80,10 @@ struct rp_convert_stats {
 	uint64_t unknown_frees, double_frees, dup_allocs, unknown_reallocs, failed_allocs;
 	uint64_t lost_records, anomalies, bytes_out;
 	uint64_t think_ns;
-	uint64_t joins; /* gaps taken as a wait for a thread's exit */
+	uint64_t joins;			 /* gaps taken as a wait for a thread's exit */
+	uint64_t shared_gaps, shared_ns; /* gaps shared (RP_SHARE_MIN_NS), ns taken off */
 	uint32_t max_live;
+	uint32_t ncpu; /* the traced process's CPUs (trace header), 0 unknown */
 	/* the other calls (workload v3, docs/WORKLOAD_FORMAT.md "Mappings") */
 	uint64_t xcalls;	 /* extended call records read */
 	uint64_t xops;		 /* extended ops written */
