@@ -16,7 +16,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -108,6 +107,20 @@ static int fsize_check(off_t end)
 	return 0;
 }
 
+/* All of buf at off: 0, or -errno (-ENOSPC for a write of nothing). */
+static int write_at(int fd, const void *buf, size_t len, off_t off)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t w = pwrite(fd, (const char *)buf + done, len - done, off + (off_t)done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -ENOSPC;
+		done += (size_t)w;
+	}
+	return 0;
+}
+
 /* Disk space for a mapped block must exist before it is written, or a full
  * disk turns into SIGBUS.  Filesystems without fallocate get zeros. */
 static int reserve_space(int fd, off_t off, size_t len)
@@ -120,17 +133,10 @@ static int reserve_space(int fd, off_t off, size_t len)
 	if (errno != EOPNOTSUPP && errno != ENOSYS)
 		return -errno;
 	static const char zeros[4096];
-	for (size_t done = 0; done < len;) {
-		size_t n = len - done < sizeof zeros ? len - done : sizeof zeros;
-		ssize_t w = pwrite(fd, zeros, n, off + (off_t)done);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		done += (size_t)w;
-	}
-	return 0;
+	for (size_t done = 0; done < len && rc == 0; done += sizeof zeros)
+		rc = write_at(fd, zeros, len - done < sizeof zeros ? len - done : sizeof zeros,
+			      off + (off_t)done);
+	return rc;
 }
 
 static void write_block_header(uint8_t *b, uint32_t kind, const struct atp_thread *t, uint64_t seq,
@@ -193,18 +199,9 @@ int atp_flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t se
 		return fd;
 	}
 	off_t off = reserve_unit(fr.len, ATR_UNIT_ALIGN);
-	size_t done = 0;
 	rc = fsize_check(off + (off_t)fr.len);
-	while (rc == 0 && done < fr.len) {
-		ssize_t w = pwrite(fd, fr.data + done, fr.len - done, off + (off_t)done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = w < 0 ? -errno : -ENOSPC;
-			break;
-		}
-		done += (size_t)w;
-	}
+	if (rc == 0)
+		rc = write_at(fd, fr.data, fr.len, off);
 	atp_encode_done(&fr);
 	close(fd);
 	return rc;
@@ -221,7 +218,7 @@ static int write_meta_at(struct atp_thread *t, uint64_t ts, unsigned type, uint3
  * short (kill -9, a full disk) is never read, and until the caller moves
  * b on to the next seq the two units hold the same records, of which a
  * reader reads one (feature INFLIGHT: a repeated seq is superseded).
- * One reservation, a pwritev of the block and a pwrite of 4 bytes: no
+ * One reservation and three pwrites (header, records, kind): no
  * mapping, so no page faults of fresh pages (docs/TRACE_FORMAT.md,
  * "Blocks in flight"). */
 static int copy_block(const uint8_t *b)
@@ -233,34 +230,14 @@ static int copy_block(const uint8_t *b)
 	memcpy(h, b, sizeof h);
 	atp_put_u32(h + ATR_B_KIND, ATR_BLOCK_RETIRED);
 	off_t off = reserve_unit(g.block_size, g.page);
+	uint32_t kind = ATR_BLOCK_STAGING;
 	int rc = fsize_check(off + (off_t)g.block_size);
-	size_t done = 0;
-	while (rc == 0 && done < g.block_size) {
-		struct iovec v[2] = {{h + done, sizeof h - done},
-				     {(void *)(uintptr_t)(b + sizeof h), g.block_size - sizeof h}};
-		if (done >= sizeof h) {
-			v[1].iov_base = (void *)(uintptr_t)(b + done);
-			v[1].iov_len = g.block_size - done;
-		}
-		ssize_t w = done >= sizeof h ? pwritev(fd, v + 1, 1, off + (off_t)done)
-					     : pwritev(fd, v, 2, off + (off_t)done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = w < 0 ? -errno : -ENOSPC;
-			break;
-		}
-		done += (size_t)w;
-	}
-	if (rc == 0) {
-		uint32_t kind = ATR_BLOCK_STAGING;
-		ssize_t w;
-		do
-			w = pwrite(fd, &kind, sizeof kind, off + ATR_B_KIND);
-		while (w < 0 && errno == EINTR);
-		if (w != (ssize_t)sizeof kind)
-			rc = w < 0 ? -errno : -ENOSPC;
-	}
+	if (rc == 0)
+		rc = write_at(fd, h, sizeof h, off);
+	if (rc == 0)
+		rc = write_at(fd, b + sizeof h, g.block_size - sizeof h, off + (off_t)sizeof h);
+	if (rc == 0)
+		rc = write_at(fd, &kind, sizeof kind, off + ATR_B_KIND);
 	close(fd);
 	return rc;
 }
