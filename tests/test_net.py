@@ -450,6 +450,14 @@ class AckEater:
             except OSError:
                 pass
 
+    @staticmethod
+    def cut_both(*socks):
+        for x in socks:
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:  # the sender may have gone already
+                pass
+
     def serve(self):
         while True:
             c, _ = self.ls.accept()
@@ -459,8 +467,7 @@ class AckEater:
             self.threading.Thread(target=self.pipe, args=(c, u), daemon=True).start()
             self.threading.Thread(target=self.pipe, args=(u, c, first), daemon=True).start()
             if first:
-                t = self.threading.Timer(self.cut, lambda: [x.shutdown(socket.SHUT_RDWR)
-                                                            for x in (c, u)])
+                t = self.threading.Timer(self.cut, self.cut_both, args=(c, u))
                 t.daemon = True
                 t.start()
 

@@ -35,6 +35,7 @@
 #define COL_RCVBUF	(1 << 20)
 
 static volatile sig_atomic_t col_stop;
+static sigset_t col_waitmask; /* the mask before SIGINT/SIGTERM were blocked */
 
 static void col_usage(FILE *out)
 {
@@ -366,6 +367,7 @@ static void col_compact(struct col *cs, struct col_file *f)
 		return;
 	}
 	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &col_waitmask, NULL);
 		/* the connections stay the collector's alone */
 		for (size_t i = 0; i < cs->n; i++)
 			close(cs->c[i]->fd);
@@ -670,6 +672,14 @@ int cmd_collect(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* the signals are let in only inside ppoll: one that came between the
+	 * col_stop test and a plain poll(-1) was lost and the collector slept on */
+	sigset_t stops, waitmask;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stops, &waitmask);
+	col_waitmask = waitmask;
 	signal(SIGPIPE, SIG_IGN);
 	print_listening(lfd, dir);
 
@@ -688,7 +698,7 @@ int cmd_collect(int argc, char **argv)
 			pf[i + 1] = (struct pollfd){.fd = cs.c[i]->fd, .events = POLLIN};
 		size_t np = cs.n + 1;
 		col_reap(&cs, 0);
-		int r = poll(pf, np, -1);
+		int r = ppoll(pf, np, NULL, &col_waitmask);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
