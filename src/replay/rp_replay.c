@@ -268,7 +268,9 @@ struct rthread {
 	uint32_t t;
 	int exited; /* its THREAD_EXIT op ran (or its stream ended) */
 	pthread_t th;
+	_Atomic uint32_t jstate; /* JS_*: who joins it (join_ended, reap) */
 };
+enum { JS_FREE, JS_JOINING, JS_JOINED };
 
 /* A running replay thread's own state, on its stack; merged into the
  * result when the thread ends, so memory follows the live threads. */
@@ -325,6 +327,7 @@ struct replay {
 	} pool[2][RP_POOL_MAX]; /* [POOL_STATE], [POOL_DECODER] */
 	uint32_t npool[2];
 	_Atomic uint64_t exit_ns;
+	_Atomic uint64_t joined; /* threads joined, by the reaper or a waiter */
 	/* finished threads, for the reaper (main) */
 	pthread_mutex_t lock; /* also guards res and err */
 	uint32_t *zombies;
@@ -633,6 +636,41 @@ static void think(struct replay *rp, struct rlocal *me, uint64_t ns)
 
 static void *run_thread(void *arg);
 
+/* Joins thread x (once, whoever comes first: a waiter or the reaper)
+ * and returns 1, or returns 0 if another does (join_ended waits for it
+ * then). */
+static int join_once(struct replay *rp, struct rthread *x)
+{
+	uint32_t s = JS_FREE;
+	if (!atomic_compare_exchange_strong(&x->jstate, &s, JS_JOINING))
+		return 0;
+	uint64_t a = plat_mono_ns();
+	pthread_join(x->th, NULL);
+	atomic_fetch_add_explicit(&rp->exit_ns, plat_mono_ns() - a, memory_order_relaxed);
+	atomic_store(&x->jstate, JS_JOINED);
+	futex(&x->jstate, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+	atomic_fetch_add(&rp->joined, 1);
+	atomic_fetch_add(&rp->zseq, 1); /* the reaper counts it */
+	futex(&rp->zseq, FUTEX_WAKE_PRIVATE, 1, NULL);
+	return 1;
+}
+
+/* A WAIT for thread t's last op (its exit): wait on until the thread has
+ * gone, as the program's pthread_join did.  glibc hands a thread's arena
+ * to the next new thread only in the thread's own exit, after its last
+ * op: a thread SPAWNed right after the wait found no free arena and made
+ * one more than the program ever had (9-10 against its 8 in
+ * bench/replay/threads.sh; its memory spread over more heaps). */
+static void join_ended(struct replay *rp, uint32_t t)
+{
+	struct rthread *x = &rp->th[t];
+	if (join_once(rp, x))
+		return;
+	uint32_t s;
+	while ((s = atomic_load(&x->jstate)) != JS_JOINED)
+		futex(&x->jstate, FUTEX_WAIT_PRIVATE, s, NULL);
+}
+
 static void lifecycle_exit(struct replay *rp, struct rthread *me)
 {
 	if (!me->exited) {
@@ -903,6 +941,9 @@ static void *run_thread(void *arg)
 		switch (op.code) {
 		case AWL_OP_WAIT:
 			wait_for(rp, L, (uint32_t)op.a, op.b);
+			if (op.b >= awl_get_thread(rp->f, (uint32_t)op.a)->ops &&
+			    !atomic_load(&rp->abort))
+				join_ended(rp, (uint32_t)op.a);
 			goto next;
 		case AWL_OP_THINK:
 			if (thinking)
@@ -1202,10 +1243,10 @@ static unsigned usable_cpus(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
-/* Join threads as they finish, until every started one is joined. */
-static void reap(struct replay *rp, struct rp_result *res)
+/* Join threads as they finish (those a waiter has not joined: join_ended),
+ * until every started one is joined. */
+static void reap(struct replay *rp)
 {
-	uint64_t joined = 0;
 	uint32_t *batch = malloc(sizeof(*batch) * (rp->n ? rp->n : 1));
 	for (;;) {
 		uint32_t z = atomic_load(&rp->zseq);
@@ -1215,13 +1256,9 @@ static void reap(struct replay *rp, struct rp_result *res)
 			memcpy(batch, rp->zombies, k * sizeof(*batch));
 		rp->nz = 0;
 		pthread_mutex_unlock(&rp->lock);
-		for (size_t i = 0; i < k; i++) {
-			uint64_t a = plat_mono_ns();
-			pthread_join(rp->th[batch ? batch[i] : 0].th, NULL);
-			res->thread_exit_ns += plat_mono_ns() - a;
-			joined++;
-		}
-		if (joined >= atomic_load(&rp->spawned))
+		for (size_t i = 0; i < k; i++)
+			join_once(rp, &rp->th[batch ? batch[i] : 0]);
+		if (atomic_load(&rp->joined) >= atomic_load(&rp->spawned))
 			break;
 		if (!k)
 			futex(&rp->zseq, FUTEX_WAIT_PRIVATE, z, NULL);
@@ -1337,7 +1374,7 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	uint64_t w0 = plat_mono_ns(), c0 = rp_ticks();
 	atomic_store_explicit(&rp.go, 1, memory_order_release);
 	futex(&rp.go, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
-	reap(&rp, res);
+	reap(&rp);
 	uint64_t c1 = rp_ticks(), w1 = plat_mono_ns();
 	pthread_attr_destroy(&rp.attr);
 	if (sampling) {
