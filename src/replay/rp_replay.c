@@ -273,8 +273,9 @@ struct rthread {
 };
 enum { JS_FREE, JS_JOINING, JS_JOINED };
 
-/* A running replay thread's own state, in a mapping of the pool; merged into the
- * result when the thread ends, so memory follows the live threads. */
+/* A running replay thread's own state, in a mapping of the pool; merged
+ * into the result when the thread ends, so memory follows the live
+ * threads. */
 struct rlocal {
 	struct rp_callstat st[RP_NTYPES + 1]; /* ~47 KiB: a page or two per type */
 	uint32_t used;			      /* bit k: st[k] written (lstat_add) */
@@ -684,7 +685,7 @@ static int join_once(struct replay *rp, struct rthread *x)
  * to the next new thread only in the thread's own exit, after its last
  * op: a thread SPAWNed right after the wait found no free arena and made
  * one more than the program ever had (9-10 against its 8 in
- * bench/replay/threads.sh; its memory spread over more heaps). */
+ * bench/replay/threads.sh), and more replay threads overlapped. */
 static void join_ended(struct replay *rp, uint32_t t)
 {
 	struct rthread *x = &rp->th[t];
