@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # aarch64 must build: cross-compile the preload library and link the CLI
-# with Debian's aarch64 cross compiler (compile and link only; nothing runs).
+# and the replay runner with Debian's aarch64 cross compiler (compile and
+# link only; nothing runs).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cc=${CROSS_CC:-aarch64-linux-gnu-gcc}
@@ -22,7 +23,7 @@ sed "s/@ATR_EXPORTED_CALLS@/$calls/" "$src/src/preload/exports.map.in" >"$out/ex
   -o "$out/liballoctrace.so" "$src"/src/preload/*.c "$src"/src/format/atr_v2.c -ldl -lpthread
 tools=("$src"/src/main.c)
 # (clickhouse builds without libcurl here: no arm64 libcurl installed)
-for d in util format liveset analysis replay output attach clickhouse cmds; do # the rooms (src/CMakeLists.txt)
+for d in util format liveset analysis replay replaycmd output attach clickhouse cmds; do # the rooms (src/CMakeLists.txt)
   tools+=("$src"/src/$d/*.c)
 done
 for a in report.js report.css; do # the HTML report's assets (src/CMakeLists.txt)
@@ -49,6 +50,16 @@ for s in $(aarch64-linux-gnu-nm -u "${objs[@]}" 2>/dev/null | awk '$2 ~ /^ZSTD_/
   defs+=("-Wl,--defsym=$s=0")
 done
 "$cc" -o "$out/alloctrace" "${objs[@]}" "${defs[@]}" -lpthread -lm
-file "$out/liballoctrace.so" "$out/alloctrace" | sed "s|$out/||"
+# the replay runner: src/replay_main.c on the rooms it links (util, format,
+# liveset, replay, replaycmd), nothing else
+"$cc" "${warn[@]}" -I"$src/src" -I"$src/src/util" -I"$src/src/format" -I"$src/src/platform" \
+  -c -o "$out/o/replay_main.o" "$src/src/replay_main.c"
+robjs=("$out/o/replay_main.o")
+for d in util format liveset replay replaycmd; do
+  robjs+=("$out"/o/*_src_${d}_*.o)
+done
+"$cc" -o "$out/alloctrace-replay" "${robjs[@]}" "${defs[@]}" -lpthread -lm
+file "$out/liballoctrace.so" "$out/alloctrace" "$out/alloctrace-replay" | sed "s|$out/||"
 file "$out/alloctrace" | grep -q aarch64
+file "$out/alloctrace-replay" | grep -q aarch64
 echo "aarch64 cross build: ok"

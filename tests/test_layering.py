@@ -2,7 +2,8 @@
 """test_layering.py - every room of src/ includes only its own headers and
 those of the rooms below it (docs/ARCHITECTURE.md, src/CMakeLists.txt):
 
-  platform <- util <- format <- liveset <- analysis, replay; format <- attach <- output, clickhouse <- cmds <- main.c
+  platform <- util <- format <- liveset <- analysis, replay <- replaycmd (<- replay_main.c);
+  format <- attach <- output, clickhouse <- cmds <- main.c
   preload: platform, format's atr_format.h / atr_calls.h / atr_v2.h (the pure v2
            block codec, compiled into the library), atn_stream.h (the network
            stream's constants; the sender) and include/ only
@@ -24,7 +25,8 @@ ALLOWED = {
     "attach": {"attach", "util", "platform", "format:atr_calls.h", "format:atr_err.h"},
     "output": {"output", "analysis", "liveset", "format", "util", "platform"},
     "clickhouse": {"clickhouse", "analysis", "liveset", "format", "util", "platform"},
-    "cmds": {"cmds", "output", "analysis", "liveset", "replay", "attach", "clickhouse", "format", "util",
+    "replaycmd": {"replaycmd", "replay", "liveset", "format", "util", "platform"},
+    "cmds": {"cmds", "output", "analysis", "liveset", "replay", "replaycmd", "attach", "clickhouse", "format", "util",
              "platform", "include"},
     "preload": {"preload", "include", "platform", "format:atr_format.h", "format:atr_calls.h",
                 "format:atr_v2.h", "format:atn_stream.h"},

@@ -21,6 +21,12 @@ Cases:
               the mappings, --allocator none makes none of them.
   jemalloc    the same workload under jemalloc: mallopt and malloc_trim are
               not applicable (jemalloc exports neither), the rest is made.
+  runner      `alloctrace replay` executes the lean runner alloctrace-replay
+              (src/replay_main.c): the runner needs no library but libc,
+              libzstd and libm (not libdw, libelf, zlib ... that alloctrace
+              maps: they are in the replay's Max RSS), refuses to run
+              without `alloctrace replay`, and the replay's calls are made
+              in its process image (recorded: the root's last exec image).
 
 usage: test_xreplay.py --build DIR CASE   (or --list)
 A sanitizer build runs under ASan's allocator, not glibc's: skipped (77).
@@ -35,7 +41,7 @@ import tempfile
 
 XOPS = ["mallopt", "malloc_trim", "malloc_usable_size", "mmap", "mmap_fixed", "munmap",
         "mremap", "madvise"]
-CASES = ["threshold", "counts", "jemalloc"]
+CASES = ["threshold", "counts", "jemalloc", "runner"]
 
 
 class Failure(Exception):
@@ -72,10 +78,15 @@ def header(path):
 
 def root_process(cli, tdir):
     """info --json's entry of the process record started (its parent is not
-    in the trace): the replay, not the verifier it forks."""
+    in the trace), its last exec image: the replay runner that `alloctrace
+    replay` executes, not the verifier it forks."""
     procs = json.loads(run([cli, "info", tdir, "--json"]).stdout)["processes"]
     pids = {p["pid"] for p in procs}
-    roots = [p for p in procs if p.get("ppid") not in pids]
+    last = {}
+    for p in procs:
+        if p.get("ppid") not in pids and p["exec_seq"] >= last.get(p["pid"], p)["exec_seq"]:
+            last[p["pid"]] = p
+    roots = list(last.values())
     if len(roots) != 1:
         raise Failure("expected one root process in %s, got %r" % (tdir, roots))
     return roots[0]
@@ -218,6 +229,39 @@ def case_jemalloc(cli, build, work):
     p = run([cli, "replay", wl, "--allocator", "jemalloc", "--timing", "off"])
     if "not applicable" not in p.stdout:
         errs.append("the text result does not say mallopt is not applicable:\n" + p.stdout)
+    return errs
+
+
+def needed(path):
+    out = run(["readelf", "-d", path]).stdout
+    return {l.split("[")[1].split("]")[0] for l in out.splitlines() if "(NEEDED)" in l}
+
+
+def case_runner(cli, build, work):
+    errs = []
+    runner = os.path.join(build, "alloctrace-replay")
+    ok = ("libc.so", "libzstd.so", "libm.so", "ld-linux")
+    extra = sorted(n for n in needed(runner) if not n.startswith(ok))
+    if extra:
+        errs.append("alloctrace-replay needs %s: only libc, libzstd and libm may be mapped "
+                    "into the replay (src/CMakeLists.txt: it links atr_replaycmd alone)" % extra)
+    if not any(n.startswith(ok) for n in needed(runner)):
+        errs.append("readelf found no NEEDED entry in %s: %r" % (runner, needed(runner)))
+    p = run([runner, "/dev/null"], check=False)
+    if p.returncode != 2 or "alloctrace replay" not in p.stderr:
+        errs.append("the runner run directly: exit %d, %r" % (p.returncode, p.stderr))
+    tdir, e = record_prog(cli, build, "xcalls", work)
+    wl = os.path.join(work, "x.wl")
+    convert(cli, tdir, wl)
+    rdir = os.path.join(work, "rec")
+    run([cli, "record", "-o", rdir, "--", cli, "replay", wl, "--timing", "off", "--think", "off"])
+    rp = root_process(cli, rdir)
+    if os.path.basename(rp["exe"]) != "alloctrace-replay" or rp["exec_seq"] != 1:
+        errs.append("the replay's last image is %s (exec %d), not the runner executed once"
+                    % (rp["exe"], rp["exec_seq"]))
+    if rp["other_calls"]["malloc_usable_size"] != XCALLS_OPS["malloc_usable_size"]:
+        errs.append("the runner's image made %r of the program's other calls"
+                    % rp["other_calls"])
     return errs
 
 

@@ -1,8 +1,11 @@
 /* cmd_util.c - helpers shared by the commands (see cmds.h). */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis/an_report.h"
 #include "analysis/an_session.h"
@@ -13,6 +16,27 @@
 #include "util_json.h"
 #include "util_msg.h"
 #include "util_suggest.h"
+
+int cmdu_find_beside_exe(const char *const *rel, size_t n, char *out, char *exedir)
+{
+	ssize_t len = readlink("/proc/self/exe", exedir, PATH_MAX - 1);
+	if (len <= 0) {
+		exedir[0] = 0;
+		return -1;
+	}
+	exedir[len] = 0;
+	char *slash = strrchr(exedir, '/');
+	if (slash)
+		*slash = 0;
+	for (size_t i = 0; i < n; i++) {
+		char cand[PATH_MAX + 64];
+		struct stat st;
+		snprintf(cand, sizeof(cand), "%s%s", exedir, rel[i]);
+		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && realpath(cand, out))
+			return 0;
+	}
+	return -1;
+}
 
 int cmdu_list(const char *path, char ***paths, size_t *n)
 {

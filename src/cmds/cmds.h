@@ -42,6 +42,12 @@ int cmd_trace_run(int argc, char **argv);
  *   completion and the man-page test (tests/install/) read it. */
 int cmdu_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
 		int *longindex);
+/* Our own helper files (liballoctrace.so, the replay runner): the first of
+ * DIR + rel[i] (i < n; DIR the directory of /proc/self/exe, rel[i]
+ * starting with '/') that is a regular file, as an absolute path into out
+ * (PATH_MAX bytes).  0, or -1 with DIR in exedir (PATH_MAX bytes) for the
+ * message ("" when /proc/self/exe cannot be read: errno says why). */
+int cmdu_find_beside_exe(const char *const *rel, size_t n, char *out, char *exedir);
 /* atr_list() with its error printed; returns 0 or 1 (error shown). */
 int cmdu_list(const char *path, char ***paths, size_t *n);
 /* Process status in words: "clean exit", "no clean exit (killed or

@@ -118,16 +118,6 @@ static int find_lib(char *out)
 		}
 		return 0;
 	}
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0) {
-		util_err("record: cannot find my own executable: %s", strerror(errno));
-		return -1;
-	}
-	exe[n] = 0;
-	char *slash = strrchr(exe, '/');
-	if (slash)
-		*slash = 0;
 	/* the build tree, then the installed layout (CMake passes the
 	 * relative path from bindir to the library's directory) */
 	static const char *const rel[] = {
@@ -138,11 +128,12 @@ static int find_lib(char *out)
 	    "/../lib/alloctrace/" REC_LIB_NAME,
 	    "/../lib/" REC_LIB_NAME,
 	};
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		char cand[PATH_MAX + 64];
-		snprintf(cand, sizeof(cand), "%s%s", exe, rel[i]);
-		if (file_exists(cand) && realpath(cand, out))
-			return 0;
+	char exe[PATH_MAX];
+	if (cmdu_find_beside_exe(rel, sizeof(rel) / sizeof(rel[0]), out, exe) == 0)
+		return 0;
+	if (!exe[0]) {
+		util_err("record: cannot find my own executable: %s", strerror(errno));
+		return -1;
 	}
 	util_err("record: cannot find %s next to %s or in %s (set ALLOCTRACE_LIB)", REC_LIB_NAME,
 		 exe, rel[1] + 1);

@@ -121,7 +121,8 @@ int rp_find_allocator(const char *name, char *lib, size_t liblen, char *eb, size
 	return ATR_E_USAGE;
 }
 
-int rp_reexec(char **argv, const char *lib, const char *tunables, char *eb, size_t el)
+int rp_exec_runner(const char *exe, char **argv, const char *lib, const char *tunables, char *eb,
+		   size_t el)
 {
 #if defined(__SANITIZE_ADDRESS__)
 	if (lib[0]) {
@@ -135,10 +136,13 @@ int rp_reexec(char **argv, const char *lib, const char *tunables, char *eb, size
 #endif
 	/* Keep liballoctrace.so if it is preloaded (`alloctrace record --
 	   alloctrace replay ...`: a user checking the replay's calls), in
-	   front of the allocator so that it sees every call; drop the rest. */
+	   front of the allocator so that it sees every call; drop the rest.
+	   Plain glibc leaves LD_PRELOAD alone (as before the runner, when
+	   such a replay ran in the process that parsed its options). */
+	int filter = lib[0] || (tunables && tunables[0]);
 	char pre[4096] = "";
 	const char *old = getenv("LD_PRELOAD");
-	if (old) {
+	if (old && filter) {
 		char *dup = strdup(old), *sv = NULL;
 		for (char *t = dup ? strtok_r(dup, ": ", &sv) : NULL; t;
 		     t = strtok_r(NULL, ": ", &sv))
@@ -153,16 +157,16 @@ int rp_reexec(char **argv, const char *lib, const char *tunables, char *eb, size
 		strcat(pre, pre[0] ? ":" : "");
 		strcat(pre, lib);
 	}
-	if (pre[0] && setenv("LD_PRELOAD", pre, 1) < 0)
+	if (filter && pre[0] && setenv("LD_PRELOAD", pre, 1) < 0)
 		goto fail;
-	if (!pre[0])
+	if (filter && !pre[0])
 		unsetenv("LD_PRELOAD");
 	if (tunables && tunables[0] && setenv("GLIBC_TUNABLES", tunables, 1) < 0)
 		goto fail;
 	if (setenv(RP_CHILD_ENV, "1", 1) < 0)
 		goto fail;
-	execve("/proc/self/exe", argv, environ);
+	execve(exe, argv, environ);
 fail:
-	snprintf(eb, el, "cannot re-execute for the allocator: %s", strerror(errno));
+	snprintf(eb, el, "cannot execute %s: %s", exe, strerror(errno));
 	return ATR_E_IO;
 }

@@ -10,6 +10,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,12 +269,16 @@ struct rthread {
 	uint32_t t;
 	int exited; /* its THREAD_EXIT op ran (or its stream ended) */
 	pthread_t th;
+	_Atomic uint32_t jstate; /* JS_*: who joins it (join_ended, reap) */
 };
+enum { JS_FREE, JS_JOINING, JS_JOINED };
 
-/* A running replay thread's own state, on its stack; merged into the
- * result when the thread ends, so memory follows the live threads. */
+/* A running replay thread's own state, in a mapping of the pool; merged
+ * into the result when the thread ends, so memory follows the live
+ * threads. */
 struct rlocal {
-	struct rp_callstat st[RP_NTYPES + 1];
+	struct rp_callstat st[RP_NTYPES + 1]; /* ~47 KiB: a page or two per type */
+	uint32_t used;			      /* bit k: st[k] written (lstat_add) */
 	struct rp_xstat x[RP_NXOPS];
 	uint64_t map_bytes, usable_trace, usable_bytes;
 	uint64_t ops, waits, sleeps, wait_ns, unexpected_ok, unexpected_fail;
@@ -281,6 +286,28 @@ struct rlocal {
 	size_t wpos;
 	uint8_t *wset; /* think working set (RP_THINK_WSET bytes) */
 };
+
+/* The state's pages are touched only for the call types a thread makes
+ * (L->used): on this VM's kernel even a read of an untouched anonymous
+ * page makes it resident (no shared zero page), and reading or zeroing
+ * every type's histogram cost ~47 KiB of RSS per live replay thread. */
+static inline void lstat_add(struct rlocal *L, unsigned k, uint64_t d)
+{
+	L->used |= 1u << k;
+	stat_add(&L->st[k], d);
+}
+_Static_assert(RP_NTYPES < 32, "rlocal.used has a bit per type");
+
+/* A state mapping taken from the pool: zeroes what the thread before
+ * wrote, not every page. */
+static void rlocal_clear(struct rlocal *L)
+{
+	for (unsigned k = 0; k <= RP_NTYPES; k++)
+		if (L->used >> k & 1)
+			memset(&L->st[k], 0, sizeof(L->st[k]));
+	_Static_assert(offsetof(struct rlocal, st) == 0, "st first: the rest is zeroed whole");
+	memset(&L->used, 0, sizeof(*L) - offsetof(struct rlocal, used));
+}
 
 /* Mappings kept for reuse per kind (struct replay.pool). */
 #define RP_POOL_MAX 64
@@ -325,6 +352,7 @@ struct replay {
 	} pool[2][RP_POOL_MAX]; /* [POOL_STATE], [POOL_DECODER] */
 	uint32_t npool[2];
 	_Atomic uint64_t exit_ns;
+	_Atomic uint64_t joined; /* threads joined, by the reaper or a waiter */
 	/* finished threads, for the reaper (main) */
 	pthread_mutex_t lock; /* also guards res and err */
 	uint32_t *zombies;
@@ -633,6 +661,41 @@ static void think(struct replay *rp, struct rlocal *me, uint64_t ns)
 
 static void *run_thread(void *arg);
 
+/* Joins thread x (once, whoever comes first: a waiter or the reaper)
+ * and returns 1, or returns 0 if another does (join_ended waits for it
+ * then). */
+static int join_once(struct replay *rp, struct rthread *x)
+{
+	uint32_t s = JS_FREE;
+	if (!atomic_compare_exchange_strong(&x->jstate, &s, JS_JOINING))
+		return 0;
+	uint64_t a = plat_mono_ns();
+	pthread_join(x->th, NULL);
+	atomic_fetch_add_explicit(&rp->exit_ns, plat_mono_ns() - a, memory_order_relaxed);
+	atomic_store(&x->jstate, JS_JOINED);
+	futex(&x->jstate, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+	atomic_fetch_add(&rp->joined, 1);
+	atomic_fetch_add(&rp->zseq, 1); /* the reaper counts it */
+	futex(&rp->zseq, FUTEX_WAKE_PRIVATE, 1, NULL);
+	return 1;
+}
+
+/* A WAIT for thread t's last op (its exit): wait on until the thread has
+ * gone, as the program's pthread_join did.  glibc hands a thread's arena
+ * to the next new thread only in the thread's own exit, after its last
+ * op: a thread SPAWNed right after the wait found no free arena and made
+ * one more than the program ever had (9-10 against its 8 in
+ * bench/replay/threads.sh), and more replay threads overlapped. */
+static void join_ended(struct replay *rp, uint32_t t)
+{
+	struct rthread *x = &rp->th[t];
+	if (join_once(rp, x))
+		return;
+	uint32_t s;
+	while ((s = atomic_load(&x->jstate)) != JS_JOINED)
+		futex(&x->jstate, FUTEX_WAIT_PRIVATE, s, NULL);
+}
+
 static void lifecycle_exit(struct replay *rp, struct rthread *me)
 {
 	if (!me->exited) {
@@ -708,9 +771,9 @@ static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *
 		r->x[k].unlike += L->x[k].unlike;
 	}
 	for (unsigned k = 0; k <= RP_NTYPES; k++) {
+		if (!(L->used >> k & 1))
+			continue; /* not read: its pages stay untouched */
 		struct rp_callstat *d = &r->st[k], *s = &L->st[k];
-		if (!s->count)
-			continue;
 		d->count += s->count;
 		d->sum += s->sum;
 		if (s->max > d->max)
@@ -858,7 +921,7 @@ static void *run_thread(void *arg)
 	struct rlocal *L =
 	    pool_get(rp, POOL_STATE, &lsize, &reused, &rp->state_bytes, &rp->state_peak);
 	if (L && reused)
-		memset(L, 0, sizeof(*L));
+		rlocal_clear(L);
 	if (!L) {
 		abort_all(rp, ATR_E_NOMEM, "out of memory for a replay thread's state");
 		atomic_fetch_sub(&rp->running, 1);
@@ -903,6 +966,9 @@ static void *run_thread(void *arg)
 		switch (op.code) {
 		case AWL_OP_WAIT:
 			wait_for(rp, L, (uint32_t)op.a, op.b);
+			if (op.b >= awl_get_thread(rp->f, (uint32_t)op.a)->ops &&
+			    !atomic_load(&rp->abort))
+				join_ended(rp, (uint32_t)op.a);
 			goto next;
 		case AWL_OP_THINK:
 			if (thinking)
@@ -1039,7 +1105,7 @@ static void *run_thread(void *arg)
 		default:
 			goto next;
 		}
-		stat_add(&L->st[op.code], t1 - t0 > floor_ticks ? t1 - t0 - floor_ticks : 0);
+		lstat_add(L, op.code, t1 - t0 > floor_ticks ? t1 - t0 - floor_ticks : 0);
 		if (awl_op_args(op.code) != ATR_ARGS_PTR) { /* an allocation */
 			if (dry) {
 				if (dst) {
@@ -1071,7 +1137,7 @@ static void *run_thread(void *arg)
 			if (!dry)
 				A.trim(0);
 			uint64_t d = tick(tm) - a;
-			stat_add(&L->st[RP_TRIM], d > floor_ticks ? d - floor_ticks : 0);
+			lstat_add(L, RP_TRIM, d > floor_ticks ? d - floor_ticks : 0);
 		}
 	}
 	if (r < 0 && buf)
@@ -1134,8 +1200,22 @@ static void *run_sampler(void *arg)
 }
 
 /* --------------------------------------------------------------- main */
+/* This process image's peak RSS: VmHWM (getrusage's ru_maxrss also holds
+ * the peak of the image before execve, `alloctrace replay`'s, which maps
+ * the whole tool: ~3 MB that are not the replay's). */
 static uint64_t maxrss_kb(void)
 {
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		char b[4096];
+		ssize_t n = read(fd, b, sizeof(b) - 1);
+		close(fd);
+		b[n > 0 ? n : 0] = 0;
+		const char *h = strstr(b, "\nVmHWM:");
+		unsigned long long kb;
+		if (h && sscanf(h + 7, "%llu", &kb) == 1)
+			return kb;
+	}
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	return (uint64_t)ru.ru_maxrss;
@@ -1188,10 +1268,10 @@ static unsigned usable_cpus(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
-/* Join threads as they finish, until every started one is joined. */
-static void reap(struct replay *rp, struct rp_result *res)
+/* Join threads as they finish (those a waiter has not joined: join_ended),
+ * until every started one is joined. */
+static void reap(struct replay *rp)
 {
-	uint64_t joined = 0;
 	uint32_t *batch = malloc(sizeof(*batch) * (rp->n ? rp->n : 1));
 	for (;;) {
 		uint32_t z = atomic_load(&rp->zseq);
@@ -1201,13 +1281,9 @@ static void reap(struct replay *rp, struct rp_result *res)
 			memcpy(batch, rp->zombies, k * sizeof(*batch));
 		rp->nz = 0;
 		pthread_mutex_unlock(&rp->lock);
-		for (size_t i = 0; i < k; i++) {
-			uint64_t a = plat_mono_ns();
-			pthread_join(rp->th[batch ? batch[i] : 0].th, NULL);
-			res->thread_exit_ns += plat_mono_ns() - a;
-			joined++;
-		}
-		if (joined >= atomic_load(&rp->spawned))
+		for (size_t i = 0; i < k; i++)
+			join_once(rp, &rp->th[batch ? batch[i] : 0]);
+		if (atomic_load(&rp->joined) >= atomic_load(&rp->spawned))
 			break;
 		if (!k)
 			futex(&rp->zseq, FUTEX_WAIT_PRIVATE, z, NULL);
@@ -1323,7 +1399,7 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	uint64_t w0 = plat_mono_ns(), c0 = rp_ticks();
 	atomic_store_explicit(&rp.go, 1, memory_order_release);
 	futex(&rp.go, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
-	reap(&rp, res);
+	reap(&rp);
 	uint64_t c1 = rp_ticks(), w1 = plat_mono_ns();
 	pthread_attr_destroy(&rp.attr);
 	if (sampling) {

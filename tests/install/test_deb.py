@@ -71,6 +71,7 @@ def main():
         for f in ("usr/bin/alloctrace", "usr/bin/trace2wl", "usr/bin/trace_run",
                   "usr/lib/%s/alloctrace/liballoctrace.so" % arch,
                   "usr/lib/%s/alloctrace/libmtracectl.so" % arch,
+                  "usr/libexec/alloctrace/alloctrace-replay",
                   "usr/lib/%s/pkgconfig/alloctrace.pc" % arch, "usr/include/alloctrace.h",
                   "usr/share/man/man1/alloctrace.1.gz", "usr/share/man/man1/alloctrace-record.1.gz",
                   "usr/share/man/man1/trace2wl.1.gz", "usr/share/doc/alloctrace/CLI.md.gz",
@@ -96,6 +97,9 @@ def main():
         check(r.returncode == 0, "trace2wl from the package: %s" % r.stderr)
         r = run([os.path.join(root, "usr/bin/trace_run"), wl], env=clean_env())
         check(r.returncode == 0 and "Max RSS" in r.stdout, "trace_run from the package: %s" % r.stderr)
+        r = run([exe, "replay", wl, "--think", "off", "--json"], env=clean_env())
+        check(r.returncode == 0 and '"max_rss_kb"' in r.stdout,
+              "replay from the package (its runner in /usr/libexec/alloctrace): %s" % r.stderr)
 
         for page in sorted(glob.glob(os.path.join(root, "usr/share/man/man1/*.1.gz"))):
             m = run(["man", "--warnings", "-l", page], env=clean_env(MANWIDTH="80", LC_ALL="C.UTF-8"))

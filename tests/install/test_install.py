@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """test_install.py - `cmake --install` into a scratch prefix, then only the
-installed files: the layout, `record` finding its library relative to
-itself (also after the whole prefix is moved), info and report of that
-trace, the seed names, pkg-config and a program built with alloctrace.h
+installed files: the layout, `record` finding its library and `replay`
+its runner relative to itself (also after the whole prefix is moved), info,
+report, convert and replay of that trace, the seed names, pkg-config and a program built with alloctrace.h
 against it, man pages through MANPATH, and DESTDIR staging.
 
 usage: test_install.py --build DIR
@@ -24,7 +24,8 @@ def cache_var(build, name):
 
 
 def record_info_report(bindir, work, label):
-    """record a real program with the installed alloctrace, then info and report."""
+    """record a real program with the installed alloctrace, then info, report,
+    convert and replay."""
     exe = os.path.join(bindir, "alloctrace")
     tr = os.path.join(work, "tr-" + label)
     r = run([exe, "record", "-o", tr, "--", "/bin/sh", "-c", "ls / >/dev/null"], cwd=work,
@@ -40,6 +41,13 @@ def record_info_report(bindir, work, label):
     r = run([exe, "report", tr], env=clean_env())
     check(r.returncode == 0 and "malloc" in r.stdout,
           "%s: installed report failed: %s" % (label, r.stderr))
+    # replay executes the runner from the installed libexec directory
+    wl = os.path.join(work, "wl-" + label)
+    r = run([exe, "convert", "--no-progress", "-q", tr, "-o", wl], env=clean_env())
+    check(r.returncode == 0, "%s: installed convert failed: %s" % (label, r.stderr))
+    r = run([exe, "replay", wl, "--think", "off", "--json"], env=clean_env())
+    check(r.returncode == 0 and '"max_rss_kb"' in r.stdout,
+          "%s: installed replay failed (exit %d): %s" % (label, r.returncode, r.stderr))
 
 
 def main():
@@ -48,6 +56,7 @@ def main():
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     libdir = cache_var(build, "CMAKE_INSTALL_LIBDIR") or "lib"
+    libexecdir = cache_var(build, "CMAKE_INSTALL_LIBEXECDIR") or "libexec"
     work = tempfile.mkdtemp(prefix="atr-install.")
     try:
         prefix = os.path.join(work, "p")
@@ -57,6 +66,7 @@ def main():
         pkglib = os.path.join(libdir, "alloctrace")
         want = ["bin/alloctrace", "bin/trace2wl", "bin/trace_run",
                 pkglib + "/liballoctrace.so", pkglib + "/libmtracectl.so",
+                libexecdir + "/alloctrace/alloctrace-replay",
                 "include/alloctrace.h", libdir + "/pkgconfig/alloctrace.pc",
                 "share/man/man1/alloctrace.1", "share/man/man1/alloctrace-record.1",
                 "share/bash-completion/completions/alloctrace"]
