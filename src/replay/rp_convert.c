@@ -2021,7 +2021,6 @@ RP_HOT void conv_call(struct conv *c, const struct source *sc, uint32_t ti,
 		on_release(c, ti, k, ev);
 		return;
 	}
-	c->st->calls++;
 	if (c->in_window) /* no think time before --from */
 		think_before(c, ti, k->type, k->ts, k->duration, k->flags);
 	unsigned shape = atr_call_args(k->type);
@@ -2079,6 +2078,7 @@ static int conv_event(struct conv *c, const struct source *sc, const struct atr_
 	if ((ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) || ev->type == RP_EV_REALLOC_RELEASE) {
 		struct atr_call k;
 		event_call(ev, &k);
+		st->calls += ev->type != RP_EV_REALLOC_RELEASE;
 		conv_call(c, sc, ti, &k, ev, c->filtered);
 	} else if (atr_is_xcall(ev->type)) {
 		st->xcalls++;
@@ -2111,26 +2111,36 @@ static int conv_direct(struct conv *c, struct source *sc)
 		int r = atr_iter_next_calls(sc->it, sc->calls, cap, &n, &next);
 		if (r <= 0)
 			return r;
-		uint64_t before = st->records;
+		/* the counters stay in registers through the batch: every
+		   record but a release is a call (records, calls) */
+		uint64_t before = st->records, nrec = before, last = c->last_ts, lost = 0;
 		c->batch = sc->calls;
 		c->seq_base = sc->calls_seq;
-		for (size_t i = 0; i < n; i++) {
+		size_t i;
+		for (i = 0; i < n; i++) {
 			const struct atr_call *k = &sc->calls[i];
 			if (k->type != RP_EV_REALLOC_RELEASE) {
-				if (!st->records++)
+				if (__builtin_expect(!nrec++, 0))
 					c->first_ts = k->ts;
-				c->last_ts = k->ts;
+				last = k->ts;
 			}
 			uint32_t ti = thread_of(c, k->thread, k->tid);
-			if (__builtin_expect(c->nomem || c->bad_serial, 0))
-				return 0;
-			c->th[ti].last_seq = st->records;
+			if (__builtin_expect(ti == RP_NONE || c->nomem, 0)) {
+				lost = k->type != RP_EV_REALLOC_RELEASE; /* not converted */
+				break;
+			}
+			c->th[ti].last_seq = nrec;
 			conv_call(c, sc, ti, k, NULL, 0);
 			if (__builtin_expect(c->nomem, 0))
-				return 0;
+				break;
 		}
-		sc->calls_seq += st->records - before;
-		if (prog && (st->records >> 22) != (before >> 22))
+		st->records = nrec;
+		st->calls += nrec - before - lost;
+		c->last_ts = last;
+		if (i < n)
+			return 0;
+		sc->calls_seq += nrec - before;
+		if (prog && (nrec >> 22) != (before >> 22))
 			progress(c);
 		if (next) {
 			sc->calls_seq = next->seq + (next->type != ATR_EV_REALLOC_RELEASE);
