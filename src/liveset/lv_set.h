@@ -82,11 +82,21 @@ static inline void lv_prefetch_line(const void *p)
 #endif
 }
 
+/* Entries per 64-byte cache line (big tables are 2 MiB-aligned). */
+#define LV_LINE_ENTRIES (64 / sizeof(struct lv_block))
+
+/* The home entry's line and the line after it: a removal's backward shift
+ * reads the entries after the block's, an insertion steps on past a taken
+ * home (at 1e6 live blocks the unfetched next line was a fifth of
+ * convert's samples; fetching it always beat fetching it only when the
+ * home is a line's last entry: bench/replay/RESULTS.md). */
 static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)
 {
 	if (!s->cap)
 		return;
-	lv_prefetch_line(&s->tab[lv_home(s, ptr)]);
+	size_t j = lv_home(s, ptr);
+	lv_prefetch_line(&s->tab[j]);
+	lv_prefetch_line(&s->tab[((j | (LV_LINE_ENTRIES - 1)) + 1) & (s->cap - 1)]);
 }
 
 /* lv_prefetch as an atr_prefetch_fn (atr_iter_set_prefetch; set: the

@@ -52,17 +52,20 @@ struct deque {
 	size_t head, n, cap; /* cap power of two */
 };
 
+/* Called when full.  realloc keeps the entries where they are (a big
+ * array is moved by mremap, not copied: a thread that frees 1e6 blocks in
+ * a row grows its queue to 16 MB); the ones that had wrapped around to the
+ * front move to just past the old end, so every entry keeps its index
+ * (head + i) & (cap - 1). */
 static int dq_grow(struct deque *d)
 {
 	size_t nc = d->cap ? d->cap * 2 : 16;
-	struct fslot *nv = malloc(nc * sizeof(*nv));
+	struct fslot *nv = realloc(d->v, nc * sizeof(*nv));
 	if (!nv)
 		return -1;
-	for (size_t i = 0; i < d->n; i++)
-		nv[i] = d->v[(d->head + i) & (d->cap - 1)];
-	free(d->v);
+	if (d->head)
+		memcpy(nv + d->cap, nv, d->head * sizeof(*nv));
 	d->v = nv;
-	d->head = 0;
 	d->cap = nc;
 	return 0;
 }
@@ -181,7 +184,17 @@ struct conv {
 	   loses what its pages held before (touch_own) */
 	int touch_heap;
 	struct util_hmap heap_res; /* page number -> share of TOUCH_ONE */
+	/* the compact records being converted (conv_direct) and the record
+	   number of the first (report's call_seq) */
+	const struct atr_call *batch;
+	uint64_t seq_base;
+	/* the records' first and latest stamps, the progress line's state */
+	uint64_t first_ts, last_ts, total_hint;
+	double t0, last_prog;
 };
+
+/* A call without RESIDENT counts (touch_release estimates its pages). */
+static const struct atr_event rp_no_res;
 
 /* A mapping slot: its last use (the WAIT its next user may need), the
  * bytes of it still mapped (0: free) and the replay's mmap flags. */
@@ -195,7 +208,21 @@ struct mslot {
 
 enum { REP_UNKNOWN, REP_DOUBLE, REP_DUP, REP_UREALLOC };
 
-static void report(struct conv *c, int kind, const struct atr_event *ev, const char *what)
+/* The record number of call k: its event's (ev), or for a compact record
+ * of the batch being converted the iterator's count (src_next_narrow's). */
+static uint64_t call_seq(const struct conv *c, const struct atr_call *k, const struct atr_event *ev)
+{
+	if (ev)
+		return ev->seq;
+	uint64_t seq = c->seq_base;
+	for (const struct atr_call *q = c->batch; q < k; q++)
+		seq += q->type != RP_EV_REALLOC_RELEASE;
+	return seq;
+}
+
+/* An anomaly of call k (ev: its full event, NULL for a compact record). */
+static void report(struct conv *c, int kind, const struct atr_call *k, const struct atr_event *ev,
+		   const char *what)
 {
 	int max = c->o->max_reports ? c->o->max_reports : 10;
 	if (c->o->quiet || !c->o->note || c->reports[kind]++ >= (uint64_t)max)
@@ -204,8 +231,9 @@ static void report(struct conv *c, int kind, const struct atr_event *ev, const c
 	snprintf(m, sizeof(m),
 		 "convert: %s: record #%" PRIu64 " thread %" PRIu32 " (tid %" PRIu32
 		 ") %s ptr=0x%" PRIx64 " ret=0x%" PRIx64 " size=%" PRIu64 "%s",
-		 what, ev->seq, ev->thread, ev->tid, atr_type_name(ev->type), ev->ptr, ev->ret,
-		 ev->size, c->reports[kind] == (uint64_t)max ? " (further ones not shown)" : "");
+		 what, call_seq(c, k, ev), k->thread, k->tid, atr_type_name(k->type), k->ptr,
+		 k->ret, k->size,
+		 c->reports[kind] == (uint64_t)max ? " (further ones not shown)" : "");
 	c->o->note(c->o->note_arg, RP_NOTE_ANOMALY, m);
 }
 
@@ -306,9 +334,8 @@ static void spawn(struct conv *c, uint32_t nt)
 }
 
 /* A serial not seen yet (thread_of). */
-RP_COLD uint32_t thread_new(struct conv *c, const struct atr_event *ev)
+RP_COLD uint32_t thread_new(struct conv *c, uint32_t s, uint32_t tid)
 {
-	uint32_t s = ev->thread;
 	if (s >= RP_MAX_SERIAL) {
 		c->bad_serial = s;
 		c->nomem = 1;
@@ -338,7 +365,7 @@ RP_COLD uint32_t thread_new(struct conv *c, const struct atr_event *ev)
 		c->th = nt;
 		c->thcap = nc;
 	}
-	int wi = awl_writer_add_thread(c->w, ev->thread, ev->tid);
+	int wi = awl_writer_add_thread(c->w, s, tid);
 	if (wi < 0) {
 		c->nomem = 1;
 		return RP_NONE;
@@ -366,12 +393,12 @@ RP_COLD uint32_t thread_new(struct conv *c, const struct atr_event *ev)
 	return c->nth++;
 }
 
-RP_HOT uint32_t thread_of(struct conv *c, const struct atr_event *ev)
+/* The thread of serial s (tid: its tid, for a new one). */
+RP_HOT uint32_t thread_of(struct conv *c, uint32_t s, uint32_t tid)
 {
-	uint32_t s = ev->thread;
 	if (__builtin_expect(s < c->nserial && c->by_serial[s] != RP_NONE, 1))
 		return c->by_serial[s];
-	return thread_new(c, ev);
+	return thread_new(c, s, tid);
 }
 
 /* -------------------------------------------------------------- slots */
@@ -584,9 +611,9 @@ RP_HOT void touch_release(struct conv *c, const struct lv_block *b, const struct
 		touch_release_op(c, b, ev);
 }
 
-RP_HOT uint64_t usable_of(const struct atr_event *ev)
+RP_HOT uint64_t usable_of(const struct atr_call *k)
 {
-	return ev->usable != UINT64_MAX && ev->usable ? ev->usable : ev->size;
+	return k->usable != UINT64_MAX && k->usable ? k->usable : k->size;
 }
 
 /* ptr becomes live in slot, used last by thread ti's op idx (an_summary's
@@ -594,11 +621,12 @@ RP_HOT uint64_t usable_of(const struct atr_event *ev)
  * release: its old slot is dropped. */
 /* An allocation returned a block that is still live (old: its entry
  * before): the trace missed its release, its old slot is dropped. */
-RP_COLD void addr_dropped(struct conv *c, uint32_t ti, const struct atr_event *ev,
-			  const struct lv_block *old)
+RP_COLD void addr_dropped(struct conv *c, uint32_t ti, const struct atr_call *k,
+			  const struct atr_event *ev, const struct lv_block *old)
 {
 	c->st->dup_allocs++;
-	report(c, REP_DUP, ev, "allocation returned a block that is still live (old one dropped)");
+	report(c, REP_DUP, k, ev,
+	       "allocation returned a block that is still live (old one dropped)");
 	touch_release(c, old, NULL);
 	uint32_t wi = c->th[ti].widx;
 	emit_wait_for(c, ti, old->owner, old->when);
@@ -610,8 +638,9 @@ RP_COLD void addr_dropped(struct conv *c, uint32_t ti, const struct atr_event *e
 	slot_release(c, ti, old->tag, didx);
 }
 
-RP_HOT void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev, uint64_t ptr,
-			uint64_t slot, uint64_t size, uint64_t idx)
+RP_HOT void addr_insert(struct conv *c, uint32_t ti, const struct atr_call *k,
+			const struct atr_event *ev, uint64_t ptr, uint64_t slot, uint64_t size,
+			uint64_t idx)
 {
 	struct lv_block *b, old;
 	int r = lv_born(&c->live, ptr, size, idx, &b, &old);
@@ -622,19 +651,20 @@ RP_HOT void addr_insert(struct conv *c, uint32_t ti, const struct atr_event *ev,
 	b->tag = (uint32_t)slot;
 	b->owner = c->th[ti].widx;
 	if (__builtin_expect(r == 0, 0))
-		addr_dropped(c, ti, ev, &old);
+		addr_dropped(c, ti, k, ev, &old);
 }
 
-static void unknown_free(struct conv *c, const struct atr_event *ev, uint64_t ptr)
+static void unknown_free(struct conv *c, const struct atr_call *k, const struct atr_event *ev,
+			 uint64_t ptr)
 {
 	for (size_t i = 0; i < RECENT_FREES; i++)
 		if (c->recent[i] == ptr) {
 			c->st->double_frees++;
-			report(c, REP_DOUBLE, ev, "double free (skipped)");
+			report(c, REP_DOUBLE, k, ev, "double free (skipped)");
 			return;
 		}
 	c->st->unknown_frees++;
-	report(c, REP_UNKNOWN, ev, "free of a block never allocated in the trace (skipped)");
+	report(c, REP_UNKNOWN, k, ev, "free of a block never allocated in the trace (skipped)");
 }
 
 /* ptr (non-NULL) dies: 1 and its block (slot, last use) in *b, or 0 if it
@@ -670,11 +700,12 @@ static const uint8_t op_of_type[ATR_T_CALL_LAST + 1] = {ATR_CALLS(OP_OF_)};
 /* A call's argument shape (atr_calls.h) decides both the record's words
  * and the op's fields. */
 
-/* A FREE op of block b (already taken out of the live set) for ev. */
+/* A FREE op of block b (already taken out of the live set) for a call
+ * (ev: its full event, with the RESIDENT counts if any; NULL: none). */
 RP_HOT void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
 		       const struct atr_event *ev)
 {
-	touch_release(c, b, ev);
+	touch_release(c, b, ev ? ev : &rp_no_res);
 	emit_wait_for(c, ti, b->owner, b->when);
 	uint64_t idx = awl_writer_thread_ops(c->w, c->th[ti].widx);
 	uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
@@ -683,17 +714,21 @@ RP_HOT void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
 	slot_release(c, ti, b->tag, idx);
 }
 
-RP_HOT void on_free(struct conv *c, uint32_t ti, const struct atr_event *ev)
+/* The handlers of a call take it as a compact record k; ev is its full
+ * event when it came as one (the RESIDENT counts, the record number),
+ * else NULL. */
+RP_HOT void on_free(struct conv *c, uint32_t ti, const struct atr_call *k,
+		    const struct atr_event *ev)
 {
-	if (!ev->ptr) {
+	if (!k->ptr) {
 		uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
 		p = awl_put_uv(p, 0);
 		op_end(c, ti, p, AWL_OP_FREE);
 		return;
 	}
 	struct lv_block b;
-	if (!addr_take(c, ev->ptr, &b)) {
-		unknown_free(c, ev, ev->ptr);
+	if (!addr_take(c, k->ptr, &b)) {
+		unknown_free(c, k, ev, k->ptr);
 		return;
 	}
 	free_block(c, ti, &b, ev);
@@ -707,33 +742,34 @@ static void split_array(uint64_t total, uint64_t nmemb, uint64_t *n, uint64_t *e
 		*n = 0;
 }
 
-RP_HOT void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
+RP_HOT void on_alloc(struct conv *c, uint32_t ti, const struct atr_call *k,
+		     const struct atr_event *ev)
 {
 	uint32_t wi = c->th[ti].widx;
 	struct fslot f = {0};
-	int ok = ev->ret != 0;
+	int ok = k->ret != 0;
 	if (ok) {
 		f = slot_new(c, ti);
 		if (c->nomem)
 			return;
 		emit_wait_for(c, ti, f.owner, f.when);
-		touch_place(c, ti, f.slot, usable_of(ev), ev->chunk_flags);
+		touch_place(c, ti, f.slot, usable_of(k), k->chunk_flags);
 	} else {
 		c->st->failed_allocs++;
 	}
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
 	uint64_t dst = ok ? (uint64_t)f.slot + 1 : 0;
-	unsigned op = op_of_type[ev->type];
+	unsigned op = op_of_type[k->type];
 	uint8_t *p;
-	switch (atr_call_args(ev->type)) {
+	switch (atr_call_args(k->type)) {
 	case ATR_ARGS_SIZE:
 		p = op_begin(c, ti, op);
 		p = awl_put_uv(p, dst);
-		p = awl_put_uv(p, ev->size);
+		p = awl_put_uv(p, k->size);
 		break;
 	case ATR_ARGS_NMEMB: {
 		uint64_t n, el;
-		split_array(ev->size, ev->nmemb, &n, &el);
+		split_array(k->size, k->nmemb, &n, &el);
 		p = op_begin(c, ti, op);
 		p = awl_put_uv(p, dst);
 		p = awl_put_uv(p, n);
@@ -743,55 +779,56 @@ RP_HOT void on_alloc(struct conv *c, uint32_t ti, const struct atr_event *ev)
 	default: /* ATR_ARGS_ALIGN, ATR_ARGS_ALIGN_OUT */
 		p = op_begin(c, ti, op);
 		p = awl_put_uv(p, dst);
-		p = awl_put_uv(p, ev->align);
-		p = awl_put_uv(p, ev->size);
+		p = awl_put_uv(p, k->align);
+		p = awl_put_uv(p, k->size);
 		break;
 	}
 	op_end(c, ti, p, op);
 	if (ok)
-		addr_insert(c, ti, ev, ev->ret, f.slot, ev->size, idx);
+		addr_insert(c, ti, k, ev, k->ret, f.slot, k->size, idx);
 }
 
 /* rel: the old block if a REALLOC_RELEASE took it already (released). */
-static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, int released,
-		       const struct lv_block *rel)
+static void on_realloc(struct conv *c, uint32_t ti, const struct atr_call *k,
+		       const struct atr_event *ev, int released, const struct lv_block *rel)
 {
 	struct cthread *t = &c->th[ti];
 	uint32_t wi = t->widx;
 	uint64_t src = 0, dst = 0; /* slot + 1 */
 	struct lv_block sb = {0};
 	struct lv_block *kept = NULL; /* a failed realloc's old block, still live */
-	int ok = ev->ret != 0;
+	int ok = k->ret != 0;
 	if (released) {
 		sb = *rel;
 		src = (uint64_t)sb.tag + 1;
-	} else if (ev->ptr) {
-		if (!ok && ev->size) {
+	} else if (k->ptr) {
+		if (!ok && k->size) {
 			/* failed realloc: the old block stays live */
-			kept = lv_find(&c->live, ev->ptr);
+			kept = lv_find(&c->live, k->ptr);
 			if (kept) {
 				sb = *kept;
 				src = (uint64_t)sb.tag + 1;
 			} else {
 				c->st->unknown_reallocs++;
-				report(c, REP_UREALLOC, ev,
+				report(c, REP_UREALLOC, k, ev,
 				       "realloc of a block never allocated (replayed as "
 				       "realloc(NULL))");
 			}
-		} else if (addr_take(c, ev->ptr, &sb)) {
+		} else if (addr_take(c, k->ptr, &sb)) {
 			src = (uint64_t)sb.tag + 1;
-			touch_release(c, &sb, ev); /* in place, or realloc(p, 0) */
+			touch_release(c, &sb,
+				      ev ? ev : &rp_no_res); /* in place, or realloc(p, 0) */
 		} else {
 			c->st->unknown_reallocs++;
-			report(c, REP_UREALLOC, ev,
+			report(c, REP_UREALLOC, k, ev,
 			       "realloc of a block never allocated (replayed as realloc(NULL))");
 		}
 	}
 	if (!ok)
-		c->st->failed_allocs += ev->ptr == 0 || ev->size != 0;
+		c->st->failed_allocs += k->ptr == 0 || k->size != 0;
 	if (src)
 		emit_wait_for(c, ti, sb.owner, sb.when);
-	int frees_src = src && (ok || ev->size == 0);
+	int frees_src = src && (ok || k->size == 0);
 	if (ok) {
 		if (frees_src) {
 			dst = src; /* the slot freed is this thread's latest: reused */
@@ -802,18 +839,18 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 			emit_wait_for(c, ti, f.owner, f.when);
 			dst = (uint64_t)f.slot + 1;
 		}
-		touch_place(c, ti, dst - 1, usable_of(ev), ev->chunk_flags);
+		touch_place(c, ti, dst - 1, usable_of(k), k->chunk_flags);
 	}
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
-	unsigned op = op_of_type[ev->type];
+	unsigned op = op_of_type[k->type];
 	uint8_t *p = op_begin(c, ti, op);
 	p = awl_put_uv(p, src);
 	p = awl_put_uv(p, dst);
-	if (atr_call_args(ev->type) == ATR_ARGS_OLD) {
-		p = awl_put_uv(p, ev->size);
+	if (atr_call_args(k->type) == ATR_ARGS_OLD) {
+		p = awl_put_uv(p, k->size);
 	} else {
 		uint64_t n, el;
-		split_array(ev->size, ev->nmemb, &n, &el);
+		split_array(k->size, k->nmemb, &n, &el);
 		p = awl_put_uv(p, n);
 		p = awl_put_uv(p, el);
 	}
@@ -825,7 +862,7 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_event *ev, 
 		slot_release(c, ti, src - 1, idx);
 	}
 	if (ok)
-		addr_insert(c, ti, ev, ev->ret, dst - 1, ev->size, idx);
+		addr_insert(c, ti, k, ev, k->ret, dst - 1, k->size, idx);
 }
 
 static uint64_t rel_key(uint32_t ti, uint64_t ptr)
@@ -833,21 +870,22 @@ static uint64_t rel_key(uint32_t ti, uint64_t ptr)
 	return ptr ^ ((uint64_t)ti << 48);
 }
 
-static void on_release(struct conv *c, uint32_t ti, const struct atr_event *ev)
+static void on_release(struct conv *c, uint32_t ti, const struct atr_call *k,
+		       const struct atr_event *ev)
 {
 	struct lv_block b, *rb;
-	if (ev->ptr && util_hmap_remove(&c->excl, ev->ptr, NULL)) {
+	if (k->ptr && util_hmap_remove(&c->excl, k->ptr, NULL)) {
 		/* a left-out block: its realloc is left out or allocates anew */
-		if (lv_born(&c->rel, rel_key(ti, ev->ptr), 0, 0, &rb, NULL) < 0) {
+		if (lv_born(&c->rel, rel_key(ti, k->ptr), 0, 0, &rb, NULL) < 0) {
 			c->nomem = 1;
 			return;
 		}
 		rb->tag = RP_EXCLUDED;
 		return;
 	}
-	if (ev->ptr && addr_take(c, ev->ptr, &b)) {
-		touch_release(c, &b, ev); /* the realloc's old block */
-		if (lv_born(&c->rel, rel_key(ti, ev->ptr), b.size, b.when, &rb, NULL) < 0) {
+	if (k->ptr && addr_take(c, k->ptr, &b)) {
+		touch_release(c, &b, ev ? ev : &rp_no_res); /* the realloc's old block */
+		if (lv_born(&c->rel, rel_key(ti, k->ptr), b.size, b.when, &rb, NULL) < 0) {
 			c->nomem = 1;
 			return;
 		}
@@ -1313,15 +1351,16 @@ static uint64_t think_share(struct conv *c, uint32_t ti, uint64_t gap)
  * less the recorder's own share (think_floor_ns per gap), is think time;
  * gaps add up until they reach RP_THINK_MIN_NS and go out as a THINK op
  * before the call. */
-RP_HOT void think_before(struct conv *c, uint32_t ti, const struct atr_event *ev)
+RP_HOT void think_before(struct conv *c, uint32_t ti, unsigned type, uint64_t ts, uint64_t duration,
+			 unsigned flags)
 {
 	struct cthread *t = &c->th[ti];
-	int rea = ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY ||
-		  (atr_is_xcall(ev->type) && ev->type != ATR_T_MUNMAP);
+	int rea = type == ATR_T_REALLOC || type == ATR_T_REALLOCARRAY ||
+		  (atr_is_xcall(type) && type != ATR_T_MUNMAP);
 	/* the reader stamps a realloc with its end (docs/TRACE_FORMAT.md), and
 	   the extended calls but munmap */
-	uint64_t start = rea && ev->ts >= ev->duration ? ev->ts - ev->duration : ev->ts;
-	uint64_t ret = rea || !(ev->flags & ATR_FLAG_TIMED) ? ev->ts : ev->ts + ev->duration;
+	uint64_t start = rea && ts >= duration ? ts - duration : ts;
+	uint64_t ret = rea || !(flags & ATR_FLAG_TIMED) ? ts : ts + duration;
 	if (t->have_ret && start > t->ret_ts + c->join_ticks)
 		t->ret_ts = think_joined(c, ti, t->ret_ts, start);
 	if (t->have_ret && start > t->ret_ts + c->floor_ticks) {
@@ -1867,7 +1906,8 @@ static void exclude(struct conv *c, uint64_t ptr)
  * it is; 0 if it was handled here (left out, or a realloc turned into the
  * free of its kept old block). */
 static int filter_call(struct conv *c, const struct source *sc, uint32_t ti,
-		       const struct atr_event *ev, int *rel, struct lv_block *rb)
+		       const struct atr_call *k, const struct atr_event *ev, int *rel,
+		       struct lv_block *rb)
 {
 	unsigned shape = atr_call_args(ev->type);
 	int keep;
@@ -1902,9 +1942,9 @@ static int filter_call(struct conv *c, const struct source *sc, uint32_t ti,
 			if (!*rel)
 				util_hmap_remove(&c->excl, ev->ptr, NULL);
 			*rel = 0;
-			struct atr_event e = *ev;
+			struct atr_call e = *k;
 			e.ptr = 0;
-			on_realloc(c, ti, &e, 0, NULL);
+			on_realloc(c, ti, &e, ev, 0, NULL);
 			return 0;
 		}
 		return 1;
@@ -1950,6 +1990,164 @@ static void touch_setup(struct conv *c, const struct source *sc)
 	c->touch_heap = heap;
 	c->touch_lo = min / 2; /* usable <= 2 x requested for any allocator we know */
 	c->page_kib = page / 1024;
+}
+
+/* The progress line, every 4 M records (at most twice a second). */
+RP_COLD void progress(struct conv *c)
+{
+	const struct rp_convert_opts *o = c->o;
+	uint64_t n = c->st->records;
+	double now = plat_mono_s();
+	if (now - c->last_prog <= 0.5)
+		return;
+	char m[128];
+	c->last_prog = now;
+	if (c->total_hint)
+		snprintf(m, sizeof(m), "convert: %" PRIu64 " records (%.0f%%), %.1f M/s", n,
+			 100.0 * (double)n / (double)c->total_hint,
+			 (double)n / (now - c->t0) / 1e6);
+	else
+		snprintf(m, sizeof(m), "convert: %" PRIu64 " records", n);
+	o->note(o->note_arg, RP_NOTE_PROGRESS, m);
+}
+
+/* Call k of thread ti (a malloc-family call or the release of a realloc's
+ * old block; ev: its full event, NULL for a compact record, which only
+ * the unfiltered conversion takes: filtered says which). */
+RP_HOT void conv_call(struct conv *c, const struct source *sc, uint32_t ti,
+		      const struct atr_call *k, const struct atr_event *ev, int filtered)
+{
+	if (k->type == RP_EV_REALLOC_RELEASE) {
+		on_release(c, ti, k, ev);
+		return;
+	}
+	if (c->in_window) /* no think time before --from */
+		think_before(c, ti, k->type, k->ts, k->duration, k->flags);
+	unsigned shape = atr_call_args(k->type);
+	struct lv_block rb = {0};
+	int rel = 0;
+	if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
+		rel = k->ptr && lv_died(&c->rel, rel_key(ti, k->ptr), &rb);
+	if (filtered && !filter_call(c, sc, ti, k, ev, &rel, &rb))
+		; /* left out, or written as what is left of it */
+	else if (shape == ATR_ARGS_PTR)
+		on_free(c, ti, k, ev);
+	else if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
+		on_realloc(c, ti, k, ev, rel, &rb);
+	else
+		on_alloc(c, ti, k, ev);
+}
+
+/* The fields of a call's event as a compact record. */
+static inline void event_call(const struct atr_event *ev, struct atr_call *k)
+{
+	k->ts = ev->ts;
+	k->ptr = ev->ptr;
+	k->ret = ev->ret;
+	k->size = ev->size;
+	k->nmemb = ev->nmemb;
+	k->align = ev->align;
+	k->usable = ev->usable;
+	k->duration = ev->duration;
+	k->thread = ev->thread;
+	k->tid = ev->tid;
+	k->stack_id = ev->stack_id;
+	k->err = ev->err;
+	k->type = (uint8_t)ev->type;
+	k->flags = (uint8_t)ev->flags;
+	k->chunk_flags = (uint8_t)ev->chunk_flags;
+}
+
+/* One event: 1 to go on, 0 when the conversion ends here (--to, out of
+ * memory, a corrupt thread serial). */
+static int conv_event(struct conv *c, const struct source *sc, const struct atr_event *ev)
+{
+	const struct rp_convert_opts *o = c->o;
+	struct rp_convert_stats *st = c->st;
+	if (ev->type != RP_EV_REALLOC_RELEASE) {
+		if (!st->records++)
+			c->first_ts = ev->ts;
+		c->last_ts = ev->ts;
+	}
+	if ((o->have_from || o->have_to) && ev->type != RP_EV_REALLOC_RELEASE && window_edge(c, ev))
+		return 0; /* --to */
+	uint32_t ti = thread_of(c, ev->thread, ev->tid);
+	if (c->nomem || c->bad_serial)
+		return 0;
+	c->th[ti].last_seq = st->records;
+	if ((ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) || ev->type == RP_EV_REALLOC_RELEASE) {
+		struct atr_call k;
+		event_call(ev, &k);
+		st->calls += ev->type != RP_EV_REALLOC_RELEASE;
+		conv_call(c, sc, ti, &k, ev, c->filtered);
+	} else if (atr_is_xcall(ev->type)) {
+		st->xcalls++;
+		if (c->in_window)
+			think_before(c, ti, ev->type, ev->ts, ev->duration, ev->flags);
+		on_xcall(c, ti, ev);
+	} else {
+		on_meta(c, ti, ev);
+	}
+	if (c->nomem)
+		return 0;
+	if (o->progress && o->note && (st->records & 0x3fffff) == 0)
+		progress(c);
+	return 1;
+}
+
+/* The unfiltered conversion of one process on this thread: its calls as
+ * the reader's compact records (atr_iter_next_calls), each handed to the
+ * handlers as it is; the records that come as full events go through
+ * conv_event.  Returns 0 (the end, or the conversion stopped: c says why)
+ * or the reader's error. */
+static int conv_direct(struct conv *c, struct source *sc)
+{
+	struct rp_convert_stats *st = c->st;
+	const size_t cap = sizeof(sc->calls) / sizeof(sc->calls[0]);
+	int prog = c->o->progress && c->o->note;
+	for (;;) {
+		size_t n;
+		const struct atr_event *next;
+		int r = atr_iter_next_calls(sc->it, sc->calls, cap, &n, &next);
+		if (r <= 0)
+			return r;
+		/* the counters stay in registers through the batch: every
+		   record but a release is a call (records, calls) */
+		uint64_t before = st->records, nrec = before, last = c->last_ts, lost = 0;
+		c->batch = sc->calls;
+		c->seq_base = sc->calls_seq;
+		size_t i;
+		for (i = 0; i < n; i++) {
+			const struct atr_call *k = &sc->calls[i];
+			if (k->type != RP_EV_REALLOC_RELEASE) {
+				if (__builtin_expect(!nrec++, 0))
+					c->first_ts = k->ts;
+				last = k->ts;
+			}
+			uint32_t ti = thread_of(c, k->thread, k->tid);
+			if (__builtin_expect(ti == RP_NONE || c->nomem, 0)) {
+				lost = k->type != RP_EV_REALLOC_RELEASE; /* not converted */
+				break;
+			}
+			c->th[ti].last_seq = nrec;
+			conv_call(c, sc, ti, k, NULL, 0);
+			if (__builtin_expect(c->nomem, 0))
+				break;
+		}
+		st->records = nrec;
+		st->calls += nrec - before - lost;
+		c->last_ts = last;
+		if (i < n)
+			return 0;
+		sc->calls_seq += nrec - before;
+		if (prog && (nrec >> 22) != (before >> 22))
+			progress(c);
+		if (next) {
+			sc->calls_seq = next->seq + (next->type != ATR_EV_REALLOC_RELEASE);
+			if (!conv_event(c, sc, next))
+				return 0;
+		}
+	}
 }
 
 int rp_convert(const char *trace, const char *out, const struct rp_convert_opts *o,
@@ -2016,8 +2214,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	int r;
 	const struct atr_event *ev = NULL;
 	/* the reader writes the file's info when it ends: read before */
-	uint64_t first_ts = 0, last_ts = 0, total_hint = in ? in->records_hint : 0;
-	double last_prog = t0;
+	c.total_hint = in ? in->records_hint : 0;
+	c.t0 = c.last_prog = t0;
 	/* the trace is read on this thread, its reader prefetching the live
 	 * set's entries; or on a second thread (rp_pipe.h), which then
 	 * prefetches on this one (the reader's hook would touch the live set
@@ -2044,69 +2242,15 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 			atr_iter_set_prefetch(sc.m[i].it, msrc_prefetch, &sc.m[i]);
 		}
 	}
-	while ((r = pipe	? rp_pipe_next(pipe, &ev)
-		    : sc.narrow ? src_next_narrow(&sc, &ev)
-		    : sc.dj	? lv_ahead_next(&ah, &ev)
-				: src_next(&sc, &ev)) > 0) {
-		if (ev->type != RP_EV_REALLOC_RELEASE) {
-			if (!st->records++)
-				first_ts = ev->ts;
-			last_ts = ev->ts;
-		}
-		if ((o->have_from || o->have_to) && ev->type != RP_EV_REALLOC_RELEASE &&
-		    window_edge(&c, ev))
-			break; /* --to */
-		uint32_t ti = thread_of(&c, ev);
-		if (c.nomem || c.bad_serial)
-			break;
-		struct cthread *t = &c.th[ti];
-		t->last_seq = st->records;
-		if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) {
-			st->calls++;
-			if (c.in_window) /* no think time before --from */
-				think_before(&c, ti, ev);
-			unsigned shape = atr_call_args(ev->type);
-			struct lv_block rb = {0};
-			int rel = 0;
-			if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
-				rel = ev->ptr && lv_died(&c.rel, rel_key(ti, ev->ptr), &rb);
-			if (c.filtered && !filter_call(&c, &sc, ti, ev, &rel, &rb))
-				; /* left out, or written as what is left of it */
-			else if (shape == ATR_ARGS_PTR)
-				on_free(&c, ti, ev);
-			else if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
-				on_realloc(&c, ti, ev, rel, &rb);
-			else
-				on_alloc(&c, ti, ev);
-		} else if (ev->type == RP_EV_REALLOC_RELEASE) {
-			on_release(&c, ti, ev);
-		} else if (atr_is_xcall(ev->type)) {
-			st->xcalls++;
-			if (c.in_window)
-				think_before(&c, ti, ev);
-			on_xcall(&c, ti, ev);
-		} else {
-			on_meta(&c, ti, ev);
-		}
-		if (c.nomem)
-			break;
-		if (o->progress && o->note && (st->records & 0x3fffff) == 0) {
-			double now = plat_mono_s();
-			if (now - last_prog > 0.5) {
-				char m[128];
-				last_prog = now;
-				if (total_hint)
-					snprintf(m, sizeof(m),
-						 "convert: %" PRIu64 " records (%.0f%%), %.1f M/s",
-						 st->records,
-						 100.0 * (double)st->records / (double)total_hint,
-						 (double)st->records / (now - t0) / 1e6);
-				else
-					snprintf(m, sizeof(m), "convert: %" PRIu64 " records",
-						 st->records);
-				o->note(o->note_arg, RP_NOTE_PROGRESS, m);
-			}
-		}
+	if (pipe || !sc.narrow || c.filtered) {
+		while ((r = pipe	? rp_pipe_next(pipe, &ev)
+			    : sc.narrow ? src_next_narrow(&sc, &ev)
+			    : sc.dj	? lv_ahead_next(&ah, &ev)
+					: src_next(&sc, &ev)) > 0 &&
+		       conv_event(&c, &sc, ev))
+			;
+	} else {
+		r = conv_direct(&c, &sc);
 	}
 	/* the source is this thread's again */
 	rp_pipe_stop(pipe);
@@ -2163,7 +2307,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		    .waits = st->waits,
 		    .anomalies = st->anomalies,
 		    .duration_ns =
-			in && st->records ? atr_ticks_to_ns_u64(sc.f, last_ts - first_ts) : 0,
+			in && st->records ? atr_ticks_to_ns_u64(sc.f, c.last_ts - c.first_ts) : 0,
 		    .src_pid = in ? in->pid : 0,
 		    .src_exec = in ? in->exec_seq : 0,
 		    .think_ns = c.think_total,

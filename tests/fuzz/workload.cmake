@@ -14,10 +14,13 @@ if(ALLOCTRACE_FUZZ)
   file(GLOB ATR_FUZZ_WL_SRC CONFIGURE_DEPENDS
     ${CMAKE_SOURCE_DIR}/src/util/*.c
     ${CMAKE_SOURCE_DIR}/src/format/*.c
-    ${CMAKE_SOURCE_DIR}/src/replay/rp_convert.c)
+    ${CMAKE_SOURCE_DIR}/src/liveset/*.c
+    ${CMAKE_SOURCE_DIR}/src/replay/rp_convert.c
+    ${CMAKE_SOURCE_DIR}/src/replay/rp_pipe.c)
   add_executable(fuzz_workload ${CMAKE_CURRENT_LIST_DIR}/fuzz_workload.c ${ATR_FUZZ_WL_SRC})
   target_include_directories(fuzz_workload PRIVATE ${CMAKE_SOURCE_DIR}/src
-    ${CMAKE_SOURCE_DIR}/src/util ${CMAKE_SOURCE_DIR}/src/format)
+    ${CMAKE_SOURCE_DIR}/src/util ${CMAKE_SOURCE_DIR}/src/format
+    ${CMAKE_SOURCE_DIR}/src/platform)
   target_compile_options(fuzz_workload PRIVATE ${ALLOCTRACE_WARNINGS} ${ATR_FUZZ_FLAGS})
   target_link_options(fuzz_workload PRIVATE ${ATR_FUZZ_FLAGS})
   target_link_libraries(fuzz_workload PRIVATE PkgConfig::ZSTD)
