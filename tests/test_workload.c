@@ -593,14 +593,20 @@ static void test_think_time(void **state)
 	}
 	assert_true(best <= THINK_BOUND);
 	assert_true(best_think <= think + think / 5);
-	/* --think off: the calls only, far shorter */
-	struct rp_opts o = {
-	    .touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF, .think = RP_THINK_OFF};
-	struct rp_result *r = calloc(1, sizeof(*r));
-	assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
-	assert_true(r->wall_ns < dur / 4);
-	assert_int_equal(r->think_ns, 0);
-	free(r);
+	/* --think off: the calls only, far shorter (best of 3: one
+	 * preemption on a loaded machine is longer than the whole replay) */
+	uint64_t best_off = UINT64_MAX;
+	for (int rep = 0; rep < 3 && best_off >= dur / 4; rep++) {
+		struct rp_opts o = {
+		    .touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF, .think = RP_THINK_OFF};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
+		if (r->wall_ns < best_off)
+			best_off = r->wall_ns;
+		assert_int_equal(r->think_ns, 0);
+		free(r);
+	}
+	assert_true(best_off < dur / 4);
 }
 
 /* A gap during which another thread exited, ending soon after the exit,
