@@ -55,6 +55,48 @@ static inline void count_call(struct an_summary *s, struct an_thread_stat *th, u
 		s->failed++;
 }
 
+/* count_call() for a batch of compact records (not their live set). */
+static void count_calls(struct an_summary *s, const struct atr_call *calls, size_t n,
+			struct an_thread_stat **last)
+{
+	uint64_t records = s->records, total = s->total_calls, free_null = s->free_null;
+	uint64_t requested = s->bytes_requested, failed = s->failed, last_ts = s->last_ts;
+	for (size_t i = 0; i < n; i++) {
+		const struct atr_call *cl = &calls[i];
+		unsigned type = cl->type;
+		if (type == ATR_EV_REALLOC_RELEASE)
+			continue;
+		if (!records++)
+			s->first_ts = cl->ts;
+		last_ts = cl->ts;
+		s->calls[type]++;
+		total++;
+		struct an_thread_stat *th = thread_cached(s, cl->thread, last);
+		if (th) {
+			th->calls++;
+			if (!th->tid)
+				th->tid = cl->tid;
+		}
+		if (type == ATR_T_FREE) {
+			free_null += !cl->ptr;
+			continue;
+		}
+		requested += cl->size;
+		if (th)
+			th->bytes += cl->size;
+		/* a failed realloc(p, 0) freed p: not a failure */
+		if (!cl->ret && (cl->size != 0 || !cl->ptr ||
+				 (type != ATR_T_REALLOC && type != ATR_T_REALLOCARRAY)))
+			failed++;
+	}
+	s->records = records;
+	s->total_calls = total;
+	s->free_null = free_null;
+	s->bytes_requested = requested;
+	s->failed = failed;
+	s->last_ts = last_ts;
+}
+
 int an_summary_compute(atr_file *f, struct an_summary *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -87,18 +129,12 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 	size_t n;
 	uint64_t shown = 0;
 	while ((r = atr_iter_next_calls(it, calls, 64, &n, &ev)) > 0) {
-		for (size_t i = 0; i < n; i++) {
-			const struct atr_call *cl = &calls[i];
-			if (cl->type != ATR_EV_REALLOC_RELEASE) {
-				if (!s->records++)
-					s->first_ts = cl->ts;
-				s->last_ts = cl->ts;
-				count_call(s, thread_cached(s, cl->thread, &last), cl->type,
-					   cl->tid, cl->ptr, cl->ret, cl->size);
-			}
-			if ((r = lv_call(&live, cl)) < 0)
+		/* the counters first, in a loop of their own (no call in it:
+		 * they stay in registers), then the live set */
+		count_calls(s, calls, n, &last);
+		for (size_t i = 0; i < n; i++)
+			if ((r = lv_call(&live, &calls[i])) < 0)
 				goto out;
-		}
 		if (n && (s->records ^ shown) >> 20) {
 			shown = s->records;
 			util_progress_update(&prog, shown & ~(uint64_t)0xfffff);

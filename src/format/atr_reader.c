@@ -1496,7 +1496,14 @@ static int cur_fill(atr_file *f, struct atr_cur *c)
 	struct rbuf b = c->rb;
 	int r = 0;
 	while (rt != stop) {
-		if (b.p >= b.end) {
+		struct v2_rec *q = &c->ring[rt & (CUR_RING - 1)];
+		const char *why = "";
+		size_t need;
+		if (__builtin_expect(b.end - b.p >= V2_REC_MAX, 1)) {
+			need = v2_dec_rec_f(&c->vs, &b, q, &why, 1);
+		} else if (b.p < b.end) {
+			need = v2_dec_rec_f(&c->vs, &b, q, &why, 0);
+		} else {
 			if (v1used != lim || c->nrec + (rt - c->rt) != c->want ||
 			    ncalls != c->want_calls)
 				r = frame_bad(f, c->off,
@@ -1505,9 +1512,6 @@ static int cur_fill(atr_file *f, struct atr_cur *c)
 				c->rdone = 1;
 			break;
 		}
-		struct v2_rec *q = &c->ring[rt & (CUR_RING - 1)];
-		const char *why = "";
-		size_t need = v2_dec_rec(&c->vs, &b, q, &why);
 		if (!need) {
 			r = frame_bad(f, c->off, "records do not decode: ", why);
 			break;
@@ -2195,60 +2199,68 @@ static inline int key_below(uint64_t ts, uint32_t thr, uint64_t bts, uint32_t bt
 static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t room, uint64_t bts,
 		      uint32_t bthr, uint64_t *seq, int *err)
 {
-	uint32_t serial = f->thr[c->t].serial;
+	const uint32_t serial = f->thr[c->t].serial, tid = c->tid;
 	size_t n = 0;
+	uint64_t prev = c->prev_ts, last = c->last_ts, inv = 0, taken = 0;
 	while (n < room) {
 		if (!c->rdone && c->rt - c->rh <= ATR_PREFETCH_AHEAD) { /* cur_fill's test */
 			int r = cur_fill(f, c);
 			if (r < 0) {
 				*err = r;
-				return n;
+				break;
 			}
 		}
-		if (c->rh == c->rt || c->res_pending)
-			return n;
-		const struct v2_rec *q = &c->ring[c->rh & (CUR_RING - 1)];
-		unsigned type = q->type;
-		if (type < 1 || type > ATR_T_CALL_LAST)
-			return n;
-		uint64_t ts = q->ts < c->prev_ts ? c->prev_ts : q->ts;
-		unsigned shape = atr_call_args(type);
-		int rea = shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB;
-		uint64_t end = ts;
-		if (rea) {
-			end = ts + q->dur;
-			if (end < ts)
-				end = ts;
-		}
-		if (!key_below(end, serial, bts, bthr))
-			return n;
-		int released = rea && q->x && q->a != q->x && (q->a || q->size == 0);
-		if (released && n + 2 > room)
-			return n;
-		/* the record is taken: cur_next_lazy's and ev_call's work */
-		c->rh++;
-		(void)cur_ts(c, q->ts);
-		if (ts > c->last_ts)
-			c->last_ts = ts;
-		c->records++;
-		c->calls++;
-		++*seq;
-		unsigned flags = q->v1b & ATR_FLAG_MASK;
-		struct atr_call *e = &o[n];
-		e->ts = ts;
-		e->thread = serial;
-		e->tid = c->tid;
-		e->type = (uint8_t)type;
-		e->flags = (uint8_t)flags;
-		e->stack_id = (uint32_t)q->stack;
-		e->duration = q->dur;
-		e->err = 0;
-		e->nmemb = e->align = 0;
-		if (shape == ATR_ARGS_PTR) {
-			e->ptr = q->a;
-			e->ret = e->size = e->chunk_flags = 0;
-			e->usable = 0;
-		} else {
+		if (c->res_pending)
+			break;
+		/* the records up to cur_fill's next test, without one per
+		 * record (so the ring is filled, and a decode error found, at
+		 * the records where cur_next_lazy would) */
+		uint32_t rh = c->rh, end = c->rdone ? c->rt : c->rt - ATR_PREFETCH_AHEAD;
+		if (rh == end)
+			break; /* the frame's end */
+		while (rh != end && n < room) {
+			const struct v2_rec *q = &c->ring[rh & (CUR_RING - 1)];
+			unsigned type = q->type;
+			if (type - 1 >= ATR_T_CALL_LAST)
+				goto out; /* not a call: cur_next's */
+			uint64_t qts = q->ts, ts = qts < prev ? prev : qts;
+			unsigned shape = atr_call_args(type);
+			int rea = shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB;
+			uint64_t tend = ts;
+			if (rea) {
+				tend = ts + q->dur;
+				if (tend < ts)
+					tend = ts;
+			}
+			if (!key_below(tend, serial, bts, bthr))
+				goto out;
+			int released = rea && q->x && q->a != q->x && (q->a || q->size == 0);
+			if (released && n + 2 > room)
+				goto out;
+			/* the record is taken: cur_next_lazy's and ev_call's work */
+			rh++;
+			inv += qts < prev;
+			prev = ts;
+			if (ts > last)
+				last = ts;
+			taken++;
+			unsigned flags = q->v1b & ATR_FLAG_MASK;
+			struct atr_call *e = &o[n++];
+			e->ts = ts;
+			e->thread = serial;
+			e->tid = tid;
+			e->type = (uint8_t)type;
+			e->flags = (uint8_t)flags;
+			e->stack_id = (uint32_t)q->stack;
+			e->duration = q->dur;
+			e->err = 0;
+			e->nmemb = e->align = 0;
+			if (shape == ATR_ARGS_PTR) {
+				e->ptr = q->a;
+				e->ret = e->size = e->chunk_flags = 0;
+				e->usable = 0;
+				continue;
+			}
 			e->ret = q->a;
 			e->ptr = 0;
 			e->chunk_flags = (uint8_t)q->cb;
@@ -2281,24 +2293,34 @@ static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t
 			default:
 				break;
 			}
+			if (!rea)
+				continue;
+			/* cur_next_ev's realloc split */
+			if (prev < tend)
+				prev = tend;
+			e->ts = tend;
+			if (!released)
+				continue;
+			o[n] = *e;
+			*e = (struct atr_call){.type = ATR_EV_REALLOC_RELEASE,
+					       .thread = serial,
+					       .tid = tid,
+					       .ts = ts,
+					       .ptr = q->x};
+			n++;
 		}
-		n++;
-		if (!rea)
-			continue;
-		/* cur_next_ev's realloc split */
-		if (c->prev_ts < end)
-			c->prev_ts = end;
-		e->ts = end;
-		if (!released)
-			continue;
-		o[n] = *e;
-		*e = (struct atr_call){.type = ATR_EV_REALLOC_RELEASE,
-				       .thread = serial,
-				       .tid = c->tid,
-				       .ts = ts,
-				       .ptr = q->x};
-		n++;
+		c->rh = rh;
+		continue;
+	out:
+		c->rh = rh;
+		break;
 	}
+	c->prev_ts = prev;
+	c->last_ts = last;
+	c->inversions += inv;
+	c->records += taken;
+	c->calls += taken;
+	*seq += taken;
 	return n;
 }
 
