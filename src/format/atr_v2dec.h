@@ -35,9 +35,10 @@ struct v2_state {
 	 * to the top every V2_CACHE new entries */
 	uint64_t win[2 * V2_CACHE];
 	unsigned wh;
-	uint64_t cmask;		      /* chunk flag bits of ret (glibc) or 0 */
-	unsigned dflt[ATR_T_EXT + 1]; /* default flags per call type */
-	int xcalls;		      /* ATR_FEAT_XCALLS: EXT records allowed */
+	uint64_t cmask;			     /* chunk flag bits of ret (glibc) or 0 */
+	unsigned dflt[ATR_T_EXT + 1];	     /* default flags per call type */
+	unsigned dneed[ATR_T_CALL_LAST + 1]; /* v1 bytes of a call with them */
+	int xcalls;			     /* ATR_FEAT_XCALLS: EXT records allowed */
 };
 
 static inline void state_init(struct v2_state *s, uint64_t features)
@@ -53,6 +54,8 @@ static inline void state_init(struct v2_state *s, uint64_t features)
 	s->dflt[ATR_T_FREE] = timed;
 	s->dflt[ATR_T_REALLOC] |= ATR_FLAG_TIMED;
 	s->dflt[ATR_T_REALLOCARRAY] |= ATR_FLAG_TIMED;
+	for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++)
+		s->dneed[t] = 8 * atr_record_words(t, s->dflt[t]);
 }
 
 /* The decoder's cache entry i (0..7). */
@@ -273,6 +276,7 @@ v2_dec_rec_f(struct v2_state *s, struct rbuf *b, struct v2_rec *r, const char **
 	unsigned tag = get_byte_f(b, fast);
 	unsigned lo = tag & 0xf, hi = tag >> 4;
 	unsigned v1b = lo, type, flags;
+	size_t v1n; /* the return value of a call */
 	if (__builtin_expect(lo - 1u < ATR_T_CALL_LAST, 1)) {
 		/* a call with its type's default flags (nearly every record):
 		 * none of the tests below for the other tags */
@@ -282,6 +286,7 @@ v2_dec_rec_f(struct v2_state *s, struct rbuf *b, struct v2_rec *r, const char **
 		if (!dec_head(s, b, r, v1b, type, why, fast))
 			return 0;
 		r->stack = r->dur = 0;
+		v1n = s->dneed[lo];
 		goto call;
 	}
 	if (lo == V2_TAG_META || lo == V2_TAG_EXPL)
@@ -331,6 +336,7 @@ v2_dec_rec_f(struct v2_state *s, struct rbuf *b, struct v2_rec *r, const char **
 	}
 	if (type < 1 || type > ATR_T_CALL_LAST)
 		return *why = "bad call record type", 0;
+	v1n = 8 * (size_t)atr_record_words(type, flags);
 call:;
 	if (hi > V2_CACHE)
 		return *why = "bad address cache index", 0;
@@ -411,7 +417,7 @@ call:;
 		return *why = "record cut short", 0;
 	if (p)
 		cache_use(s, ci, p);
-	return 8 * (size_t)atr_record_words(type, flags);
+	return v1n;
 }
 
 /* Decode the record at b->p.  Returns the size of its version-1 form in
