@@ -948,6 +948,11 @@ struct atr_cur {
 	uint8_t *buf[2];
 	size_t cap[2];
 	int which;
+	/* the buffer holding the payload of the event handed to the
+	 * iterator last (-1: none; it stays valid while the next one is
+	 * decoded, so no block is loaded into it, however many blocks
+	 * without events come between), and of the last meta event made */
+	int ew, pw;
 	/* v2 FRAME read record by record (lazy): the decoder's state and
 	 * input, and a ring of decoded records that runs up to
 	 * ATR_PREFETCH_AHEAD records ahead of the one handed out (their
@@ -1048,6 +1053,7 @@ static void cur_init(const atr_file *f, struct atr_cur *c, uint32_t t)
 	c->tid = f->thr[t].tid;
 	c->ahead = ATR_PREFETCH_AHEAD;
 	c->batch = CUR_RING;
+	c->ew = -1;
 }
 
 static void cur_free(struct atr_cur *c)
@@ -1133,7 +1139,10 @@ static int cur_load_lazy(atr_file *f, struct atr_cur *c, int w, uint32_t used, u
  * (a FRAME without v2_words: cur_load_lazy). */
 static int cur_load_v2(atr_file *f, struct atr_cur *c)
 {
-	int w = c->which ^= 1;
+	int w = c->which ^ 1;
+	if (w == c->ew)
+		w ^= 1;
+	c->which = w;
 	c->lazy = 0;
 	uint8_t h[ATR_BLOCK_HEADER_SIZE];
 	if (c->staging) {
@@ -1403,6 +1412,7 @@ static int ev_meta(atr_file *f, struct atr_cur *c, struct atr_event *ev, unsigne
 	ev->arg = (uint32_t)(w1 >> 32);
 	ev->payload_len = (uint32_t)w1;
 	ev->payload = payload;
+	c->pw = c->which;
 	if (type == ATR_T_THREAD_START && ev->arg)
 		c->tid = ev->arg;
 	if (type == ATR_T_LOST && ev->payload_len >= 8)
@@ -1593,9 +1603,12 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 		if (!c->loaded) {
 			if (c->si >= t->n) {
 				/* the buffer of the event handed out last stays */
-				free(c->buf[c->which ^ 1]);
-				c->buf[c->which ^ 1] = NULL;
-				c->cap[c->which ^ 1] = 0;
+				for (int x = 0; x < 2; x++)
+					if (x != c->ew) {
+						free(c->buf[x]);
+						c->buf[x] = NULL;
+						c->cap[x] = 0;
+					}
 				return 0;
 			}
 			const struct atr_sblk *sb = &f->stream[t->first + c->si++];
@@ -2062,6 +2075,8 @@ static inline __attribute__((always_inline)) int cur_next_sel(atr_file *f, struc
 {
 	for (;;) {
 		int r = cur_next_ev(f, c, ev);
+		if (r > 0 && (!c->sel || (ev->ts >= c->sel->from_ts && ev->ts <= c->sel->to_ts)))
+			c->ew = ev->payload_len ? c->pw : -1; /* kept: the thread's live event */
 		if (r <= 0 || !c->sel)
 			return r;
 		if (ev->ts > c->sel->to_ts) {
