@@ -31,6 +31,13 @@ static inline struct an_thread_stat *thread_cached(struct an_summary *s, uint32_
 	return th;
 }
 
+/* An allocation that failed (a failed realloc(p, 0) freed p: not a
+ * failure). */
+static inline int call_failed(unsigned type, uint64_t ptr, uint64_t ret, uint64_t size)
+{
+	return !ret && (size != 0 || !ptr || (type != ATR_T_REALLOC && type != ATR_T_REALLOCARRAY));
+}
+
 /* The counters of a call (the live set follows it in lv_event or
  * lv_call): its type, tid, block freed, block returned, size. */
 static inline void count_call(struct an_summary *s, struct an_thread_stat *th, unsigned type,
@@ -50,9 +57,67 @@ static inline void count_call(struct an_summary *s, struct an_thread_stat *th, u
 	s->bytes_requested += size;
 	if (th)
 		th->bytes += size;
-	/* a failed realloc(p, 0) freed p: not a failure */
-	if (!ret && (size != 0 || !ptr || (type != ATR_T_REALLOC && type != ATR_T_REALLOCARRAY)))
-		s->failed++;
+	s->failed += call_failed(type, ptr, ret, size);
+}
+
+/* count_call() for a batch of compact records (not their live set), the
+ * counters in registers: a thread's are added when the batch moves on to
+ * another thread (a batch is mostly runs of one thread). */
+static void count_calls(struct an_summary *s, const struct atr_call *calls, size_t n,
+			struct an_thread_stat **last)
+{
+	uint64_t records = s->records, free_null = s->free_null;
+	uint64_t requested = s->bytes_requested, failed = s->failed, last_ts = s->last_ts;
+	uint64_t by_type[ATR_T_CALL_LAST + 1] = {0};
+	struct an_thread_stat *th = NULL;
+	uint32_t serial = 0;
+	uint64_t th_calls = 0, th_bytes = 0;
+	int have = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct atr_call *cl = &calls[i];
+		unsigned type = cl->type;
+		if (type == ATR_EV_REALLOC_RELEASE)
+			continue;
+		if (!records++)
+			s->first_ts = cl->ts;
+		last_ts = cl->ts;
+		by_type[type]++;
+		if (!have || cl->thread != serial) {
+			if (th) {
+				th->calls += th_calls;
+				th->bytes += th_bytes;
+			}
+			th_calls = th_bytes = 0;
+			have = 1;
+			serial = cl->thread;
+			th = thread_cached(s, serial, last);
+			if (th && !th->tid)
+				th->tid = cl->tid;
+		}
+		th_calls++;
+		if (type == ATR_T_FREE) {
+			free_null += !cl->ptr;
+			continue;
+		}
+		requested += cl->size;
+		th_bytes += cl->size;
+		failed += call_failed(type, cl->ptr, cl->ret, cl->size);
+	}
+	if (th) {
+		th->calls += th_calls;
+		th->bytes += th_bytes;
+	}
+	uint64_t total = 0;
+	for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++) {
+		s->calls[t] += by_type[t];
+		total += by_type[t];
+	}
+	s->total_calls += total;
+	s->records = records;
+	s->free_null = free_null;
+	s->bytes_requested = requested;
+	s->failed = failed;
+	s->last_ts = last_ts;
 }
 
 int an_summary_compute(atr_file *f, struct an_summary *s)
@@ -87,18 +152,12 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 	size_t n;
 	uint64_t shown = 0;
 	while ((r = atr_iter_next_calls(it, calls, 64, &n, &ev)) > 0) {
-		for (size_t i = 0; i < n; i++) {
-			const struct atr_call *cl = &calls[i];
-			if (cl->type != ATR_EV_REALLOC_RELEASE) {
-				if (!s->records++)
-					s->first_ts = cl->ts;
-				s->last_ts = cl->ts;
-				count_call(s, thread_cached(s, cl->thread, &last), cl->type,
-					   cl->tid, cl->ptr, cl->ret, cl->size);
-			}
-			if ((r = lv_call(&live, cl)) < 0)
+		/* the counters first, in a loop of their own (no call in it:
+		 * they stay in registers), then the live set */
+		count_calls(s, calls, n, &last);
+		for (size_t i = 0; i < n; i++)
+			if ((r = lv_call(&live, &calls[i])) < 0)
 				goto out;
-		}
 		if (n && (s->records ^ shown) >> 20) {
 			shown = s->records;
 			util_progress_update(&prog, shown & ~(uint64_t)0xfffff);

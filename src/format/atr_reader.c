@@ -948,12 +948,25 @@ struct atr_cur {
 	uint8_t *buf[2];
 	size_t cap[2];
 	int which;
+	/* the buffer holding the payload of the event handed to the
+	 * iterator last (-1: none; it stays valid while the next one is
+	 * decoded, so no block is loaded into it, however many blocks
+	 * without events come between), and of the last meta event made */
+	int ew, pw;
 	/* v2 FRAME read record by record (lazy): the decoder's state and
 	 * input, and a ring of decoded records that runs up to
 	 * ATR_PREFETCH_AHEAD records ahead of the one handed out (their
 	 * addresses went to the prefetch hook) */
 	int lazy;
-	int rdone; /* every record of the frame is decoded and checked */
+	int rdone;		     /* every record of the frame is decoded and checked (or
+					ferr: the record after the ring's does not decode) */
+	const char *ferr, *ferr_why; /* frame_bad()'s words for that record:
+					reported when the ring has run dry */
+	/* the ring runs up to ahead records ahead of the one handed out,
+	 * filled batch at a time: ATR_PREFETCH_AHEAD and CUR_RING for
+	 * events; 0 and 1 on the narrow path, which decodes a run's records
+	 * straight into the caller's array (cur_run) */
+	uint32_t ahead, batch;
 	struct v2_state vs;
 	struct rbuf rb;
 	uint64_t v1used;     /* v1 bytes of the records decoded (<= lim) */
@@ -1038,6 +1051,9 @@ static void cur_init(const atr_file *f, struct atr_cur *c, uint32_t t)
 	memset(c, 0, sizeof(*c));
 	c->t = t;
 	c->tid = f->thr[t].tid;
+	c->ahead = ATR_PREFETCH_AHEAD;
+	c->batch = CUR_RING;
+	c->ew = -1;
 }
 
 static void cur_free(struct atr_cur *c)
@@ -1108,6 +1124,7 @@ static int cur_load_lazy(atr_file *f, struct atr_cur *c, int w, uint32_t used, u
 	state_init(&c->vs, f->features);
 	c->lazy = 1;
 	c->rdone = 0;
+	c->ferr = NULL;
 	c->rh = c->rt = 0;
 	c->v1used = 0;
 	c->lim = c->end = used;
@@ -1122,7 +1139,10 @@ static int cur_load_lazy(atr_file *f, struct atr_cur *c, int w, uint32_t used, u
  * (a FRAME without v2_words: cur_load_lazy). */
 static int cur_load_v2(atr_file *f, struct atr_cur *c)
 {
-	int w = c->which ^= 1;
+	int w = c->which ^ 1;
+	if (w == c->ew)
+		w ^= 1;
+	c->which = w;
 	c->lazy = 0;
 	uint8_t h[ATR_BLOCK_HEADER_SIZE];
 	if (c->staging) {
@@ -1392,6 +1412,7 @@ static int ev_meta(atr_file *f, struct atr_cur *c, struct atr_event *ev, unsigne
 	ev->arg = (uint32_t)(w1 >> 32);
 	ev->payload_len = (uint32_t)w1;
 	ev->payload = payload;
+	c->pw = c->which;
 	if (type == ATR_T_THREAD_START && ev->arg)
 		c->tid = ev->arg;
 	if (type == ATR_T_LOST && ev->payload_len >= 8)
@@ -1479,42 +1500,55 @@ static inline void cur_pf_rec(struct atr_cur *c, const struct v2_rec *q)
 		c->pf(c->pfctx, q->x);
 }
 
+/* A record of a lazy frame does not decode (or the frame's totals
+ * disagree with its header): nothing more is decoded, and the error is
+ * reported when the records before it have been handed out (cur_next_lazy),
+ * whichever path hands them out and however far ahead it decodes. */
+static void cur_fail(struct atr_cur *c, const char *what, const char *why)
+{
+	c->ferr = what;
+	c->ferr_why = why;
+	c->rdone = 1;
+}
+
 /* Decode records of a lazy frame into the ring, once it holds no more
- * than ATR_PREFETCH_AHEAD records after the next one: up to CUR_RING (a
- * batch: the decoder's state stays in registers), so the records handed
+ * than c->ahead records after the next one: up to c->batch (for events
+ * CUR_RING: the decoder's state stays in registers), so the records handed
  * out have been decoded, and their addresses handed to the prefetch hook,
  * ATR_PREFETCH_AHEAD to 2 * ATR_PREFETCH_AHEAD records before.  At the
  * frame's end its totals are checked against its header (atr_v2_decode's
- * checks).  0 or < 0 error. */
-static int cur_fill(atr_file *f, struct atr_cur *c)
+ * checks). */
+static void cur_fill(struct atr_cur *c)
 {
-	if (c->rt - c->rh > ATR_PREFETCH_AHEAD)
-		return 0;
-	uint32_t rt = c->rt, stop = c->rh + CUR_RING;
+	if (c->rt - c->rh > c->ahead)
+		return;
+	uint32_t rt = c->rt, stop = c->rh + c->batch;
 	uint64_t v1used = c->v1used, lim = c->lim;
 	uint32_t ncalls = c->ncalls_dec;
 	struct rbuf b = c->rb;
-	int r = 0;
 	while (rt != stop) {
-		if (b.p >= b.end) {
+		struct v2_rec *q = &c->ring[rt & (CUR_RING - 1)];
+		const char *why = "";
+		size_t need;
+		if (__builtin_expect(b.end - b.p >= V2_REC_MAX, 1)) {
+			need = v2_dec_rec_f(&c->vs, &b, q, &why, 1);
+		} else if (b.p < b.end) {
+			need = v2_dec_rec_f(&c->vs, &b, q, &why, 0);
+		} else {
 			if (v1used != lim || c->nrec + (rt - c->rt) != c->want ||
 			    ncalls != c->want_calls)
-				r = frame_bad(f, c->off,
-					      "decoded records disagree with the frame header", "");
+				cur_fail(c, "decoded records disagree with the frame header", "");
 			else
 				c->rdone = 1;
 			break;
 		}
-		struct v2_rec *q = &c->ring[rt & (CUR_RING - 1)];
-		const char *why = "";
-		size_t need = v2_dec_rec(&c->vs, &b, q, &why);
 		if (!need) {
-			r = frame_bad(f, c->off, "records do not decode: ", why);
+			cur_fail(c, "records do not decode: ", why);
 			break;
 		}
 		if (need > lim - v1used) {
-			r = frame_bad(f, c->off, "records do not decode: ",
-				      "frame decodes to more than its block size");
+			cur_fail(c, "records do not decode: ",
+				 "frame decodes to more than its block size");
 			break;
 		}
 		v1used += need;
@@ -1528,7 +1562,6 @@ static int cur_fill(atr_file *f, struct atr_cur *c)
 	c->rb = b;
 	c->v1used = v1used;
 	c->ncalls_dec = ncalls;
-	return r;
 }
 
 /* The next record of a lazy frame: 1 ev filled, 0 no event (the frame
@@ -1536,12 +1569,11 @@ static int cur_fill(atr_file *f, struct atr_cur *c)
 static inline __attribute__((always_inline)) int cur_next_lazy(atr_file *f, struct atr_cur *c,
 							       struct atr_event *ev)
 {
-	if (!c->rdone) {
-		int r = cur_fill(f, c);
-		if (r < 0)
-			return r;
-	}
+	if (!c->rdone)
+		cur_fill(c);
 	if (c->rh == c->rt) {
+		if (c->ferr)
+			return frame_bad(f, c->off, c->ferr, c->ferr_why);
 		c->loaded = 0;
 		return 0;
 	}
@@ -1571,9 +1603,12 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 		if (!c->loaded) {
 			if (c->si >= t->n) {
 				/* the buffer of the event handed out last stays */
-				free(c->buf[c->which ^ 1]);
-				c->buf[c->which ^ 1] = NULL;
-				c->cap[c->which ^ 1] = 0;
+				for (int x = 0; x < 2; x++)
+					if (x != c->ew) {
+						free(c->buf[x]);
+						c->buf[x] = NULL;
+						c->cap[x] = 0;
+					}
 				return 0;
 			}
 			const struct atr_sblk *sb = &f->stream[t->first + c->si++];
@@ -1921,6 +1956,7 @@ struct atr_iter {
 	struct atr_event *spare; /* the buffer handed out last */
 	uint32_t *heap;		 /* cursor indices, min by (ts, serial) */
 	uint32_t hn;
+	int narrow; /* atr_iter_next_calls was called: cursors decode no ring ahead */
 	int started;
 	int err; /* sticky */
 	uint64_t seq;
@@ -2039,6 +2075,8 @@ static inline __attribute__((always_inline)) int cur_next_sel(atr_file *f, struc
 {
 	for (;;) {
 		int r = cur_next_ev(f, c, ev);
+		if (r > 0 && (!c->sel || (ev->ts >= c->sel->from_ts && ev->ts <= c->sel->to_ts)))
+			c->ew = ev->payload_len ? c->pw : -1; /* kept: the thread's live event */
 		if (r <= 0 || !c->sel)
 			return r;
 		if (ev->ts > c->sel->to_ts) {
@@ -2186,120 +2224,207 @@ static inline int key_below(uint64_t ts, uint32_t thr, uint64_t bts, uint32_t bt
 	return ts < bts || (ts == bts && thr < bthr);
 }
 
-/* Compact records of cursor c's v2 frame straight from its ring (after the
- * head handed out): the calls whose key stays below (bts, bthr), as
+/* A run of compact records being written (cur_run): the output, the
+ * bound, and the thread's counters while they stay in registers. */
+struct run {
+	struct atr_call *o;
+	size_t n, room;
+	uint64_t bts;
+	uint32_t bthr, serial, tid;
+	uint64_t prev, last, inv, taken;
+};
+
+/* The call record q as compact records (cur_next_lazy, cur_next_ev and
+ * ev_call's work), if its key stays below the bound and there is room
+ * (a realloc that releases its old block takes two): 1, else 0 and
+ * nothing changed. */
+static inline __attribute__((always_inline)) int run_take(struct run *u, const struct v2_rec *q)
+{
+	unsigned type = q->type;
+	uint64_t qts = q->ts, ts = qts < u->prev ? u->prev : qts;
+	unsigned shape = atr_call_args(type);
+	int rea = shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB;
+	uint64_t tend = ts;
+	if (rea) {
+		tend = ts + q->dur;
+		if (tend < ts)
+			tend = ts;
+	}
+	if (!key_below(tend, u->serial, u->bts, u->bthr))
+		return 0;
+	int released = rea && q->x && q->a != q->x && (q->a || q->size == 0);
+	if (released && u->n + 2 > u->room)
+		return 0;
+	u->inv += qts < u->prev;
+	u->prev = ts;
+	if (ts > u->last)
+		u->last = ts;
+	u->taken++;
+	unsigned flags = q->v1b & ATR_FLAG_MASK;
+	struct atr_call *e = &u->o[u->n++];
+	e->ts = ts;
+	e->thread = u->serial;
+	e->tid = u->tid;
+	e->type = (uint8_t)type;
+	e->flags = (uint8_t)flags;
+	e->stack_id = (uint32_t)q->stack;
+	e->duration = q->dur;
+	e->err = 0;
+	e->nmemb = e->align = 0;
+	if (shape == ATR_ARGS_PTR) {
+		e->ptr = q->a;
+		e->ret = e->size = e->chunk_flags = 0;
+		e->usable = 0;
+		return 1;
+	}
+	e->ret = q->a;
+	e->ptr = 0;
+	e->chunk_flags = (uint8_t)q->cb;
+	e->size = q->size;
+	uint64_t slack = q->slack;
+	if (!(flags & ATR_FLAG_WIDE) && slack == ATR_SLACK_NARROW_UNKNOWN)
+		slack = UINT64_MAX;
+	e->usable = 0;
+	if (shape == ATR_ARGS_ALIGN_OUT && !e->ret)
+		e->err = (int32_t)(uint32_t)slack;
+	else if (e->ret)
+		e->usable =
+		    slack == UINT64_MAX || e->size + slack < e->size ? UINT64_MAX : e->size + slack;
+	switch (shape) {
+	case ATR_ARGS_NMEMB:
+		e->nmemb = q->x;
+		break;
+	case ATR_ARGS_ALIGN:
+	case ATR_ARGS_ALIGN_OUT:
+		e->align = q->x;
+		break;
+	case ATR_ARGS_OLD:
+		e->ptr = q->x;
+		break;
+	case ATR_ARGS_OLD_NMEMB:
+		e->ptr = q->x;
+		e->nmemb = q->y;
+		break;
+	default:
+		break;
+	}
+	if (!rea)
+		return 1;
+	/* cur_next_ev's realloc split */
+	if (u->prev < tend)
+		u->prev = tend;
+	e->ts = tend;
+	if (!released)
+		return 1;
+	u->o[u->n] = *e;
+	*e = (struct atr_call){.type = ATR_EV_REALLOC_RELEASE,
+			       .thread = u->serial,
+			       .tid = u->tid,
+			       .ts = ts,
+			       .ptr = q->x};
+	u->n++;
+	return 1;
+}
+
+/* Records of a lazy frame decoded straight into the run (no ring), while
+ * they are calls with default flags at least V2_REC_MAX bytes before the
+ * frame's end (cur_fill decodes the others).  A record that is not taken
+ * (bound, room) goes to the ring; a record that does not decode ends the
+ * frame (cur_fail).  Returns 0 when the run has to stop, 1 when it may go
+ * on through the ring. */
+static int run_direct(struct atr_cur *c, struct run *u)
+{
+	struct rbuf b = c->rb;
+	uint64_t v1used = c->v1used, lim = c->lim;
+	uint32_t k = 0, base = c->rt; /* the ring is empty: rh == rt */
+	int go = 1, kept = 0;
+	while (u->n < u->room && b.end - b.p >= V2_REC_MAX &&
+	       (*b.p & 0xfu) - 1u < ATR_T_CALL_LAST) {
+		struct v2_rec q;
+		const char *why = "";
+		size_t need = v2_dec_rec_f(&c->vs, &b, &q, &why, 1);
+		if (!need) {
+			cur_fail(c, "records do not decode: ", why);
+			go = 0;
+			break;
+		}
+		if (need > lim - v1used) {
+			cur_fail(c, "records do not decode: ",
+				 "frame decodes to more than its block size");
+			go = 0;
+			break;
+		}
+		v1used += need;
+		k++;
+		if (c->pf)
+			cur_pf_rec(c, &q);
+		if (!run_take(u, &q)) {
+			c->ring[(base + k - 1) & (CUR_RING - 1)] = q;
+			kept = 1;
+			go = 0;
+			break;
+		}
+	}
+	c->rb = b;
+	c->v1used = v1used;
+	c->ncalls_dec += k;
+	c->nrec += k;
+	c->rt = base + k;
+	c->rh = base + k - (uint32_t)kept;
+	return go;
+}
+
+/* Compact records of cursor c's v2 frame (after the head handed out),
+ * from its ring and, once the ring is empty, straight from the frame
+ * (run_direct): the calls whose key stays below (bts, bthr), as
  * cur_next_ev and ev_call would make their events.  Stops at anything
  * else (meta and extended records, a RESIDENT count waiting, the frame's
- * end), leaving it to cur_next.  Returns the records written (<= room);
- * *seq counts the calls among them; *err: a decode error (cur_fill's). */
+ * end or a record that does not decode), leaving it to cur_next.  Returns
+ * the records written (<= room); *seq counts the calls among them. */
 static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t room, uint64_t bts,
-		      uint32_t bthr, uint64_t *seq, int *err)
+		      uint32_t bthr, uint64_t *seq)
 {
-	uint32_t serial = f->thr[c->t].serial;
-	size_t n = 0;
-	while (n < room) {
-		if (!c->rdone && c->rt - c->rh <= ATR_PREFETCH_AHEAD) { /* cur_fill's test */
-			int r = cur_fill(f, c);
-			if (r < 0) {
-				*err = r;
-				return n;
-			}
+	struct run u = {.o = o,
+			.room = room,
+			.bts = bts,
+			.bthr = bthr,
+			.serial = f->thr[c->t].serial,
+			.tid = c->tid,
+			.prev = c->prev_ts,
+			.last = c->last_ts};
+	while (u.n < room && !c->res_pending) {
+		if (c->rh == c->rt) {
+			if (c->rdone || !run_direct(c, &u))
+				break;
+			if (u.n == room)
+				break;
+			cur_fill(c);
+			if (c->rh == c->rt)
+				break; /* the frame's end, or a bad record */
 		}
-		if (c->rh == c->rt || c->res_pending)
-			return n;
-		const struct v2_rec *q = &c->ring[c->rh & (CUR_RING - 1)];
-		unsigned type = q->type;
-		if (type < 1 || type > ATR_T_CALL_LAST)
-			return n;
-		uint64_t ts = q->ts < c->prev_ts ? c->prev_ts : q->ts;
-		unsigned shape = atr_call_args(type);
-		int rea = shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB;
-		uint64_t end = ts;
-		if (rea) {
-			end = ts + q->dur;
-			if (end < ts)
-				end = ts;
+		uint32_t rh = c->rh, end = c->rdone ? c->rt : c->rt - c->ahead;
+		if (rh == end)
+			break;
+		while (rh != end && u.n < room) {
+			const struct v2_rec *q = &c->ring[rh & (CUR_RING - 1)];
+			if (q->type - 1 >= ATR_T_CALL_LAST || !run_take(&u, q))
+				break;
+			rh++;
 		}
-		if (!key_below(end, serial, bts, bthr))
-			return n;
-		int released = rea && q->x && q->a != q->x && (q->a || q->size == 0);
-		if (released && n + 2 > room)
-			return n;
-		/* the record is taken: cur_next_lazy's and ev_call's work */
-		c->rh++;
-		(void)cur_ts(c, q->ts);
-		if (ts > c->last_ts)
-			c->last_ts = ts;
-		c->records++;
-		c->calls++;
-		++*seq;
-		unsigned flags = q->v1b & ATR_FLAG_MASK;
-		struct atr_call *e = &o[n];
-		e->ts = ts;
-		e->thread = serial;
-		e->tid = c->tid;
-		e->type = (uint8_t)type;
-		e->flags = (uint8_t)flags;
-		e->stack_id = (uint32_t)q->stack;
-		e->duration = q->dur;
-		e->err = 0;
-		e->nmemb = e->align = 0;
-		if (shape == ATR_ARGS_PTR) {
-			e->ptr = q->a;
-			e->ret = e->size = e->chunk_flags = 0;
-			e->usable = 0;
-		} else {
-			e->ret = q->a;
-			e->ptr = 0;
-			e->chunk_flags = (uint8_t)q->cb;
-			e->size = q->size;
-			uint64_t slack = q->slack;
-			if (!(flags & ATR_FLAG_WIDE) && slack == ATR_SLACK_NARROW_UNKNOWN)
-				slack = UINT64_MAX;
-			e->usable = 0;
-			if (shape == ATR_ARGS_ALIGN_OUT && !e->ret)
-				e->err = (int32_t)(uint32_t)slack;
-			else if (e->ret)
-				e->usable = slack == UINT64_MAX || e->size + slack < e->size
-						? UINT64_MAX
-						: e->size + slack;
-			switch (shape) {
-			case ATR_ARGS_NMEMB:
-				e->nmemb = q->x;
-				break;
-			case ATR_ARGS_ALIGN:
-			case ATR_ARGS_ALIGN_OUT:
-				e->align = q->x;
-				break;
-			case ATR_ARGS_OLD:
-				e->ptr = q->x;
-				break;
-			case ATR_ARGS_OLD_NMEMB:
-				e->ptr = q->x;
-				e->nmemb = q->y;
-				break;
-			default:
-				break;
-			}
-		}
-		n++;
-		if (!rea)
-			continue;
-		/* cur_next_ev's realloc split */
-		if (c->prev_ts < end)
-			c->prev_ts = end;
-		e->ts = end;
-		if (!released)
-			continue;
-		o[n] = *e;
-		*e = (struct atr_call){.type = ATR_EV_REALLOC_RELEASE,
-				       .thread = serial,
-				       .tid = c->tid,
-				       .ts = ts,
-				       .ptr = q->x};
-		n++;
+		int all = rh == end;
+		c->rh = rh;
+		if (!all)
+			break;
+		if (c->ahead)
+			cur_fill(c);
 	}
-	return n;
+	c->prev_ts = u.prev;
+	c->last_ts = u.last;
+	c->inversions += u.inv;
+	c->records += u.taken;
+	c->calls += u.taken;
+	*seq += u.taken;
+	return u.n;
 }
 
 int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *n,
@@ -2317,6 +2442,13 @@ int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *
 		if (r <= 0)
 			*ev = NULL;
 		return r;
+	}
+	if (!it->narrow) {
+		it->narrow = 1;
+		for (uint32_t t = 0; t < it->n; t++) {
+			it->cur[t].ahead = 0;
+			it->cur[t].batch = 1;
+		}
 	}
 	if (!it->started) {
 		int r = iter_start(it);
@@ -2348,13 +2480,11 @@ int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *
 			bts = it->bts;
 			bthr = it->bthr;
 		}
-		int err = 0;
-		if (c->loaded && c->lazy && !c->has_stash) {
-			k += cur_run(f, c, out + k, cap - k, bts, bthr, &it->seq, &err);
-		}
+		if (c->loaded && c->lazy && !c->has_stash)
+			k += cur_run(f, c, out + k, cap - k, bts, bthr, &it->seq);
 		/* the thread's next event into the head's buffer, as
 		 * atr_iter_next_ref does after handing one out */
-		int r = err ? err : cur_next_sel(f, c, head);
+		int r = cur_next_sel(f, c, head);
 		if (r < 0) {
 			/* atr_iter_next_ref drops the event before the error */
 			k--;

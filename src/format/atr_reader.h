@@ -274,8 +274,11 @@ static inline void atr_call_event(const struct atr_call *c, struct atr_event *ev
  * block addresses of a thread's records (a free's ptr, an allocation's
  * ret, a realloc's old block) ATR_PREFETCH_AHEAD records before they are
  * handed out, while it walks the decoded block anyway: fn brings the
- * pass's entry into the cache (no copy of the events).  Set it before the
- * first atr_iter_next*(); fn must not call the iterator. */
+ * pass's entry into the cache (no copy of the events).  On the narrow path
+ * (atr_iter_next_calls) the records of a batch are decoded straight into
+ * the caller's array: fn gets their addresses as they are decoded, before
+ * the batch is returned.  Set it before the first atr_iter_next*(); fn must
+ * not call the iterator. */
 #define ATR_PREFETCH_AHEAD 16
 typedef void (*atr_prefetch_fn)(void *ctx, uint64_t addr);
 void atr_iter_set_prefetch(atr_iter *it, atr_prefetch_fn fn, void *ctx);

@@ -412,7 +412,10 @@ int atw_v2_paths_agree(atr_file *words, atr_file *lazy, uint64_t *events, char *
 	}
 	while (ra < 0 && rb > 0)
 		rb = atr_iter_next_ref(ib, &y);
-	if (ra < 0 && rb != ra) {
+	/* the frame words rejected whole (ATR_E_BLOCK) may hold, before the
+	 * record that does not decode, one whose event lazy rejects
+	 * (ATR_E_RECORD: a RESIDENT record's bad count) */
+	if (ra < 0 && rb != ra && !(ra == ATR_E_BLOCK && rb == ATR_E_RECORD)) {
 		snprintf(why, len, "words path fails with %d (%s), lazy path with %d", ra,
 			 atr_last_error(words), rb);
 		ok = 0;

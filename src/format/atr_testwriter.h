@@ -98,7 +98,9 @@ int atw_same_event(const struct atr_event *x, const struct atr_event *y);
  * Returns 1 when they agree: the same events, then the same end, or,
  * where words fails (a whole frame is checked before its first event),
  * lazy may give more events of that frame first and then fails with the
- * same code.  0 with why explained otherwise.  *events: events compared. */
+ * same code (or with ATR_E_RECORD: one of those records is rejected as an
+ * event before the frame's bad record).  0 with why explained otherwise.
+ * *events: events compared. */
 int atw_v2_paths_agree(atr_file *words, atr_file *lazy, uint64_t *events, char *why, size_t len);
 /* Iterates full (atr_iter_next_ref) and narrow (atr_iter_next_calls, each
  * compact record made an event by atr_call_event, batches of 1 to 37

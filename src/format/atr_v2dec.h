@@ -27,17 +27,24 @@
 
 struct v2_state {
 	uint64_t prev_ts;
-	uint64_t base;	/* last allocation's address: allocations' deltas */
-	uint64_t fbase; /* last free's address: frees' deltas */
-	uint64_t cache[V2_CACHE];
-	uint64_t cmask;		      /* chunk flag bits of ret (glibc) or 0 */
-	unsigned dflt[ATR_T_EXT + 1]; /* default flags per call type */
-	int xcalls;		      /* ATR_FEAT_XCALLS: EXT records allowed */
+	uint64_t base;		  /* last allocation's address: allocations' deltas */
+	uint64_t fbase;		  /* last free's address: frees' deltas */
+	uint64_t cache[V2_CACHE]; /* the encoder's cache, front first */
+	/* the decoder's: entry i is win[wh + i]; a new entry goes in front
+	 * by moving wh down (the old ones stay put), the window moves back
+	 * to the top every V2_CACHE new entries */
+	uint64_t win[2 * V2_CACHE];
+	unsigned wh;
+	uint64_t cmask;			     /* chunk flag bits of ret (glibc) or 0 */
+	unsigned dflt[ATR_T_EXT + 1];	     /* default flags per call type */
+	unsigned dneed[ATR_T_CALL_LAST + 1]; /* v1 bytes of a call with them */
+	int xcalls;			     /* ATR_FEAT_XCALLS: EXT records allowed */
 };
 
 static inline void state_init(struct v2_state *s, uint64_t features)
 {
 	memset(s, 0, sizeof *s);
+	s->wh = V2_CACHE;
 	s->cmask = (features & ATR_FEAT_CHUNK_FLAGS) ? ATR_CHUNK_MASK : 0;
 	unsigned timed = (features & ATR_FEAT_TIMING) ? ATR_FLAG_TIMED : 0;
 	unsigned stack = (features & ATR_FEAT_STACKS) ? ATR_FLAG_STACK : 0;
@@ -47,40 +54,57 @@ static inline void state_init(struct v2_state *s, uint64_t features)
 	s->dflt[ATR_T_FREE] = timed;
 	s->dflt[ATR_T_REALLOC] |= ATR_FLAG_TIMED;
 	s->dflt[ATR_T_REALLOCARRAY] |= ATR_FLAG_TIMED;
+	for (unsigned t = 1; t <= ATR_T_CALL_LAST; t++)
+		s->dneed[t] = 8 * atr_record_words(t, s->dflt[t]);
+}
+
+/* The decoder's cache entry i (0..7). */
+static inline uint64_t cache_get(const struct v2_state *s, unsigned i)
+{
+	return s->win[s->wh + i];
 }
 
 /* Move entry i (or, i < 0, a new entry) to the front (the decoder). */
 static inline void cache_use(struct v2_state *s, int i, uint64_t p)
 {
+	if (i < 0) {
+		if (__builtin_expect(!s->wh, 0)) {
+			memcpy(s->win + V2_CACHE, s->win, V2_CACHE * sizeof s->win[0]);
+			s->wh = V2_CACHE;
+		}
+		s->win[--s->wh] = p;
+		return;
+	}
 	/* spelled out: GCC turns a loop into a call of memmove, one per
 	 * record for at most 7 words */
 	_Static_assert(V2_CACHE == 8, "cache_use spells out 8 entries");
-	switch (i < 0 ? V2_CACHE - 1 : i) {
+	uint64_t *c = s->win + s->wh;
+	switch (i) {
 	case 7:
-		s->cache[7] = s->cache[6];
+		c[7] = c[6];
 		/* fall through */
 	case 6:
-		s->cache[6] = s->cache[5];
+		c[6] = c[5];
 		/* fall through */
 	case 5:
-		s->cache[5] = s->cache[4];
+		c[5] = c[4];
 		/* fall through */
 	case 4:
-		s->cache[4] = s->cache[3];
+		c[4] = c[3];
 		/* fall through */
 	case 3:
-		s->cache[3] = s->cache[2];
+		c[3] = c[2];
 		/* fall through */
 	case 2:
-		s->cache[2] = s->cache[1];
+		c[2] = c[1];
 		/* fall through */
 	case 1:
-		s->cache[1] = s->cache[0];
+		c[1] = c[0];
 		/* fall through */
 	default:
 		break;
 	}
-	s->cache[0] = p;
+	c[0] = p;
 }
 
 static inline uint64_t zz(int64_t v)
@@ -115,12 +139,24 @@ struct rbuf {
 	int bad;
 };
 
-static inline unsigned get_byte(struct rbuf *b)
+/* The longest record that is not a meta record (those check their
+ * payload's length themselves): tag, v1 byte and 10 varints of up to 10
+ * bytes (EXT: stamp, call type, 6 words, stack, duration), plus the 8
+ * bytes get_var reads at once.  With as many bytes left, a record is
+ * decoded without a bound check per byte or varint (fast). */
+#define V2_REC_MAX 128
+
+static inline unsigned get_byte_f(struct rbuf *b, int fast)
 {
-	if (b->p < b->end)
+	if (fast || b->p < b->end)
 		return *b->p++;
 	b->bad = 1;
 	return 0;
+}
+
+static inline unsigned get_byte(struct rbuf *b)
+{
+	return get_byte_f(b, 0);
 }
 
 /* Most varints are 1-3 bytes: one and two without a loop. */
@@ -149,9 +185,9 @@ static inline uint64_t get_var_slow(struct rbuf *b)
  * byte: the first byte without bit 7 ends it, the 7-bit groups are
  * gathered by shifts (addresses are 3-4 bytes, sizes 1-3: a loop
  * mispredicts).  Longer ones and the buffer's end take the loop. */
-static inline uint64_t get_var(struct rbuf *b)
+static inline __attribute__((always_inline)) uint64_t get_var_f(struct rbuf *b, int fast)
 {
-	if (__builtin_expect(b->end - b->p >= 8, 1)) {
+	if (fast || __builtin_expect(b->end - b->p >= 8, 1)) {
 		uint64_t w;
 		memcpy(&w, b->p, 8); /* little-endian hosts only (atr_v2.h) */
 		if (!(w & 0x80)) {
@@ -162,6 +198,13 @@ static inline uint64_t get_var(struct rbuf *b)
 		if (__builtin_expect(stop != 0, 1)) {
 			unsigned bits = (unsigned)__builtin_ctzll(stop) + 1; /* 8 * bytes */
 			b->p += bits >> 3;
+			if (__builtin_expect(bits <= 32, 1)) {
+				/* 2-4 bytes (most addresses, sizes, stamps): two
+				 * steps in 32 bits, the masks as immediates */
+				uint32_t x = (uint32_t)w & (0xffffffffu >> (32 - bits));
+				x = (x & 0x007f007fu) | ((x & 0x7f007f00u) >> 1);
+				return (x & 0x3fffu) | ((x & 0x3fff0000u) >> 2);
+			}
 			if (bits < 64)
 				w &= (1ULL << bits) - 1;
 			/* pairs of 7-bit groups into 14 bits, pairs of those
@@ -174,9 +217,14 @@ static inline uint64_t get_var(struct rbuf *b)
 	return get_var_slow(b);
 }
 
-static inline uint64_t get_xword(struct rbuf *b, const struct v2_state *s, char letter)
+static inline uint64_t get_var(struct rbuf *b)
 {
-	uint64_t v = get_var(b);
+	return get_var_f(b, 0);
+}
+
+static inline uint64_t get_xword(struct rbuf *b, const struct v2_state *s, char letter, int fast)
+{
+	uint64_t v = get_var_f(b, fast);
 	if (letter == 'A')
 		return s->base + (uint64_t)unzz(v);
 	if (letter == 'S')
@@ -202,22 +250,13 @@ struct v2_rec {
 	const uint8_t *payload; /* meta: the payload (word 1's low 32 bits long) */
 };
 
-/* Decode the record at b->p.  Returns the size of its version-1 form in
- * bytes (> 0), or 0 with *why set. */
-static inline __attribute__((always_inline)) size_t v2_dec_rec(struct v2_state *s, struct rbuf *b,
-							       struct v2_rec *r, const char **why)
+/* A record's stamp (after its tag and v1 byte) and head fields: 1, or 0
+ * with *why set. */
+static inline __attribute__((always_inline)) int dec_head(struct v2_state *s, struct rbuf *b,
+							  struct v2_rec *r, unsigned v1b,
+							  unsigned type, const char **why, int fast)
 {
-	unsigned tag = get_byte(b);
-	unsigned lo = tag & 0xf, hi = tag >> 4;
-	unsigned v1b = lo;
-	if (lo == V2_TAG_META || lo == V2_TAG_EXPL)
-		v1b = get_byte(b);
-	else if (lo > ATR_T_CALL_LAST && !(lo == ATR_T_EXT && s->xcalls))
-		return *why = "unknown record tag", 0;
-	else
-		v1b |= s->dflt[lo];
-	unsigned type = v1b & ATR_TYPE_MASK, flags = v1b & ATR_FLAG_MASK;
-	uint64_t ts = s->prev_ts + (uint64_t)unzz(get_var(b));
+	uint64_t ts = s->prev_ts + (uint64_t)unzz(get_var_f(b, fast));
 	if (b->bad)
 		return *why = "record cut short", 0;
 	if (ts > ATR_TS_MASK)
@@ -226,10 +265,44 @@ static inline __attribute__((always_inline)) size_t v2_dec_rec(struct v2_state *
 	r->ts = ts;
 	r->v1b = v1b;
 	r->type = type;
+	return 1;
+}
+
+/* v2_dec_rec(); fast: at least V2_REC_MAX bytes are left (the same
+ * result, without the bound checks). */
+static inline __attribute__((always_inline)) size_t
+v2_dec_rec_f(struct v2_state *s, struct rbuf *b, struct v2_rec *r, const char **why, int fast)
+{
+	unsigned tag = get_byte_f(b, fast);
+	unsigned lo = tag & 0xf, hi = tag >> 4;
+	unsigned v1b = lo, type, flags;
+	size_t v1n; /* the return value of a call */
+	if (__builtin_expect(lo - 1u < ATR_T_CALL_LAST, 1)) {
+		/* a call with its type's default flags (nearly every record):
+		 * none of the tests below for the other tags */
+		type = lo;
+		flags = s->dflt[lo];
+		v1b = lo | flags;
+		if (!dec_head(s, b, r, v1b, type, why, fast))
+			return 0;
+		r->stack = r->dur = 0;
+		v1n = s->dneed[lo];
+		goto call;
+	}
+	if (lo == V2_TAG_META || lo == V2_TAG_EXPL)
+		v1b = get_byte_f(b, fast);
+	else if (lo > ATR_T_CALL_LAST && !(lo == ATR_T_EXT && s->xcalls))
+		return *why = "unknown record tag", 0;
+	else
+		v1b |= s->dflt[lo];
+	type = v1b & ATR_TYPE_MASK;
+	flags = v1b & ATR_FLAG_MASK;
+	if (!dec_head(s, b, r, v1b, type, why, fast))
+		return 0;
 	if (lo == V2_TAG_META) {
 		if (type < ATR_T_THREAD_START || hi)
 			return *why = "bad meta record tag", 0;
-		uint64_t w1 = get_var(b);
+		uint64_t w1 = get_var_f(b, fast);
 		uint64_t plen = w1 & 0xffffffffu;
 		if (b->bad)
 			return *why = "record cut short", 0;
@@ -242,7 +315,7 @@ static inline __attribute__((always_inline)) size_t v2_dec_rec(struct v2_state *
 	}
 	r->stack = r->dur = 0;
 	if (type == ATR_T_EXT && s->xcalls) {
-		uint64_t xt = get_var(b);
+		uint64_t xt = get_var_f(b, fast);
 		size_t need = 8 * (size_t)atr_ext_words(xt, flags);
 		if (b->bad)
 			return *why = "record cut short", 0;
@@ -251,11 +324,11 @@ static inline __attribute__((always_inline)) size_t v2_dec_rec(struct v2_state *
 		const char *l = atr_xcall_letters((unsigned)xt);
 		unsigned i = 0;
 		for (; l[i]; i++)
-			r->w[i] = get_xword(b, s, l[i]);
+			r->w[i] = get_xword(b, s, l[i], fast);
 		if (flags & ATR_FLAG_STACK)
-			r->stack = get_var(b);
+			r->stack = get_var_f(b, fast);
 		if (flags & ATR_FLAG_TIMED)
-			r->dur = get_var(b);
+			r->dur = get_var_f(b, fast);
 		if (b->bad)
 			return *why = "record cut short", 0;
 		r->a = xt;
@@ -263,16 +336,18 @@ static inline __attribute__((always_inline)) size_t v2_dec_rec(struct v2_state *
 	}
 	if (type < 1 || type > ATR_T_CALL_LAST)
 		return *why = "bad call record type", 0;
+	v1n = 8 * (size_t)atr_record_words(type, flags);
+call:;
 	if (hi > V2_CACHE)
 		return *why = "bad address cache index", 0;
 	int ci = (int)hi - 1;
 	uint64_t p;
 	if (ci >= 0) {
-		p = s->cache[ci];
+		p = cache_get(s, (unsigned)ci);
 		if (!p)
 			return *why = "empty address cache entry", 0;
 	} else {
-		uint64_t v = get_var(b);
+		uint64_t v = get_var_f(b, fast);
 		p = v ? (type == ATR_T_FREE ? s->fbase : s->base) + (uint64_t)unzz(v - 1) : 0;
 	}
 	r->a = p;
@@ -281,20 +356,20 @@ static inline __attribute__((always_inline)) size_t v2_dec_rec(struct v2_state *
 		if (p)
 			s->fbase = p;
 		if (flags & ATR_FLAG_WIDE)
-			r->slack = get_var(b); /* a free's slack word: kept, unused */
+			r->slack = get_var_f(b, fast); /* a free's slack word: kept, unused */
 	} else {
 		if ((p & s->cmask) != 0)
 			return *why = "chunk flag bits in an address", 0;
 		unsigned cb;
 		if (flags & ATR_FLAG_WIDE) {
-			r->size = get_var(b);
-			r->slack = get_var(b);
-			uint64_t c = get_var(b);
+			r->size = get_var_f(b, fast);
+			r->slack = get_var_f(b, fast);
+			uint64_t c = get_var_f(b, fast);
 			if (c > 3)
 				return *why = "bad chunk flags", 0;
 			cb = (unsigned)c << 1;
 		} else {
-			uint64_t size = get_var(b), f = get_var(b);
+			uint64_t size = get_var_f(b, fast), f = get_var_f(b, fast);
 			if (size > ATR_SIZE_MASK || (f >> 2) > 0x1ffff)
 				return *why = "bad size field", 0;
 			cb = (unsigned)(f & 3) << 1;
@@ -308,25 +383,25 @@ static inline __attribute__((always_inline)) size_t v2_dec_rec(struct v2_state *
 		switch (type) {
 		case ATR_T_REALLOC:
 		case ATR_T_REALLOCARRAY: {
-			uint64_t v = get_var(b), old;
+			uint64_t v = get_var_f(b, fast), old;
 			if (v == 0)
 				old = 0;
 			else if (v < V2_SEC_DELTA) {
-				old = s->cache[v - V2_SEC_CACHE];
+				old = cache_get(s, (unsigned)(v - V2_SEC_CACHE));
 				if (!old)
 					return *why = "empty address cache entry", 0;
 			} else
 				old = s->base + (uint64_t)unzz(v - V2_SEC_DELTA);
 			r->x = old;
 			if (type == ATR_T_REALLOCARRAY)
-				r->y = get_var(b);
+				r->y = get_var_f(b, fast);
 			break;
 		}
 		case ATR_T_CALLOC:
 		case ATR_T_MEMALIGN:
 		case ATR_T_POSIX_MEMALIGN:
 		case ATR_T_ALIGNED_ALLOC:
-			r->x = get_var(b);
+			r->x = get_var_f(b, fast);
 			break;
 		default:
 			break;
@@ -335,14 +410,24 @@ static inline __attribute__((always_inline)) size_t v2_dec_rec(struct v2_state *
 			s->base = p;
 	}
 	if (flags & ATR_FLAG_STACK)
-		r->stack = get_var(b);
+		r->stack = get_var_f(b, fast);
 	if (flags & ATR_FLAG_TIMED)
-		r->dur = get_var(b);
+		r->dur = get_var_f(b, fast);
 	if (b->bad)
 		return *why = "record cut short", 0;
 	if (p)
 		cache_use(s, ci, p);
-	return 8 * (size_t)atr_record_words(type, flags);
+	return v1n;
+}
+
+/* Decode the record at b->p.  Returns the size of its version-1 form in
+ * bytes (> 0), or 0 with *why set. */
+static inline __attribute__((always_inline)) size_t v2_dec_rec(struct v2_state *s, struct rbuf *b,
+							       struct v2_rec *r, const char **why)
+{
+	if (__builtin_expect(b->end - b->p >= V2_REC_MAX, 1))
+		return v2_dec_rec_f(s, b, r, why, 1);
+	return v2_dec_rec_f(s, b, r, why, 0);
 }
 
 #endif
