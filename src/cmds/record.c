@@ -485,11 +485,6 @@ static int net_connect_numeric(const char *spec)
 	return fd;
 }
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
 /* 0 sent, -1 not (kept), 1 not a finished process's spool (left alone). */
 static int ship_spool(const char *path, const char *collector)
 {
@@ -519,10 +514,10 @@ static int ship_spool(const char *path, const char *collector)
 	int s = net_connect_numeric(collector);
 	uint8_t hello[ATN_HELLO_SIZE] = {0}, mh[ATN_MSG_HEADER_SIZE];
 	memcpy(hello + ATN_H_MAGIC, ATN_MAGIC, 8);
-	put_u32(hello + ATN_H_VERSION, ATN_VERSION);
-	put_u32(hello + ATN_H_HELLO_SIZE, ATN_HELLO_SIZE);
-	put_u32(hello + ATN_H_TRACE_HDR, ATR_HEADER_SIZE);
-	put_u32(hello + ATN_H_FLAGS, ATN_FLAG_CONTINUATION);
+	atr_put32(hello + ATN_H_VERSION, ATN_VERSION);
+	atr_put32(hello + ATN_H_HELLO_SIZE, ATN_HELLO_SIZE);
+	atr_put32(hello + ATN_H_TRACE_HDR, ATR_HEADER_SIZE);
+	atr_put32(hello + ATN_H_FLAGS, ATN_FLAG_CONTINUATION);
 	gethostname((char *)hello + ATN_H_HOST, ATN_HOST_MAX - 1);
 	int rc = s < 0 || send_all(s, hello, sizeof hello) || send_all(s, f, ATR_HEADER_SIZE);
 	/* staging blocks: page-aligned, block_size each; sent whole (records
@@ -535,12 +530,12 @@ static int ship_spool(const char *path, const char *collector)
 		if (magic != ATR_BLOCK_MAGIC ||
 		    (kind != ATR_BLOCK_STAGING && kind != ATR_BLOCK_RETIRED))
 			continue;
-		put_u32(mh, ATN_MSG_UNIT);
-		put_u32(mh + 4, bs);
+		atr_put32(mh, ATN_MSG_UNIT);
+		atr_put32(mh + 4, bs);
 		rc = send_all(s, mh, sizeof mh) || send_all(s, f + off, bs);
 	}
-	put_u32(mh, ATN_MSG_HEADER);
-	put_u32(mh + 4, ATR_HEADER_SIZE);
+	atr_put32(mh, ATN_MSG_HEADER);
+	atr_put32(mh + 4, ATR_HEADER_SIZE);
 	if (!rc)
 		rc = send_all(s, mh, sizeof mh) || send_all(s, f, ATR_HEADER_SIZE);
 	if (s >= 0)

@@ -95,19 +95,19 @@ static void put_header(uint8_t *b, uint32_t serial, uint32_t tid, uint64_t seq, 
 		       const struct atr_v2_meta *m, uint32_t csize)
 {
 	memset(b, 0, ATR_BLOCK_HEADER_SIZE);
-	atp_put_u32(b + ATR_B_MAGIC, ATR_BLOCK_MAGIC);
-	atp_put_u32(b + ATR_B_KIND, ATR_BLOCK_FRAME);
-	atp_put_u32(b + ATR_B_THREAD, serial);
-	atp_put_u32(b + ATR_B_TID, tid);
-	atp_put_u64(b + ATR_B_SEQ, seq);
-	atp_put_u32(b + ATR_B_USED, used);
-	atp_put_u32(b + ATR_B_RECORDS, m->records);
-	atp_put_u32(b + ATR_B_PID, (uint32_t)g.pid);
-	atp_put_u32(b + ATR_U_CSIZE, csize);
-	atp_put_u64(b + ATR_U_FIRST_TS, m->first_ts);
-	atp_put_u64(b + ATR_U_LAST_TS, m->last_ts);
-	atp_put_u32(b + ATR_U_CALLS, m->calls);
-	atp_put_u32(b + ATR_U_CHECK, atr_unit_check(b));
+	atr_put32(b + ATR_B_MAGIC, ATR_BLOCK_MAGIC);
+	atr_put32(b + ATR_B_KIND, ATR_BLOCK_FRAME);
+	atr_put32(b + ATR_B_THREAD, serial);
+	atr_put32(b + ATR_B_TID, tid);
+	atr_put64(b + ATR_B_SEQ, seq);
+	atr_put32(b + ATR_B_USED, used);
+	atr_put32(b + ATR_B_RECORDS, m->records);
+	atr_put32(b + ATR_B_PID, (uint32_t)g.pid);
+	atr_put32(b + ATR_U_CSIZE, csize);
+	atr_put64(b + ATR_U_FIRST_TS, m->first_ts);
+	atr_put64(b + ATR_U_LAST_TS, m->last_ts);
+	atr_put32(b + ATR_U_CALLS, m->calls);
+	atr_put32(b + ATR_U_CHECK, atr_unit_check(b));
 }
 
 int atp_encode_block(const uint8_t *recs, uint32_t used, uint32_t serial, uint32_t tid,

@@ -498,8 +498,8 @@ static uint32_t usable_cpus(void)
 static void fill_header(uint8_t *h)
 {
 	memcpy(h + ATR_H_MAGIC, ATR_MAGIC, 8);
-	atp_put_u32(h + ATR_H_VERSION, ATR_VERSION);
-	atp_put_u32(h + ATR_H_HEADER_SIZE, ATR_HEADER_SIZE);
+	atr_put32(h + ATR_H_VERSION, ATR_VERSION);
+	atr_put32(h + ATR_H_HEADER_SIZE, ATR_HEADER_SIZE);
 	uint64_t feat = g.clock == ATP_CLOCK_TSC      ? ATR_FEAT_CLOCK_TSC
 			: g.clock == ATP_CLOCK_CNTVCT ? ATR_FEAT_CLOCK_CNTVCT
 						      : ATR_FEAT_CLOCK_MONO_NS;
@@ -518,30 +518,30 @@ static void fill_header(uint8_t *h)
 		feat |= ATR_FEAT_INFLIGHT; /* blocks handed over (atp_offload.c) or
 					      copied raw (ALLOCTRACE_ENCODE=later) */
 	g.features = feat;
-	atp_put_u64(h + ATR_H_FEATURES, feat);
-	atp_put_u64(h + ATR_H_SAMPLE_RATE, g.sample_rate);
-	atp_put_u64(h + ATR_H_RESIDENT_MIN, g.resident_min);
-	atp_put_u32(h + ATR_H_PAGE_SIZE, (uint32_t)g.page);
-	atp_put_u32(h + ATR_H_RES_BUDGET, g.resident_min ? g.resident_budget : 0);
-	atp_put_u32(h + ATR_H_NCPU, usable_cpus());
-	atp_put_u32(h + ATR_H_BLOCK_SIZE, g.block_size);
-	atp_put_u32(h + ATR_H_STATUS, (g.no_children ? ATR_STATUS_NO_CHILDREN : 0) | g.open_status);
-	atp_put_u32(h + ATR_H_PID, (uint32_t)g.pid);
-	atp_put_u32(h + ATR_H_PPID, (uint32_t)getppid());
+	atr_put64(h + ATR_H_FEATURES, feat);
+	atr_put64(h + ATR_H_SAMPLE_RATE, g.sample_rate);
+	atr_put64(h + ATR_H_RESIDENT_MIN, g.resident_min);
+	atr_put32(h + ATR_H_PAGE_SIZE, (uint32_t)g.page);
+	atr_put32(h + ATR_H_RES_BUDGET, g.resident_min ? g.resident_budget : 0);
+	atr_put32(h + ATR_H_NCPU, usable_cpus());
+	atr_put32(h + ATR_H_BLOCK_SIZE, g.block_size);
+	atr_put32(h + ATR_H_STATUS, (g.no_children ? ATR_STATUS_NO_CHILDREN : 0) | g.open_status);
+	atr_put32(h + ATR_H_PID, (uint32_t)g.pid);
+	atr_put32(h + ATR_H_PPID, (uint32_t)getppid());
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
-	atp_put_u64(h + ATR_H_START_REALTIME,
-		    (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec);
-	atp_put_u64(h + ATR_H_START_MONO, plat_mono_ns());
+	atr_put64(h + ATR_H_START_REALTIME,
+		  (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec);
+	atr_put64(h + ATR_H_START_MONO, plat_mono_ns());
 	g.t0 = atp_now();
-	atp_put_u64(h + ATR_H_START_TICKS, g.t0);
-	atp_put_u64(h + ATR_H_TICKS_PER_SEC, g.ticks_hint);
-	atp_put_u32(h + ATR_H_EXEC_SEQ, g.exec_seq);
+	atr_put64(h + ATR_H_START_TICKS, g.t0);
+	atr_put64(h + ATR_H_TICKS_PER_SEC, g.ticks_hint);
+	atr_put32(h + ATR_H_EXEC_SEQ, g.exec_seq);
 	ssize_t l = readlink("/proc/self/exe", (char *)h + ATR_H_EXE, 255);
 	h[ATR_H_EXE + (l > 0 ? l : 0)] = 0;
 	size_t clen;
 	read_file("/proc/self/cmdline", h + ATR_H_CMDLINE + 4, ATR_H_CMDLINE_MAX, &clen);
-	atp_put_u32(h + ATR_H_CMDLINE, (uint32_t)clen);
+	atr_put32(h + ATR_H_CMDLINE, (uint32_t)clen);
 	g.hdr = h;
 	atomic_store(&g.next_block, 0);
 	atomic_store(&g.next_off, ATR_HEADER_SIZE);
@@ -877,8 +877,8 @@ __attribute__((destructor(101))) static void atp_fini(void)
 		atp_write_meta(t, ATR_T_CONTROL, ATR_CTL_EXIT, NULL, 0);
 		atp_write_brk(t, atp_now());
 	}
-	atp_put_u64(g.hdr + ATR_H_END_MONO, plat_mono_ns());
-	atp_put_u64(g.hdr + ATR_H_END_TICKS, atp_now());
+	atr_put64(g.hdr + ATR_H_END_MONO, plat_mono_ns());
+	atr_put64(g.hdr + ATR_H_END_TICKS, atp_now());
 	atp_hdr_set_status(ATR_STATUS_CLEAN_EXIT);
 	if (g.net) {
 		static uint8_t *blocks[ATP_MAX_SLOTS + ATP_MAX_SPARE];

@@ -415,8 +415,6 @@ size_t atp_strlcat(char *dst, const char *src, size_t n) ATP_HIDDEN;
 char *atp_utoa(uint64_t v, char *buf) ATP_HIDDEN; /* returns buf; buf >= 21 */
 void atp_message(const char *a, const char *b, const char *c, int err) ATP_HIDDEN;
 uint64_t atp_mono_ns(void) ATP_HIDDEN; /* out of line: keeps the hooks' fast path frameless */
-void atp_put_u32(uint8_t *p, uint32_t v) ATP_HIDDEN;
-void atp_put_u64(uint8_t *p, uint64_t v) ATP_HIDDEN;
 
 /* The clock every record uses (src/platform/plat_clock.h). */
 static inline uint64_t atp_now(void)

@@ -75,7 +75,7 @@ const char *atp_net_name(void)
 
 static void put32(uint8_t *p, uint32_t v)
 {
-	atp_put_u32(p, v);
+	atr_put32(p, v);
 }
 
 static uint32_t get32(const uint8_t *p)
@@ -197,7 +197,7 @@ static void fill_hello(const uint8_t *hdr)
 	memcpy(h + ATN_H_MAGIC, ATN_MAGIC, 8);
 	put32(h + ATN_H_VERSION, ATN_VERSION);
 	put32(h + ATN_H_HELLO_SIZE, ATN_HELLO_SIZE);
-	atp_put_u64(h + ATN_H_FEATURES, ATN_FEAT_ACK);
+	atr_put64(h + ATN_H_FEATURES, ATN_FEAT_ACK);
 	put32(h + ATN_H_TRACE_HDR, ATR_HEADER_SIZE);
 	put32(h + ATN_H_FLAGS, n.flags);
 	struct utsname u;

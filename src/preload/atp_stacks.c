@@ -326,9 +326,9 @@ static void write_module(struct mod_scan *sc, unsigned kind, const struct atp_mo
 {
 	uint8_t buf[ATR_MOD_DATA + ATR_MOD_BUILD_ID_MAX + ATR_MOD_PATH_MAX];
 	uint32_t bl = 0, pl = 0;
-	atp_put_u64(buf + ATR_MOD_START, m->start);
-	atp_put_u64(buf + ATR_MOD_SIZE, m->size);
-	atp_put_u64(buf + ATR_MOD_BIAS, m->bias);
+	atr_put64(buf + ATR_MOD_START, m->start);
+	atr_put64(buf + ATR_MOD_SIZE, m->size);
+	atr_put64(buf + ATR_MOD_BIAS, m->bias);
 	if (info) {
 		bl = build_id_of(info, buf + ATR_MOD_DATA);
 		const char *name = info->dlpi_name ? info->dlpi_name : "";
@@ -336,8 +336,8 @@ static void write_module(struct mod_scan *sc, unsigned kind, const struct atp_mo
 		pl = (uint32_t)(l < ATR_MOD_PATH_MAX ? l : ATR_MOD_PATH_MAX);
 		memcpy(buf + ATR_MOD_DATA + bl, name, pl);
 	}
-	atp_put_u32(buf + ATR_MOD_BUILD_ID_LEN, bl);
-	atp_put_u32(buf + ATR_MOD_PATH_LEN, pl);
+	atr_put32(buf + ATR_MOD_BUILD_ID_LEN, bl);
+	atr_put32(buf + ATR_MOD_PATH_LEN, pl);
 	atp_write_meta_at(sc->t, sc->ts, ATR_T_MODULE, kind, buf, ATR_MOD_DATA + bl + pl);
 }
 

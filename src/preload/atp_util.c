@@ -93,15 +93,3 @@ uint64_t atp_mono_ns(void)
 {
 	return plat_mono_ns();
 }
-
-void atp_put_u32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-void atp_put_u64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}

@@ -59,7 +59,7 @@ void atp_fail_at(const char *what, const char *name, int err)
 	if (!atomic_compare_exchange_strong(&g.failed, &expected, 1))
 		return;
 	if (g.hdr) {
-		atp_put_u32(g.hdr + ATR_H_ERRNO, (uint32_t)err);
+		atr_put32(g.hdr + ATR_H_ERRNO, (uint32_t)err);
 		atp_hdr_set_status(ATR_STATUS_TRUNCATED);
 	}
 	atp_message(what, name, "failed, trace cut short", err);
@@ -143,15 +143,15 @@ static void write_block_header(uint8_t *b, uint32_t kind, const struct atp_threa
 			       uint32_t used, uint32_t nrec)
 {
 	memset(b, 0, ATR_BLOCK_HEADER_SIZE);
-	atp_put_u32(b + ATR_B_KIND, kind);
-	atp_put_u32(b + ATR_B_THREAD, t->serial);
-	atp_put_u32(b + ATR_B_TID, t->tid);
-	atp_put_u64(b + ATR_B_SEQ, seq);
-	atp_put_u32(b + ATR_B_USED, used);
-	atp_put_u32(b + ATR_B_RECORDS, nrec);
-	atp_put_u32(b + ATR_B_PID, (uint32_t)g.pid);
+	atr_put32(b + ATR_B_KIND, kind);
+	atr_put32(b + ATR_B_THREAD, t->serial);
+	atr_put32(b + ATR_B_TID, t->tid);
+	atr_put64(b + ATR_B_SEQ, seq);
+	atr_put32(b + ATR_B_USED, used);
+	atr_put32(b + ATR_B_RECORDS, nrec);
+	atr_put32(b + ATR_B_PID, (uint32_t)g.pid);
 	ATP_BARRIER();
-	atp_put_u32(b + ATR_B_MAGIC, ATR_BLOCK_MAGIC); /* valid from here on */
+	atr_put32(b + ATR_B_MAGIC, ATR_BLOCK_MAGIC); /* valid from here on */
 }
 
 static void reset_cursor(struct atp_thread *t)
@@ -228,7 +228,7 @@ static int copy_block(const uint8_t *b)
 		return fd;
 	uint8_t h[ATR_BLOCK_HEADER_SIZE];
 	memcpy(h, b, sizeof h);
-	atp_put_u32(h + ATR_B_KIND, ATR_BLOCK_RETIRED);
+	atr_put32(h + ATR_B_KIND, ATR_BLOCK_RETIRED);
 	off_t off = reserve_unit(g.block_size, g.page);
 	uint32_t kind = ATR_BLOCK_STAGING;
 	int rc = fsize_check(off + (off_t)g.block_size);
@@ -277,7 +277,7 @@ static int flush_staging(struct atp_thread *t, uint64_t ts)
 	/* now the FRAME has this seq (or it was dropped on its way to
 	 * the collector: a missing seq): move the staging block on */
 	t->seq++;
-	atp_put_u64(t->block + ATR_B_SEQ, t->seq);
+	atr_put64(t->block + ATR_B_SEQ, t->seq);
 	reset_cursor(t);
 	if (rc == 1) {
 		/* the collector's buffer was full: the next block says how many
@@ -466,10 +466,10 @@ void atp_staging_retarget(struct atp_thread *t, uint8_t *b)
 		ATP_BARRIER();
 		((volatile uint64_t *)(b + ATR_BLOCK_HEADER_SIZE))[0] = 0;
 		ATP_BARRIER();
-		atp_put_u32(b + ATR_B_THREAD, t->serial);
-		atp_put_u32(b + ATR_B_TID, t->tid);
-		atp_put_u64(b + ATR_B_SEQ, t->seq);
-		atp_put_u32(b + ATR_B_PID, (uint32_t)g.pid);
+		atr_put32(b + ATR_B_THREAD, t->serial);
+		atr_put32(b + ATR_B_TID, t->tid);
+		atr_put64(b + ATR_B_SEQ, t->seq);
+		atr_put32(b + ATR_B_PID, (uint32_t)g.pid);
 		ATP_BARRIER();
 		*kind = ATR_BLOCK_STAGING;
 	} else {
