@@ -2126,6 +2126,26 @@ static int iter_start(atr_iter *it)
 	return ATR_OK;
 }
 
+/* The key (ts, serial) below the bound (bts, bthr)? */
+static inline int key_below(uint64_t ts, uint32_t thr, uint64_t bts, uint32_t bthr)
+{
+	return ts < bts || (ts == bts && thr < bthr);
+}
+
+/* The bound a head stays the smallest below: the key of the heap's
+ * second smallest (hn > 1), kept until the heap changes. */
+static inline void iter_bound(atr_iter *it)
+{
+	if (it->bvalid)
+		return;
+	uint32_t m = it->heap[1];
+	if (it->hn > 2 && heap_less(it, it->heap[2], m))
+		m = it->heap[2];
+	it->bts = it->next[m]->ts;
+	it->bthr = it->next[m]->thread;
+	it->bvalid = 1;
+}
+
 int atr_iter_next_ref(atr_iter *it, const struct atr_event **out)
 {
 	if (!it || !out)
@@ -2159,16 +2179,9 @@ int atr_iter_next_ref(atr_iter *it, const struct atr_event **out)
 		return it->err = r;
 	*out = ev;
 	if (r > 0 && it->hn > 1) {
-		if (!it->bvalid) {
-			uint32_t c = it->heap[1];
-			if (it->hn > 2 && heap_less(it, it->heap[2], c))
-				c = it->heap[2];
-			it->bts = it->next[c]->ts;
-			it->bthr = it->next[c]->thread;
-			it->bvalid = 1;
-		}
+		iter_bound(it);
 		const struct atr_event *x = it->next[t];
-		if (x->ts < it->bts || (x->ts == it->bts && x->thread < it->bthr))
+		if (key_below(x->ts, x->thread, it->bts, it->bthr))
 			return 1; /* still the smallest: the heap is unchanged */
 	}
 	if (r == 0)
@@ -2200,28 +2213,8 @@ static inline int call_of_event(const struct atr_event *ev, struct atr_call *o)
 	      ev->type == ATR_EV_REALLOC_RELEASE) ||
 	    ev->span_pages)
 		return 0;
-	o->ts = ev->ts;
-	o->ptr = ev->ptr;
-	o->ret = ev->ret;
-	o->size = ev->size;
-	o->nmemb = ev->nmemb;
-	o->align = ev->align;
-	o->usable = ev->usable;
-	o->duration = ev->duration;
-	o->thread = ev->thread;
-	o->tid = ev->tid;
-	o->stack_id = ev->stack_id;
-	o->err = ev->err;
-	o->type = ev->type;
-	o->flags = ev->flags;
-	o->chunk_flags = ev->chunk_flags;
+	atr_event_call(ev, o);
 	return 1;
-}
-
-/* The key (ts, serial) below the bound (bts, bthr)? */
-static inline int key_below(uint64_t ts, uint32_t thr, uint64_t bts, uint32_t bthr)
-{
-	return ts < bts || (ts == bts && thr < bthr);
 }
 
 /* A run of compact records being written (cur_run): the output, the
@@ -2469,14 +2462,7 @@ int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *
 		uint64_t bts = UINT64_MAX;
 		uint32_t bthr = UINT32_MAX;
 		if (it->hn > 1) {
-			if (!it->bvalid) {
-				uint32_t m = it->heap[1];
-				if (it->hn > 2 && heap_less(it, it->heap[2], m))
-					m = it->heap[2];
-				it->bts = it->next[m]->ts;
-				it->bthr = it->next[m]->thread;
-				it->bvalid = 1;
-			}
+			iter_bound(it);
 			bts = it->bts;
 			bthr = it->bthr;
 		}

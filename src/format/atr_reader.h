@@ -268,6 +268,26 @@ static inline void atr_call_event(const struct atr_call *c, struct atr_event *ev
 	ev->w_bytes = alloc ? c->size : 0;
 }
 
+/* The other way: a call's (or a release's) event as a compact record. */
+static inline void atr_event_call(const struct atr_event *ev, struct atr_call *o)
+{
+	o->ts = ev->ts;
+	o->ptr = ev->ptr;
+	o->ret = ev->ret;
+	o->size = ev->size;
+	o->nmemb = ev->nmemb;
+	o->align = ev->align;
+	o->usable = ev->usable;
+	o->duration = ev->duration;
+	o->thread = ev->thread;
+	o->tid = ev->tid;
+	o->stack_id = ev->stack_id;
+	o->err = ev->err;
+	o->type = (uint8_t)ev->type;
+	o->flags = (uint8_t)ev->flags;
+	o->chunk_flags = (uint8_t)ev->chunk_flags;
+}
+
 /* A pass that keeps per-block data in a big map (src/liveset/lv_set.h)
  * misses the cache on nearly every event once millions of blocks are
  * live.  With a prefetch hook the iterator calls fn(ctx, addr) for the

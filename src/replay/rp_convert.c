@@ -2038,26 +2038,6 @@ RP_HOT void conv_call(struct conv *c, const struct source *sc, uint32_t ti,
 		on_alloc(c, ti, k, ev);
 }
 
-/* The fields of a call's event as a compact record. */
-static inline void event_call(const struct atr_event *ev, struct atr_call *k)
-{
-	k->ts = ev->ts;
-	k->ptr = ev->ptr;
-	k->ret = ev->ret;
-	k->size = ev->size;
-	k->nmemb = ev->nmemb;
-	k->align = ev->align;
-	k->usable = ev->usable;
-	k->duration = ev->duration;
-	k->thread = ev->thread;
-	k->tid = ev->tid;
-	k->stack_id = ev->stack_id;
-	k->err = ev->err;
-	k->type = (uint8_t)ev->type;
-	k->flags = (uint8_t)ev->flags;
-	k->chunk_flags = (uint8_t)ev->chunk_flags;
-}
-
 /* One event: 1 to go on, 0 when the conversion ends here (--to, out of
  * memory, a corrupt thread serial). */
 static int conv_event(struct conv *c, const struct source *sc, const struct atr_event *ev)
@@ -2077,7 +2057,7 @@ static int conv_event(struct conv *c, const struct source *sc, const struct atr_
 	c->th[ti].last_seq = st->records;
 	if ((ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) || ev->type == RP_EV_REALLOC_RELEASE) {
 		struct atr_call k;
-		event_call(ev, &k);
+		atr_event_call(ev, &k);
 		st->calls += ev->type != RP_EV_REALLOC_RELEASE;
 		conv_call(c, sc, ti, &k, ev, c->filtered);
 	} else if (atr_is_xcall(ev->type)) {
