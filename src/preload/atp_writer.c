@@ -163,20 +163,6 @@ static void reset_cursor(struct atp_thread *t)
 	t->nrec_block = 0;
 }
 
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof v); /* the writer's own little-endian words */
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
 /* Encode and compress a staging block's records into a FRAME unit and
  * append it to the file (one pwrite), or queue it for the collector.
  * 1: dropped (the collector's buffer is full); *calls: its call records. */
@@ -187,7 +173,7 @@ int atp_flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t se
 	int rc = atp_encode_block(b + ATR_BLOCK_HEADER_SIZE, used, serial, tid, seq, &fr);
 	if (rc)
 		return rc;
-	*calls = get_u32(fr.data + ATR_U_CALLS);
+	*calls = atr_get32(fr.data + ATR_U_CALLS);
 	if (g.net) {
 		rc = atp_net_send(ATN_MSG_UNIT, fr.data, fr.len);
 		atp_encode_done(&fr);
@@ -412,11 +398,12 @@ static int start_thread(struct atp_thread *t)
 		/* keep what the old thread wrote after its exit hook */
 		uint32_t used, nrec, calls = 0;
 		atp_staging_extent(spare, g.block_size, &used, &nrec, &calls);
-		int rc = !used		? 0
-			 : later_room() ? copy_block(spare)
-					: atp_flush_block(spare, get_u32(spare + ATR_B_THREAD),
-							  get_u32(spare + ATR_B_TID),
-							  get_u64(spare + ATR_B_SEQ), used, &calls);
+		int rc = !used ? 0
+			 : later_room()
+			     ? copy_block(spare)
+			     : atp_flush_block(spare, atr_get32(spare + ATR_B_THREAD),
+					       atr_get32(spare + ATR_B_TID),
+					       atr_get64(spare + ATR_B_SEQ), used, &calls);
 		if (rc == 0 && used)
 			atomic_fetch_sub(&g.net_unreported, atp_first_lost(spare));
 		else if (rc == 1)
@@ -461,7 +448,7 @@ int atp_new_staging(uint8_t **out)
 void atp_staging_retarget(struct atp_thread *t, uint8_t *b)
 {
 	volatile uint32_t *kind = (volatile uint32_t *)(b + ATR_B_KIND);
-	if (get_u32(b + ATR_B_MAGIC) == ATR_BLOCK_MAGIC) {
+	if (atr_get32(b + ATR_B_MAGIC) == ATR_BLOCK_MAGIC) {
 		*kind = ATR_BLOCK_RETIRED;
 		ATP_BARRIER();
 		((volatile uint64_t *)(b + ATR_BLOCK_HEADER_SIZE))[0] = 0;
