@@ -776,6 +776,8 @@ void atp_init(void)
 	   on our VM), so only at gaps of at least ALLOCTRACE_CPU_GAP_US
 	   (bench/replay/RESULTS.md, "Think time and the CPU clock"); 0: off */
 	uint64_t gap_us = env_u64("ALLOCTRACE_CPU_GAP_US", ATP_CPU_GAP_US_DEFAULT);
+	if (g.sample_rate)
+		gap_us = 0; /* a sample's records are far apart: no think time there */
 	if (gap_us > UINT32_MAX / 1000)
 		gap_us = UINT32_MAX / 1000;
 	g.cpu_gap_ns = (uint32_t)(gap_us * 1000);
