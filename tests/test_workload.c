@@ -567,6 +567,33 @@ static void test_think_time(void **state)
 	check_exact(trace, wl, 0);
 	awl_file *f;
 	char eb[512];
+	/* the recorder's CPU records: the baseline, then one before each call
+	   that ends a gap of more than 200 us (each free here); the thread's
+	   CPU time never goes back nor ahead of the clock */
+	atr_file *af;
+	assert_int_equal(atr_open(trace, &af, eb, sizeof(eb)), 0);
+	atr_iter *it;
+	assert_int_equal(atr_iter_new(af, &it), 0);
+	struct atr_event ev;
+	uint64_t ncpu_rec = 0, cpu_prev = 0, cpu_first = 0, ts_first = 0;
+	while (atr_iter_next(it, &ev) > 0) {
+		if (ev.type != ATR_T_CPU)
+			continue;
+		uint64_t v[3];
+		assert_int_equal(ev.payload_len, 24);
+		memcpy(v, ev.payload, sizeof v);
+		assert_true(v[0] >= cpu_prev);
+		if (!ncpu_rec++) {
+			cpu_first = v[0];
+			ts_first = ev.ts;
+		}
+		assert_true(v[0] - cpu_first <=
+			    atr_ticks_to_ns_u64(af, ev.ts - ts_first) + 1000000);
+		cpu_prev = v[0];
+	}
+	atr_iter_free(it);
+	atr_close(af);
+	assert_true(ncpu_rec >= 301 && ncpu_rec <= 601); /* + gaps a preemption made */
 	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
 	uint64_t dur = awl_get_info(f)->duration_ns, think = awl_get_info(f)->think_ns;
 	awl_close(f);
@@ -732,6 +759,62 @@ static void test_share_gap(void **state)
 					    think[0] <= first + rest + 1);
 			}
 			assert_int_equal(think[1], 100000);
+		}
+	}
+}
+
+/* A long gap that a CPU record closes (docs/TRACE_FORMAT.md, "CPU time"),
+ * while more threads made calls than the trace's ncpu: only the time the
+ * thread was on its CPU is think time (stamps - CPU time since its CPU
+ * record before are taken off); with no more busy threads than CPUs the
+ * gap stays whole; --no-cpu (no_cpu) shares it as before. */
+static void test_cpu_gap(void **state)
+{
+	(void)state;
+	char trace[300], wl[300], eb[512];
+	path_in(trace, sizeof(trace), "cpu.atr");
+	path_in(wl, sizeof(wl), "cpu.wl");
+	for (uint32_t ncpu = 1; ncpu <= 2; ncpu++) {
+		struct atw *w = atw_new(4096);
+		atr_put32(atw_header(w) + ATR_H_NCPU, ncpu);
+		uint32_t a = atw_thread(w, 11, 1);
+		uint64_t c0[3] = {40000, 0, 0}, c1[3] = {340000, 0, 5};
+		atw_meta(w, a, 10, ATR_T_CPU, 0, c0, 24); /* the baseline */
+		atw_malloc(w, a, 10, 0x1000, 16, 8);
+		uint32_t b = atw_thread(w, 12, 20);
+		atw_malloc(w, b, 500000, 0x2000, 16, 8);
+		atw_free(w, b, 600000, 0x2000);
+		/* a: 1 ms, 300 us of it on the CPU; b called in it */
+		atw_meta(w, a, 1000010, ATR_T_CPU, 0, c1, 24);
+		atw_malloc(w, a, 1000010, 0x3000, 16, 8);
+		atw_free(w, a, 1050010, 0x3000); /* 50 us: no CPU record */
+		atw_free(w, a, 1050110, 0x1000);
+		assert_int_equal(atw_write_file(w, trace, 0), 0);
+		atw_destroy(w);
+		for (int no_cpu = 0; no_cpu < 2; no_cpu++) {
+			struct rp_convert_stats st;
+			struct rp_convert_opts o = {.quiet = 1, .no_cpu = no_cpu};
+			assert_int_equal(rp_convert(trace, wl, &o, &st, eb, sizeof(eb)), 0);
+			int cut = ncpu == 1 && !no_cpu, shared = ncpu == 1 && no_cpu;
+			assert_int_equal(st.cpu_gaps, cut);
+			assert_int_equal(st.cpu_off_ns, cut ? 700000 : 0);
+			assert_int_equal(st.cpu_kept, ncpu == 2 && !no_cpu);
+			assert_int_equal(st.shared_gaps, shared);
+			awl_file *f;
+			assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+			assert_int_equal(awl_verify(f, eb, sizeof(eb)), 0);
+			struct awl_stream s;
+			struct awl_op op;
+			uint64_t think = 0;
+			assert_int_equal(awl_stream_init(f, 0, &s), 0);
+			while (awl_stream_next(&s, &op) > 0)
+				if (op.code == AWL_OP_THINK)
+					think += op.a;
+			awl_stream_free(&s);
+			awl_close(f);
+			/* no think floor (opts: 0); the last 100 ns make no op */
+			uint64_t gap = cut ? 300000 : shared ? 500000 : 1000000;
+			assert_true(think >= gap + 50000 - 1 && think <= gap + 50000 + 1);
 		}
 	}
 }
@@ -1163,8 +1246,9 @@ int main(void)
 	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
 	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
 	    cmocka_unit_test(test_touch_budget),   cmocka_unit_test(test_join_gap),
-	    cmocka_unit_test(test_share_gap),	   cmocka_unit_test(test_think_shared),
-	    cmocka_unit_test(test_pipe_same),	   cmocka_unit_test(test_touch_heap),
+	    cmocka_unit_test(test_share_gap),	   cmocka_unit_test(test_cpu_gap),
+	    cmocka_unit_test(test_think_shared),   cmocka_unit_test(test_pipe_same),
+	    cmocka_unit_test(test_touch_heap),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -19,8 +19,8 @@ static void convert_usage(FILE *out)
 	fprintf(
 	    out,
 	    "usage: alloctrace convert TRACE -o WORKLOAD [--pid PID | --merge] [filters]\n"
-	    "                          [--think-floor NS] [--no-joins] [--no-share] [--threads N]\n"
-	    "                          [--quiet] [--no-progress]\n"
+	    "                          [--think-floor NS] [--no-joins] [--no-share] [--no-cpu]\n"
+	    "                          [--threads N] [--quiet] [--no-progress]\n"
 	    "Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
 	    "trace, docs/DJ_COMPAT.md) into a workload\n"
 	    "for `alloctrace replay` (format: docs/WORKLOAD_FORMAT.md).  One process per\n"
@@ -37,6 +37,10 @@ static void convert_usage(FILE *out)
 	    "      --no-share     keep long gaps whole (default: a gap of 100 us or more\n"
 	    "                     while more threads made calls than the traced process\n"
 	    "                     had CPUs counts only CPUs / threads of it as think time)\n"
+	    "      --no-cpu       ignore the threads' CPU times in the trace (default: of a\n"
+	    "                     long gap in which the thread did not block, or more\n"
+	    "                     threads made calls than the traced process had CPUs,\n"
+	    "                     only the time it was on its CPU is think time)\n"
 	    "      --threads N    1 (default): read the trace and convert on one thread;\n"
 	    "                     2: read it on a second one (the workload is the same\n"
 	    "                     byte for byte)\n"
@@ -85,8 +89,8 @@ static void conv_note(void *arg, int kind, const char *msg)
 
 /* ro: the filters (NULL: none) */
 static int do_convert(const char *in, const char *out, uint32_t pid, int merge, int quiet,
-		      int progress, uint64_t floor_ns, int no_joins, int no_share, int threads,
-		      const struct an_session_opts *ro)
+		      int progress, uint64_t floor_ns, int no_joins, int no_share, int no_cpu,
+		      int threads, const struct an_session_opts *ro)
 {
 	struct rp_convert_opts o = {.pid = pid,
 				    .threads = threads,
@@ -96,7 +100,8 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 				    .note = conv_note,
 				    .think_floor_ns = floor_ns,
 				    .no_joins = no_joins,
-				    .no_share = no_share};
+				    .no_share = no_share,
+				    .no_cpu = no_cpu};
 	struct an_session_stack_cache sc = {.o = ro};
 	if (ro) {
 		o.have_from = ro->flt.have_from;
@@ -177,6 +182,13 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 			    " CPUs of the traced process: %.3f s of waiting for a core left out of "
 			    "think time (--no-share keeps it)\n",
 			    st.shared_gaps, st.ncpu, (double)st.shared_ns / 1e9);
+		if (st.cpu_gaps)
+			fprintf(stderr,
+				"convert: %" PRIu64
+				" long gaps cut to the thread's CPU time (CPU records): %.3f s of "
+				"waiting for a core left out of think time (--no-cpu keeps it); "
+				"%" PRIu64 " with no more threads busy than CPUs kept\n",
+				st.cpu_gaps, (double)st.cpu_off_ns / 1e9, st.cpu_kept);
 		if (st.xcalls)
 			fprintf(
 			    stderr,
@@ -233,6 +245,7 @@ int cmd_convert(int argc, char **argv)
 	    {"merge", no_argument, NULL, 'M'},
 	    {"no-joins", no_argument, NULL, 'J'},
 	    {"no-share", no_argument, NULL, 'W'},
+	    {"no-cpu", no_argument, NULL, 'C'},
 	    {"thread", required_argument, NULL, REP_OPT_BASE + 2},
 	    {"from", required_argument, NULL, REP_OPT_BASE + 3},
 	    {"to", required_argument, NULL, REP_OPT_BASE + 4},
@@ -244,8 +257,8 @@ int cmd_convert(int argc, char **argv)
 	};
 	const char *out = NULL;
 	uint32_t pid = 0;
-	int quiet = 0, progress = isatty(2), merge = 0, no_joins = 0, no_share = 0, threads = 0, c,
-	    rc;
+	int quiet = 0, progress = isatty(2), merge = 0, no_joins = 0, no_share = 0, no_cpu = 0,
+	    threads = 0, c, rc;
 	uint64_t floor_ns = RP_THINK_FLOOR_NS;
 	struct an_session_opts ro;
 	an_session_opts_init(&ro);
@@ -311,6 +324,9 @@ int cmd_convert(int argc, char **argv)
 		case 'W':
 			no_share = 1;
 			break;
+		case 'C':
+			no_cpu = 1;
+			break;
 		case 'h':
 			an_session_opts_free(&ro);
 			convert_usage(stdout);
@@ -329,7 +345,7 @@ int cmd_convert(int argc, char **argv)
 		return 2;
 	}
 	rc = do_convert(argv[optind], out, pid, merge, quiet, progress && !quiet, floor_ns,
-			no_joins, no_share, threads, ro.any_filter ? &ro : NULL);
+			no_joins, no_share, no_cpu, threads, ro.any_filter ? &ro : NULL);
 	an_session_opts_free(&ro);
 	return rc;
 }
@@ -347,7 +363,7 @@ int cmd_trace2wl(int argc, char **argv)
 	}
 	if (argc == 3)
 		return do_convert(argv[2], argv[1], 0, 0, 0, isatty(2), RP_THINK_FLOOR_NS, 0, 0, 0,
-				  NULL);
+				  0, NULL);
 	const char *td = getenv("TMPDIR");
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s/trace2wl.XXXXXX", td && *td ? td : "/tmp");
@@ -371,7 +387,7 @@ int cmd_trace2wl(int argc, char **argv)
 		rc = 1;
 	}
 	if (!rc)
-		rc = do_convert(tmp, argv[1], 0, 0, 0, 0, RP_THINK_FLOOR_NS, 0, 0, 0, NULL);
+		rc = do_convert(tmp, argv[1], 0, 0, 0, 0, RP_THINK_FLOOR_NS, 0, 0, 0, 0, NULL);
 	unlink(tmp);
 	return rc;
 }

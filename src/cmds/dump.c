@@ -306,6 +306,18 @@ static void text_event(FILE *o, const atr_file *f, const struct atr_event *ev)
 	case ATR_T_LOST:
 		fprintf(o, "lost %" PRIu64 " records\n", payload_u64(ev));
 		break;
+	case ATR_T_CPU:
+		if (ev->payload_len >= 24) {
+			uint64_t v[3];
+			memcpy(v, ev->payload, 24);
+			fprintf(o,
+				"cpu %.6f s, switches %" PRIu64 " voluntary %" PRIu64
+				" involuntary\n",
+				(double)v[0] / 1e9, v[1], v[2]);
+			break;
+		}
+		fprintf(o, "%s arg=%" PRIu32 "\n", name, ev->arg);
+		break;
 	case ATR_T_STACK:
 		fprintf(o, "stack %" PRIu32 ":", ev->arg);
 		for (uint32_t i = 0; i + 8 <= ev->payload_len; i += 8) {
@@ -503,6 +515,15 @@ static void json_event(struct json_writer *w, const atr_file *f, const struct at
 		}
 		case ATR_T_LOST:
 			json_num(w, "count", payload_u64(ev));
+			break;
+		case ATR_T_CPU:
+			if (ev->payload_len >= 24) {
+				uint64_t v[3];
+				memcpy(v, ev->payload, 24);
+				json_num(w, "cpu_ns", v[0]);
+				json_num(w, "voluntary_switches", v[1]);
+				json_num(w, "involuntary_switches", v[2]);
+			}
 			break;
 		default:
 			break;

@@ -115,6 +115,10 @@ enum {
 				      all have one */
 	ATR_H_NCPU = 144,	   /* u32 CPUs the traced process could run on
 				      at start (its affinity); 0 unknown */
+	ATR_H_CPU_GAP = 148,	   /* u32 ns: a CPU record (ATR_T_CPU) precedes
+				      every record that came more than this
+				      after the thread's previous one, and
+				      its first; 0: none */
 	ATR_H_COMPACT_LEVEL = 252, /* u32 zstd level compaction recompressed the
 				      frames at (atr_compact.h); 0: as written */
 	ATR_H_EXE = 256,	   /* char[256] executable path, NUL-terminated */
@@ -263,6 +267,11 @@ enum atr_type {
 				    was released (saturated at 2^32-1);
 				    payload u64 the block, u64 pages it spans;
 				    right before that free or realloc record */
+	ATR_T_CPU = 28,		 /* payload u64 the thread's CPU time in ns,
+				    u64 voluntary and u64 involuntary context
+				    switches (getrusage RUSAGE_THREAD) at the
+				    record's stamp; right before the record
+				    that ends a long gap (ATR_H_CPU_GAP) */
 	ATR_T_META_LAST = 31,
 };
 #undef ATR_T_CALL_

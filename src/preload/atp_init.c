@@ -255,6 +255,7 @@ static size_t boot_malloc_usable_size(void *p)
 #define XBOOT_(NAME, name, type, words, ret, params)   .name = boot_##name,
 struct atp_global g = {
     .real = {ATR_CALLS(BOOT_) ATR_XCALLS(XBOOT_)},
+    .cpu_gap = INT64_MAX, /* no CPU records before the settings are read */
 };
 
 /* ---- settings ------------------------------------------------------------ */
@@ -524,6 +525,7 @@ static void fill_header(uint8_t *h)
 	atr_put32(h + ATR_H_PAGE_SIZE, (uint32_t)g.page);
 	atr_put32(h + ATR_H_RES_BUDGET, g.resident_min ? g.resident_budget : 0);
 	atr_put32(h + ATR_H_NCPU, usable_cpus());
+	atr_put32(h + ATR_H_CPU_GAP, g.cpu_gap_ns);
 	atr_put32(h + ATR_H_BLOCK_SIZE, g.block_size);
 	atr_put32(h + ATR_H_STATUS, (g.no_children ? ATR_STATUS_NO_CHILDREN : 0) | g.open_status);
 	atr_put32(h + ATR_H_PID, (uint32_t)g.pid);
@@ -770,6 +772,17 @@ void atp_init(void)
 	} else {
 		g.ticks_hint = 1000000000ull;
 	}
+	/* CPU records (atp_cpu_note): a clock read costs a system call (~2 us
+	   on our VM), so only at gaps of at least ALLOCTRACE_CPU_GAP_US
+	   (bench/replay/RESULTS.md, "Think time and the CPU clock"); 0: off */
+	uint64_t gap_us = env_u64("ALLOCTRACE_CPU_GAP_US", ATP_CPU_GAP_US_DEFAULT);
+	if (g.sample_rate)
+		gap_us = 0; /* a sample's records are far apart: no think time there */
+	if (gap_us > UINT32_MAX / 1000)
+		gap_us = UINT32_MAX / 1000;
+	g.cpu_gap_ns = (uint32_t)(gap_us * 1000);
+	g.cpu_gap =
+	    gap_us ? (uint64_t)((double)gap_us * 1e-6 * (double)g.ticks_hint) : (uint64_t)INT64_MAX;
 	/* attached: record's settings hold it (record -p -o tcp://) */
 	const char *col = env("ALLOCTRACE_COLLECTOR");
 	if (col) {

@@ -46,6 +46,7 @@
  * in basis points (0.5%: a mincore costs ~2 us here, bench/RESULTS.md;
  * the blocks skipped get an estimate from convert) */
 #define ATP_RESIDENT_BUDGET_DEFAULT 50u
+#define ATP_CPU_GAP_US_DEFAULT	    200u
 
 /* The real functions, in ATR_CALLS order, then the other calls in
  * ATR_XCALLS order (record -p exchanges them with the target in this
@@ -84,6 +85,7 @@ struct atp_thread {
 	uint64_t *cur;	     /* where the next record goes */
 	uint64_t *end;	     /* records must end at or before this word; the
 				word at end is kept for the terminator */
+	uint64_t cpu_last;   /* stamp of the last record reserved (CPU records) */
 	uint8_t *block;	     /* mapped staging block (NULL: none) */
 	uint64_t seq;	     /* sequence number of the staging block */
 	uint64_t *counter;   /* records written by this thread (sync()) */
@@ -199,6 +201,11 @@ struct atp_global {
 	 * is counted); after a count that took c ticks the next waits
 	 * c * resident_wait ticks */
 	uint32_t resident_budget, resident_wait;
+	/* ALLOCTRACE_CPU_GAP_US: a record that comes more than cpu_gap ticks
+	 * after the thread's previous one (and its first) gets a CPU record
+	 * first (atp_cpu_note); INT64_MAX: never.  cpu_gap_ns: the header's */
+	uint64_t cpu_gap;
+	uint32_t cpu_gap_ns;
 	struct atp_slot slots[ATP_MAX_SLOTS];
 	/* ALLOCTRACE_OFFLOAD (atp_offload.c): full blocks are encoded by a
 	 * helper thread.  flight[s]: slot s's blocks handed over (apart from
@@ -253,6 +260,9 @@ int atp_passthrough(struct atp_thread *t) ATP_HIDDEN;
 /* atp_writer.c */
 int atp_open_trace(void) ATP_HIDDEN;
 uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts) ATP_HIDDEN;
+/* A CPU record stamped ts: the thread's CPU time (a system call), before
+ * the record that ends a gap of more than g.cpu_gap ticks (atp_writer.c) */
+void atp_cpu_note(struct atp_thread *t, uint64_t ts) ATP_HIDDEN;
 void atp_thread_finish(struct atp_thread *t) ATP_HIDDEN;
 void atp_spares_forget(void) ATP_HIDDEN;
 void atp_fail(const char *what, int err) ATP_HIDDEN;
@@ -437,6 +447,9 @@ static inline uint64_t atp_w0(uint64_t now, unsigned type_flags)
  * ts lets a thread's first record be preceded by an earlier THREAD_START. */
 static inline uint64_t *atp_reserve(struct atp_thread *t, unsigned n, uint64_t ts)
 {
+	if (ATP_UNLIKELY((int64_t)(ts - t->cpu_last) > (int64_t)g.cpu_gap))
+		atp_cpu_note(t, ts);
+	t->cpu_last = ts;
 	uint64_t *p = t->cur;
 	if (ATP_UNLIKELY(p + n > t->end))
 		return atp_reserve_slow(t, n, ts);

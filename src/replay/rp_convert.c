@@ -89,13 +89,18 @@ static struct fslot dq_pop_front(struct deque *d)
 }
 
 struct cthread {
-	uint32_t widx;		 /* workload thread index */
-	int exited;		 /* its THREAD_EXIT was seen */
-	uint32_t alive_pos;	 /* index in conv.alive while not exited */
-	uint64_t last_seq;	 /* global index of its latest record */
-	int have_ret;		 /* ret_ts valid */
-	uint64_t ret_ts;	 /* when its latest call returned (ticks) */
-	uint64_t think_ticks;	 /* gap not yet written as a THINK op */
+	uint32_t widx;	      /* workload thread index */
+	int exited;	      /* its THREAD_EXIT was seen */
+	uint32_t alive_pos;   /* index in conv.alive while not exited */
+	uint64_t last_seq;    /* global index of its latest record */
+	int have_ret;	      /* ret_ts valid */
+	uint64_t ret_ts;      /* when its latest call returned (ticks) */
+	uint64_t think_ticks; /* gap not yet written as a THINK op */
+	/* CPU records (think_cpu): the latest one's CPU time (ns) and stamp;
+	   off_ticks: the time the thread was off its CPU between the one
+	   before and it, for the gap that ends at the next call */
+	int have_cpu, cpu_pending;
+	uint64_t cpu_ns, cpu_ts, off_ticks;
 	struct util_hmap waited; /* owner -> ops waited for, but wc_owner's */
 	/* the latest owner waited for and its count (not yet in waited): a
 	 * thread mostly waits for one other (a producer), and then neither a
@@ -148,6 +153,8 @@ struct conv {
 	uint64_t floor_ticks, min_ticks; /* think_floor_ns, RP_THINK_MIN_NS */
 	uint64_t share_ticks;		 /* RP_SHARE_MIN_NS; UINT64_MAX/2: off */
 	uint32_t ncpu;			 /* the traced process's CPUs (header) */
+	int use_cpu;			 /* CPU records count (not --no-cpu) */
+	double tpn;			 /* ticks per ns */
 	/* the latest THREAD_EXIT (think_joined): its thread, its stamp */
 	uint32_t last_exit;
 	uint64_t last_exit_ts, join_ticks; /* join_ticks: RP_JOIN_MIN_NS */
@@ -894,6 +901,27 @@ static void on_release(struct conv *c, uint32_t ti, const struct atr_call *k,
 	}
 }
 
+/* A CPU record of thread ti (docs/TRACE_FORMAT.md, "CPU time"): the
+ * recorder wrote one before each record that ended a gap of more than its
+ * cpu_gap, so between two of them every gap but the last was short, and
+ * the time the thread was off its CPU (wall - CPU time) lies in that last
+ * gap (think_cpu). */
+static void cpu_sample(struct conv *c, uint32_t ti, const struct atr_event *ev)
+{
+	struct cthread *t = &c->th[ti];
+	uint64_t v[3];
+	memcpy(v, ev->payload, sizeof v);
+	if (t->have_cpu && ev->ts >= t->cpu_ts && v[0] >= t->cpu_ns) {
+		uint64_t wall = ev->ts - t->cpu_ts;
+		double cpu = (double)(v[0] - t->cpu_ns) * c->tpn;
+		t->off_ticks = (double)wall > cpu ? wall - (uint64_t)cpu : 0;
+		t->cpu_pending = 1;
+	}
+	t->have_cpu = 1;
+	t->cpu_ns = v[0];
+	t->cpu_ts = ev->ts;
+}
+
 static void on_meta(struct conv *c, uint32_t ti, const struct atr_event *ev)
 {
 	uint8_t *p;
@@ -937,6 +965,10 @@ static void on_meta(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		c->st->lost_records += n;
 		break;
 	}
+	case ATR_T_CPU:
+		if (c->use_cpu && ev->payload && ev->payload_len >= 8)
+			cpu_sample(c, ti, ev);
+		break;
 	default:
 		break;
 	}
@@ -1324,6 +1356,17 @@ static uint64_t think_joined(struct conv *c, uint32_t ti, uint64_t ret, uint64_t
 	return c->last_exit_ts;
 }
 
+/* 1 + the other live threads of ti that made a call since from. */
+static uint32_t busy_threads(const struct conv *c, uint32_t ti, uint64_t from)
+{
+	uint32_t k = 1;
+	for (uint32_t i = 0; i < c->nlive; i++) {
+		const struct cthread *x = &c->th[c->alive[i]];
+		k += c->alive[i] != ti && x->have_ret && x->ret_ts > from;
+	}
+	return k;
+}
+
 /* A long gap of thread ti (since its call returned at t->ret_ts) while
  * the process had more threads than CPUs: the threads that made a call
  * during it ran then, so ti had about ncpu / (1 + their number) of a core
@@ -1333,18 +1376,38 @@ static uint64_t think_joined(struct conv *c, uint32_t ti, uint64_t ret, uint64_t
  * in the replay anyway (past RP_THINK_SPIN_MAX_NS), only shorter. */
 static uint64_t think_share(struct conv *c, uint32_t ti, uint64_t gap)
 {
-	uint64_t from = c->th[ti].ret_ts;
-	uint32_t k = 1;
-	for (uint32_t i = 0; i < c->nlive; i++) {
-		const struct cthread *x = &c->th[c->alive[i]];
-		k += c->alive[i] != ti && x->have_ret && x->ret_ts > from;
-	}
+	uint32_t k = busy_threads(c, ti, c->th[ti].ret_ts);
 	if (k <= c->ncpu)
 		return gap;
 	uint64_t kept = gap / k * c->ncpu + gap % k * c->ncpu / k;
 	c->st->shared_gaps++;
 	c->st->shared_ns += atr_ticks_to_ns_u64(c->f, gap - kept);
 	return kept;
+}
+
+/* A gap of thread ti that a CPU record closed (full: the whole gap since
+ * its previous call, gap: the part left after a join and the floor).  If
+ * more of the process's threads made calls during it than the process had
+ * CPUs, they kept the cores busy: the time the thread was off its CPU it
+ * waited for a core or for them (the allocator's lock), which the replay's
+ * threads do by themselves, so only its time on the CPU is think time.
+ * Otherwise returns UINT64_MAX and the gap stays as without the clock:
+ * the thread blocked on its own (I/O, a sleep) or another process had the
+ * core, and neither is the replay's to meet. */
+static uint64_t think_cpu(struct conv *c, uint32_t ti, uint64_t full, uint64_t gap)
+{
+	struct cthread *t = &c->th[ti];
+	t->cpu_pending = 0;
+	if (!c->ncpu || busy_threads(c, ti, t->ret_ts) <= c->ncpu) {
+		c->st->cpu_kept++;
+		return UINT64_MAX;
+	}
+	uint64_t on = full > t->off_ticks ? full - t->off_ticks : 0;
+	if (on >= gap)
+		return gap;
+	c->st->cpu_gaps++;
+	c->st->cpu_off_ns += atr_ticks_to_ns_u64(c->f, gap - on);
+	return on;
 }
 
 /* Thread ti makes a call (ev): the time since its previous call returned,
@@ -1361,12 +1424,17 @@ RP_HOT void think_before(struct conv *c, uint32_t ti, unsigned type, uint64_t ts
 	   the extended calls but munmap */
 	uint64_t start = rea && ts >= duration ? ts - duration : ts;
 	uint64_t ret = rea || !(flags & ATR_FLAG_TIMED) ? ts : ts + duration;
+	uint64_t full = t->have_ret && start > t->ret_ts ? start - t->ret_ts : 0;
 	if (t->have_ret && start > t->ret_ts + c->join_ticks)
 		t->ret_ts = think_joined(c, ti, t->ret_ts, start);
 	if (t->have_ret && start > t->ret_ts + c->floor_ticks) {
 		/* in ticks: no conversion per call */
 		uint64_t gap = start - t->ret_ts - c->floor_ticks;
-		if (gap >= c->share_ticks && c->nlive > c->ncpu)
+		uint64_t g;
+		if (__builtin_expect(t->cpu_pending, 0) &&
+		    (g = think_cpu(c, ti, full, gap)) != UINT64_MAX)
+			gap = g;
+		else if (gap >= c->share_ticks && c->nlive > c->ncpu)
 			gap = think_share(c, ti, gap);
 		t->think_ticks += gap;
 		if (t->think_ticks >= c->min_ticks) {
@@ -1380,6 +1448,7 @@ RP_HOT void think_before(struct conv *c, uint32_t ti, unsigned type, uint64_t ts
 			}
 		}
 	}
+	t->cpu_pending = 0;
 	t->have_ret = 1;
 	t->ret_ts = ret;
 }
@@ -2169,6 +2238,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	}
 	if (in) {
 		double tpn = in->ticks_per_sec > 0 ? in->ticks_per_sec / 1e9 : 1.0;
+		c.tpn = tpn;
+		c.use_cpu = !o->no_cpu;
 		c.floor_ticks = (uint64_t)((double)o->think_floor_ns * tpn + 0.5);
 		c.min_ticks = (uint64_t)((double)RP_THINK_MIN_NS * tpn + 0.5);
 		if (!c.min_ticks)

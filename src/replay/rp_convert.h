@@ -50,6 +50,7 @@ struct rp_convert_opts {
 				    calls, not think time (RP_THINK_FLOOR_NS) */
 	int no_joins;		 /* 1: no gap is taken as a wait for a thread's exit */
 	int no_share;		 /* 1: no gap is shared among threads outnumbering cores */
+	int no_cpu;		 /* 1: CPU records (the threads' CPU clocks) not used */
 	/* 1: one thread; 2: the trace is read on a second thread (rp_pipe.h;
 	 * not with keep, whose callback reads the source's state); 0: 1.  The
 	 * workload is the same either way. */
@@ -82,6 +83,9 @@ struct rp_convert_stats {
 	uint64_t think_ns;
 	uint64_t joins;			 /* gaps taken as a wait for a thread's exit */
 	uint64_t shared_gaps, shared_ns; /* gaps shared (RP_SHARE_MIN_NS), ns taken off */
+	uint64_t cpu_gaps, cpu_off_ns;	 /* gaps cut to the thread's CPU time
+					    (CPU records), ns taken off */
+	uint64_t cpu_kept;		 /* ... kept: no more threads busy than CPUs */
 	uint32_t max_live;
 	uint32_t ncpu; /* the traced process's CPUs (trace header), 0 unknown */
 	/* the other calls (workload v3, docs/WORKLOAD_FORMAT.md "Mappings") */

@@ -112,7 +112,8 @@ static uint8_t *make_trace(int k, size_t *len)
 	struct atw *w = atw_new(4096);
 	if (k)
 		atw_hdr_u64(w, ATR_H_FEATURES, ATR_FEAT_CLOCK_MONO_NS | ATR_FEAT_XCALLS);
-	if (k % 2 == 0) { /* RESIDENT records: TOUCH ops in the workload */
+	atw_hdr_u32(w, ATR_H_NCPU, 1); /* 3 threads busy: gaps cut by CPU records */
+	if (k % 2 == 0) {	       /* RESIDENT records: TOUCH ops in the workload */
 		atw_hdr_u64(w, ATR_H_RESIDENT_MIN, 16384);
 		atw_hdr_u32(w, ATR_H_PAGE_SIZE, 4096);
 	}
@@ -149,8 +150,12 @@ static uint8_t *make_trace(int k, size_t *len)
 				atw_realloc(w, c, ts, q, q + 0x80000, 70000, 2), ts += 3,
 				    atw_free(w, a, ts++, q + 0x80000);
 		}
-		if (i % 9 == 0)
+		if (i % 9 == 0) {
 			ts += 3000 + 1000 * (uint64_t)k; /* think time */
+			/* CPU records: the gap's time off the CPU (think_cpu) */
+			uint64_t cpu[3] = {(uint64_t)i * 700, 1, (uint64_t)i};
+			atw_meta(w, a, ts, ATR_T_CPU, 0, cpu, 24);
+		}
 	}
 	/* b exits; d starts after it (SPAWN, lifetime waits) and exits */
 	atw_meta(w, b, ts++, ATR_T_THREAD_EXIT, 2, NULL, 0);
