@@ -528,20 +528,22 @@ void atp_heap_note(struct atp_thread *t, uint64_t ts, const void *r, uint64_t ch
 /* The gap that ends at ts may hold time the thread spent off its CPU
  * (preempted, blocked): its CPU time and context switches here and at its
  * previous CPU record tell convert how much of the gap was work, and
- * whether it ever blocked (docs/TRACE_FORMAT.md, "CPU time").  getrusage
- * costs one system call (~2 us on our VM, less than the thread CPU clock
- * there).  cpu_last is set first: the record's own reserve must not come
- * back here.  Out of line; errno kept. */
+ * whether it ever blocked (docs/TRACE_FORMAT.md, "CPU time").  The CPU
+ * time comes from the thread CPU clock (exact); getrusage's CPU times
+ * move by scheduler ticks (4 ms here), coarser than the gaps, so it gives
+ * the switch counts only.  Two system calls, ~2.4 us on our VM.  cpu_last
+ * is set first: the record's own reserve must not come back here.  Out of
+ * line; errno kept. */
 __attribute__((noinline, cold)) void atp_cpu_note(struct atp_thread *t, uint64_t ts)
 {
 	t->cpu_last = ts;
 	int e = errno;
+	struct timespec cpu;
 	struct rusage ru;
-	if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-		uint64_t us =
-		    (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
-		    (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
-		uint64_t v[3] = {us * 1000u, (uint64_t)ru.ru_nvcsw, (uint64_t)ru.ru_nivcsw};
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0 &&
+	    getrusage(RUSAGE_THREAD, &ru) == 0) {
+		uint64_t ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
+		uint64_t v[3] = {ns, (uint64_t)ru.ru_nvcsw, (uint64_t)ru.ru_nivcsw};
 		write_meta_at(t, ts, ATR_T_CPU, 0, v, sizeof v);
 	}
 	errno = e;
