@@ -481,6 +481,14 @@ static void wait_for(struct replay *rp, struct rlocal *me, uint32_t t, uint64_t 
 				return;
 			}
 		}
+	else
+		for (unsigned i = 0; i < RP_WAIT_YIELDS; i++) {
+			sched_yield();
+			if (atomic_load_explicit(&p->done, memory_order_acquire) >= need) {
+				me->wait_ns += plat_mono_ns() - t0;
+				return;
+			}
+		}
 	atomic_fetch_add(&p->waiters, 1);
 	while (atomic_load_explicit(&p->done, memory_order_acquire) < need) {
 		uint32_t v = atomic_load(&p->fut);
