@@ -562,7 +562,9 @@ static void test_think_time(void **state)
 		print_message("skipped: alloctrace or tests/progs/gaps not built\n");
 		skip();
 	}
-	record_prog(tool, prog, "300 300", "gaps", trace, sizeof(trace));
+	/* one call in ~8 timed (default 128): enough to see both types */
+	record_prog_env(tool, prog, "300 300", "gaps", "ALLOCTRACE_TIMING_SAMPLE=8", trace,
+			sizeof(trace));
 	path_in(wl, sizeof(wl), "gaps.wl");
 	check_exact(trace, wl, 0);
 	awl_file *f;
@@ -575,8 +577,11 @@ static void test_think_time(void **state)
 	atr_iter *it;
 	assert_int_equal(atr_iter_new(af, &it), 0);
 	struct atr_event ev;
-	uint64_t ncpu_rec = 0, cpu_prev = 0, cpu_first = 0, ts_first = 0;
+	uint64_t ncpu_rec = 0, cpu_prev = 0, cpu_first = 0, ts_first = 0, timed[2] = {0, 0};
 	while (atr_iter_next(it, &ev) > 0) {
+		if ((ev.type == ATR_T_MALLOC || ev.type == ATR_T_FREE) && (ev.ptr || ev.ret) &&
+		    (ev.flags & ATR_FLAG_TIMED))
+			timed[ev.type == ATR_T_FREE]++;
 		if (ev.type != ATR_T_CPU)
 			continue;
 		uint64_t v[3];
@@ -592,6 +597,11 @@ static void test_think_time(void **state)
 		cpu_prev = v[0];
 	}
 	atr_iter_free(it);
+	/* sampled durations: one call in 4..11 of 600 (its malloc-free loop
+	   must not alias: both types get some) */
+	assert_int_equal(atr_get_info(af)->timing_sample, 8);
+	assert_true(timed[0] >= 10 && timed[1] >= 10);
+	assert_true(timed[0] + timed[1] >= 600 / 12 && timed[0] + timed[1] <= 600 / 4 + 1);
 	atr_close(af);
 	assert_true(ncpu_rec >= 301 && ncpu_rec <= 601); /* + gaps a preemption made */
 	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
@@ -816,6 +826,65 @@ static void test_cpu_gap(void **state)
 			uint64_t gap = cut ? 300000 : shared ? 500000 : 1000000;
 			assert_true(think >= gap + 50000 - 1 && think <= gap + 50000 + 1);
 		}
+	}
+}
+
+/* Sampled durations (docs/TRACE_FORMAT.md): a malloc stamped at its end
+ * (100 ns), 1000 ns of work, a free stamped at its start (200 ns), 500 ns
+ * of work, 100 times; every 4th malloc and free timed, from the first.  With the header's
+ * timing_sample the untimed calls are taken to last their type's typical
+ * time, so every gap is the work alone; without it (a recorder that
+ * timed nothing, or TIMING) an untimed call's time stays in its gap. */
+static void test_sampled_durations(void **state)
+{
+	(void)state;
+	char trace[300], wl[300], eb[512];
+	path_in(trace, sizeof(trace), "sampled.atr");
+	path_in(wl, sizeof(wl), "sampled.wl");
+	const uint64_t T = 1800;
+	/* 0: the header says no sampling; 1: it does; 2: it does, --no-sampled */
+	for (int mode = 0; mode < 3; mode++) {
+		int sampled = mode == 1;
+		struct atw *w = atw_new(1 << 16);
+		atr_put32(atw_header(w) + ATR_H_TIMING_SAMPLE, mode ? 4 : 0);
+		uint32_t a = atw_thread(w, 11, 1);
+		uint64_t expect = 0;
+		for (uint64_t i = 0; i < 100; i++) {
+			uint64_t base = 10000 + i * T, p = 0x1000 + i * 0x100;
+			int tm = i % 4 == 0, tf = i % 4 == 0; /* the first timed, as recorded */
+			uint64_t mf[3] = {p, atw_size(64, 8), 0}, md = 100, fd = 200;
+			assert_int_equal(atw_call(w, a, base + 100, ATR_T_MALLOC,
+						  tm ? ATR_FLAG_TIMED : 0, mf, tm ? &md : NULL),
+					 0);
+			uint64_t ff[1] = {p};
+			assert_int_equal(atw_call(w, a, base + 1100, ATR_T_FREE,
+						  tf ? ATR_FLAG_TIMED : 0, ff, tf ? &fd : NULL),
+					 0);
+			expect += 1000; /* malloc's end to free's start: stamped both */
+			if (i == 99)
+				break;
+			/* to the next malloc's start: its end stamp less its time,
+			   free's start stamp plus its time, timed or estimated */
+			int nm = (i + 1) % 4 == 0;
+			expect += sampled || (nm && tf) ? 500 : nm ? 700 : tf ? 600 : 800;
+		}
+		assert_int_equal(atw_write_file(w, trace, 0), 0);
+		atw_destroy(w);
+		struct rp_convert_stats st;
+		struct rp_convert_opts o = {.quiet = 1, .no_sampled = mode == 2};
+		assert_int_equal(rp_convert(trace, wl, &o, &st, eb, sizeof(eb)), 0);
+		/* 75 untimed mallocs (100 ns) and 75 frees (200 ns) estimated */
+		assert_int_equal(st.est_calls, sampled ? 150 : 0);
+		assert_int_equal(st.est_ns, sampled ? 75 * 100 + 75 * 200 : 0);
+		awl_file *f;
+		assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+		uint64_t think = awl_get_info(f)->think_ns;
+		awl_close(f);
+		/* no think floor (opts: 0); THINK ops of >= 1 us: the last < 1 us
+		   is not written */
+		assert_true(think <= expect && think + 1000 > expect);
+		assert_int_equal(expect,
+				 sampled ? 149500 : 100000 + 99 * 800 - 25 * 200 - 24 * 100);
 	}
 }
 
@@ -1240,15 +1309,15 @@ static void test_touch_heap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_calls),	   cmocka_unit_test(test_cross_thread_order),
-	    cmocka_unit_test(test_bad_input),	   cmocka_unit_test(test_recorded_threads),
-	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
-	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
-	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
-	    cmocka_unit_test(test_touch_budget),   cmocka_unit_test(test_join_gap),
-	    cmocka_unit_test(test_share_gap),	   cmocka_unit_test(test_cpu_gap),
-	    cmocka_unit_test(test_think_shared),   cmocka_unit_test(test_pipe_same),
-	    cmocka_unit_test(test_touch_heap),
+	    cmocka_unit_test(test_all_calls),	      cmocka_unit_test(test_cross_thread_order),
+	    cmocka_unit_test(test_bad_input),	      cmocka_unit_test(test_recorded_threads),
+	    cmocka_unit_test(test_recorded_waves),    cmocka_unit_test(test_v1_fixture),
+	    cmocka_unit_test(test_think_time),	      cmocka_unit_test(test_mapping_model),
+	    cmocka_unit_test(test_touch_resident),    cmocka_unit_test(test_writer_patch),
+	    cmocka_unit_test(test_touch_budget),      cmocka_unit_test(test_join_gap),
+	    cmocka_unit_test(test_share_gap),	      cmocka_unit_test(test_cpu_gap),
+	    cmocka_unit_test(test_sampled_durations), cmocka_unit_test(test_think_shared),
+	    cmocka_unit_test(test_pipe_same),	      cmocka_unit_test(test_touch_heap),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,6 +15,9 @@
 # program_s; replay_maxrss_kb within 10% of program_maxrss_kb plus the
 # buffers.  The trace is recorded once, at the start: its think time is
 # what the machine's load was then (a loaded machine stretches it).
+# RECORD_OPTS (environment) goes to that `record`, e.g. RECORD_OPTS=--timing
+# (every call's duration: the think time then holds none of the
+# allocator's own time; docs/WORKLOAD_FORMAT.md, "Think time").
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
 TOTAL=${2:-200} PAR=${3:-8} ITERS=${4:-10000} RUNS=${5:-5}
@@ -22,7 +25,7 @@ W=$(mktemp -d /tmp/threads-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 gcc -O2 -pthread -o "$W/thread_waves" "$(dirname "$0")/thread_waves.c"
 uptime | sed 's/^/# record at: /'
-"$B/alloctrace" record -o "$W/tr" -- "$W/thread_waves" "$TOTAL" "$PAR" "$ITERS" >/dev/null
+"$B/alloctrace" record ${RECORD_OPTS:-} -o "$W/tr" -- "$W/thread_waves" "$TOTAL" "$PAR" "$ITERS" >/dev/null
 "$B/alloctrace" convert --no-progress "$W/tr" -o "$W/wl" 2>&1 | sed 's/^/# /'
 "$B/alloctrace" convert --no-progress --no-cpu "$W/tr" -o "$W/wl.nocpu" 2>&1 | grep think | sed 's/^/# --no-cpu: /'
 uptime | sed 's/^/# /'

@@ -20,6 +20,7 @@ static void convert_usage(FILE *out)
 	    out,
 	    "usage: alloctrace convert TRACE -o WORKLOAD [--pid PID | --merge] [filters]\n"
 	    "                          [--think-floor NS] [--no-joins] [--no-share] [--no-cpu]\n"
+	    "                          [--no-sampled]\n"
 	    "                          [--threads N] [--quiet] [--no-progress]\n"
 	    "Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
 	    "trace, docs/DJ_COMPAT.md) into a workload\n"
@@ -41,6 +42,10 @@ static void convert_usage(FILE *out)
 	    "                     long gap in which the thread did not block, or more\n"
 	    "                     threads made calls than the traced process had CPUs,\n"
 	    "                     only the time it was on its CPU is think time)\n"
+	    "      --no-sampled   ignore the trace's sampled durations (default: an\n"
+	    "                     untimed call is taken to last as long as its type\n"
+	    "                     typically does in its thread, and that is not think\n"
+	    "                     time)\n"
 	    "      --threads N    1 (default): read the trace and convert on one thread;\n"
 	    "                     2: read it on a second one (the workload is the same\n"
 	    "                     byte for byte)\n"
@@ -90,7 +95,7 @@ static void conv_note(void *arg, int kind, const char *msg)
 /* ro: the filters (NULL: none) */
 static int do_convert(const char *in, const char *out, uint32_t pid, int merge, int quiet,
 		      int progress, uint64_t floor_ns, int no_joins, int no_share, int no_cpu,
-		      int threads, const struct an_session_opts *ro)
+		      int no_sampled, int threads, const struct an_session_opts *ro)
 {
 	struct rp_convert_opts o = {.pid = pid,
 				    .threads = threads,
@@ -101,7 +106,8 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 				    .think_floor_ns = floor_ns,
 				    .no_joins = no_joins,
 				    .no_share = no_share,
-				    .no_cpu = no_cpu};
+				    .no_cpu = no_cpu,
+				    .no_sampled = no_sampled};
 	struct an_session_stack_cache sc = {.o = ro};
 	if (ro) {
 		o.have_from = ro->flt.have_from;
@@ -189,6 +195,12 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 				"waiting for a core left out of think time (--no-cpu keeps it); "
 				"%" PRIu64 " with no more threads busy than CPUs kept\n",
 				st.cpu_gaps, (double)st.cpu_off_ns / 1e9, st.cpu_kept);
+		if (st.est_calls)
+			fprintf(stderr,
+				"convert: sampled durations: %" PRIu64
+				" untimed calls taken to last their type's typical time, %.3f s "
+				"left out of think time (--no-sampled keeps it)\n",
+				st.est_calls, (double)st.est_ns / 1e9);
 		if (st.xcalls)
 			fprintf(
 			    stderr,
@@ -246,6 +258,7 @@ int cmd_convert(int argc, char **argv)
 	    {"no-joins", no_argument, NULL, 'J'},
 	    {"no-share", no_argument, NULL, 'W'},
 	    {"no-cpu", no_argument, NULL, 'C'},
+	    {"no-sampled", no_argument, NULL, 'S'},
 	    {"thread", required_argument, NULL, REP_OPT_BASE + 2},
 	    {"from", required_argument, NULL, REP_OPT_BASE + 3},
 	    {"to", required_argument, NULL, REP_OPT_BASE + 4},
@@ -258,7 +271,7 @@ int cmd_convert(int argc, char **argv)
 	const char *out = NULL;
 	uint32_t pid = 0;
 	int quiet = 0, progress = isatty(2), merge = 0, no_joins = 0, no_share = 0, no_cpu = 0,
-	    threads = 0, c, rc;
+	    no_sampled = 0, threads = 0, c, rc;
 	uint64_t floor_ns = RP_THINK_FLOOR_NS;
 	struct an_session_opts ro;
 	an_session_opts_init(&ro);
@@ -327,6 +340,9 @@ int cmd_convert(int argc, char **argv)
 		case 'C':
 			no_cpu = 1;
 			break;
+		case 'S':
+			no_sampled = 1;
+			break;
 		case 'h':
 			an_session_opts_free(&ro);
 			convert_usage(stdout);
@@ -344,8 +360,9 @@ int cmd_convert(int argc, char **argv)
 		convert_usage(stderr);
 		return 2;
 	}
-	rc = do_convert(argv[optind], out, pid, merge, quiet, progress && !quiet, floor_ns,
-			no_joins, no_share, no_cpu, threads, ro.any_filter ? &ro : NULL);
+	rc =
+	    do_convert(argv[optind], out, pid, merge, quiet, progress && !quiet, floor_ns, no_joins,
+		       no_share, no_cpu, no_sampled, threads, ro.any_filter ? &ro : NULL);
 	an_session_opts_free(&ro);
 	return rc;
 }
@@ -363,7 +380,7 @@ int cmd_trace2wl(int argc, char **argv)
 	}
 	if (argc == 3)
 		return do_convert(argv[2], argv[1], 0, 0, 0, isatty(2), RP_THINK_FLOOR_NS, 0, 0, 0,
-				  0, NULL);
+				  0, 0, NULL);
 	const char *td = getenv("TMPDIR");
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s/trace2wl.XXXXXX", td && *td ? td : "/tmp");
@@ -387,7 +404,7 @@ int cmd_trace2wl(int argc, char **argv)
 		rc = 1;
 	}
 	if (!rc)
-		rc = do_convert(tmp, argv[1], 0, 0, 0, 0, RP_THINK_FLOOR_NS, 0, 0, 0, 0, NULL);
+		rc = do_convert(tmp, argv[1], 0, 0, 0, 0, RP_THINK_FLOOR_NS, 0, 0, 0, 0, 0, NULL);
 	unlink(tmp);
 	return rc;
 }

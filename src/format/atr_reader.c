@@ -307,6 +307,7 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 	in->page_size = atr_get32(h + ATR_H_PAGE_SIZE);
 	in->res_budget = atr_get32(h + ATR_H_RES_BUDGET);
 	in->ncpu = atr_get32(h + ATR_H_NCPU);
+	in->timing_sample = atr_get32(h + ATR_H_TIMING_SAMPLE);
 	if (in->res_budget >= 10000)
 		in->res_budget = 0; /* every release counted */
 

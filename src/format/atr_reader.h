@@ -71,7 +71,9 @@ struct atr_info {
 	 * a thread's time, some large releases have no count; 0: all have
 	 * one */
 	uint32_t res_budget;
-	uint32_t ncpu; /* CPUs the process could run on at start; 0 unknown */
+	uint32_t ncpu;		/* CPUs the process could run on at start; 0 unknown */
+	uint32_t timing_sample; /* without TIMING: every n-th call of a
+				   thread carries a duration; 0 none */
 };
 
 /* Synthetic event of the iterator (not a record, not a call): the old

@@ -117,8 +117,6 @@ static __attribute__((noinline)) void rec_alloc(struct atp_thread *t, unsigned t
 	rec_alloc_inl(t, type, flags, ts, dur, r, size, fail, nextra, e1, e2);
 }
 
-#define TIMED_FLAG() (g.timing ? ATR_FLAG_TIMED : 0u)
-
 /* realloc: a large old block's resident pages, before the real call may
  * move or free it (the count is the old block's, whatever happens). */
 static inline void resident_before(struct atp_thread *t, uint64_t ts, void *ptr)
@@ -292,7 +290,7 @@ static void *malloc_any(size_t size)
 	if (g.sample_rate)
 		SAMPLED(g.real.malloc(size), size, ATR_T_MALLOC, 0, 0);
 	t->guard = 1;
-	unsigned timed = TIMED_FLAG(); /* read once: the real call is opaque */
+	unsigned timed = atp_timed(t); /* read once: the real call is opaque */
 	uint64_t t0 = timed ? atp_now() : 0;
 	void *r = g.real.malloc(size);
 	uint64_t t1 = atp_now();
@@ -324,7 +322,7 @@ static void free_any(void *ptr)
 		if (ATP_UNLIKELY(u))
 			atp_resident_note(t, t0, ptr, u);
 	}
-	if (ATP_LIKELY(!g.timing)) {
+	if (ATP_LIKELY(!atp_timed(t))) {
 		uint64_t *p = atp_reserve(t, 2, t0);
 		if (ATP_LIKELY(p != NULL)) {
 			p[1] = (uint64_t)(uintptr_t)ptr;
@@ -356,7 +354,7 @@ static void *calloc_any(size_t nmemb, size_t size)
 		SAMPLED(g.real.calloc(nmemb, size), tot, ATR_T_CALLOC, 1, nmemb);
 	}
 	t->guard = 1;
-	unsigned timed = TIMED_FLAG();
+	unsigned timed = atp_timed(t);
 	uint64_t t0 = timed ? atp_now() : 0;
 	void *r = g.real.calloc(nmemb, size);
 	uint64_t t1 = atp_now();
@@ -439,10 +437,11 @@ EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
 		if (g.sample_rate)                                                                 \
 			SAMPLED(g.real.name(align, size), size, type, 1, align);                   \
 		t->guard = 1;                                                                      \
-		uint64_t t0 = g.timing ? atp_now() : 0;                                            \
+		unsigned timed = atp_timed(t);                                                     \
+		uint64_t t0 = timed ? atp_now() : 0;                                               \
 		void *r = g.real.name(align, size);                                                \
 		uint64_t t1 = atp_now();                                                           \
-		rec_alloc(t, type, TIMED_FLAG(), t1, t1 - t0, r, size, 0, 1, align, 0);            \
+		rec_alloc(t, type, timed, t1, t1 - t0, r, size, 0, 1, align, 0);                   \
 		t->guard = 0;                                                                      \
 		return r;                                                                          \
 	}
@@ -463,7 +462,8 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		return rc;
 	}
 	t->guard = 1;
-	uint64_t t0 = g.timing ? atp_now() : 0;
+	unsigned timed = atp_timed(t);
+	uint64_t t0 = timed ? atp_now() : 0;
 	void *r = NULL;
 	int rc = g.real.posix_memalign(&r, align, size);
 	uint64_t t1 = atp_now();
@@ -472,8 +472,8 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	else
 		r = NULL;
 	/* a failure keeps its error code where the slack would be */
-	rec_alloc(t, ATR_T_POSIX_MEMALIGN, TIMED_FLAG(), t1, t1 - t0, r, size,
-		  rc == 0 ? 0 : (uint64_t)rc, 1, align, 0);
+	rec_alloc(t, ATR_T_POSIX_MEMALIGN, timed, t1, t1 - t0, r, size, rc == 0 ? 0 : (uint64_t)rc,
+		  1, align, 0);
 	t->guard = 0;
 	return rc;
 }
@@ -487,10 +487,11 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		if (g.sample_rate)                                                                 \
 			SAMPLED(g.real.name(size), size, type, 0, 0);                              \
 		t->guard = 1;                                                                      \
-		uint64_t t0 = g.timing ? atp_now() : 0;                                            \
+		unsigned timed = atp_timed(t);                                                     \
+		uint64_t t0 = timed ? atp_now() : 0;                                               \
 		void *r = g.real.name(size);                                                       \
 		uint64_t t1 = atp_now();                                                           \
-		rec_alloc(t, type, TIMED_FLAG(), t1, t1 - t0, r, size, 0, 0, 0, 0);                \
+		rec_alloc(t, type, timed, t1, t1 - t0, r, size, 0, 0, 0, 0);                       \
 		t->guard = 0;                                                                      \
 		return r;                                                                          \
 	}

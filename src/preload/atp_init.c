@@ -526,6 +526,7 @@ static void fill_header(uint8_t *h)
 	atr_put32(h + ATR_H_RES_BUDGET, g.resident_min ? g.resident_budget : 0);
 	atr_put32(h + ATR_H_NCPU, usable_cpus());
 	atr_put32(h + ATR_H_CPU_GAP, g.cpu_gap_ns);
+	atr_put32(h + ATR_H_TIMING_SAMPLE, g.time_every);
 	atr_put32(h + ATR_H_BLOCK_SIZE, g.block_size);
 	atr_put32(h + ATR_H_STATUS, (g.no_children ? ATR_STATUS_NO_CHILDREN : 0) | g.open_status);
 	atr_put32(h + ATR_H_PID, (uint32_t)g.pid);
@@ -783,6 +784,13 @@ void atp_init(void)
 	g.cpu_gap_ns = (uint32_t)(gap_us * 1000);
 	g.cpu_gap =
 	    gap_us ? (uint64_t)((double)gap_us * 1e-6 * (double)g.ticks_hint) : (uint64_t)INT64_MAX;
+	/* sampled durations (atp_timed): one call in time_every of a thread
+	   is timed, for convert's think time; all with --timing, none in a
+	   sampled trace (its records are far apart) */
+	uint64_t every = env_u64("ALLOCTRACE_TIMING_SAMPLE", ATP_TIMING_SAMPLE_DEFAULT);
+	if (g.timing || g.sample_rate)
+		every = 0;
+	g.time_every = every > UINT32_MAX ? UINT32_MAX : (uint32_t)every;
 	/* attached: record's settings hold it (record -p -o tcp://) */
 	const char *col = env("ALLOCTRACE_COLLECTOR");
 	if (col) {

@@ -47,6 +47,9 @@
  * the blocks skipped get an estimate from convert) */
 #define ATP_RESIDENT_BUDGET_DEFAULT 50u
 #define ATP_CPU_GAP_US_DEFAULT	    200u
+/* One call in this many of a thread carries its duration (atp_timed;
+ * bench/replay/RESULTS.md, "Sampled durations"). */
+#define ATP_TIMING_SAMPLE_DEFAULT 128u
 
 /* The real functions, in ATR_CALLS order, then the other calls in
  * ATR_XCALLS order (record -p exchanges them with the target in this
@@ -110,6 +113,10 @@ struct atp_thread {
 	uint64_t net_lost;
 	/* RESIDENT budget (atp_resident.c): no count before this clock value */
 	uint64_t res_next;
+	/* sampled durations (atp_timed): calls left before the next timed
+	   one, and the generator that draws that distance */
+	uint32_t untimed;
+	uint64_t trng;
 };
 
 enum atp_off_state { ATP_OFF_NONE = 0, ATP_OFF_STARTING, ATP_OFF_RUNNING, ATP_OFF_STOPPED };
@@ -141,6 +148,8 @@ struct atp_global {
 	volatile int recording; /* 1: record calls; 0: paused/stopped */
 	int clock;		/* enum atp_clock */
 	int timing;		/* ALLOCTRACE_TIMING */
+	uint32_t time_every;	/* ALLOCTRACE_TIMING_SAMPLE: time every n-th
+				   call of a thread (0: none; with timing: 1) */
 	int no_children;
 	int glibc;	 /* real allocator is glibc: usable size from
 			    the chunk header, chunk flags, BRK records */
@@ -432,6 +441,33 @@ static inline uint64_t atp_now(void)
 	if (ATP_LIKELY(g.clock != ATP_CLOCK_MONO))
 		return plat_hw_ticks();
 	return atp_mono_ns();
+}
+
+/* ATR_FLAG_TIMED if this call is timed: every call with --timing, else
+ * about one call in time_every of the thread (sampled durations: convert
+ * takes the allocator's typical time out of the gaps around the others,
+ * docs/TRACE_FORMAT.md "Sampled durations").  A countdown: a thread's
+ * first call finds it 0 and draws it, so no "initialised?" test.  The
+ * distance to the next timed call is drawn from [n/2, 3n/2): a fixed one
+ * aliases with the program's own period (a loop of malloc and free timed
+ * every 32nd call times only its mallocs). */
+static inline unsigned atp_timed(struct atp_thread *t)
+{
+	if (ATP_LIKELY(t->untimed != 0)) {
+		t->untimed--;
+		return g.timing ? ATR_FLAG_TIMED : 0u;
+	}
+	uint32_t n = g.time_every;
+	if (!n) {
+		t->untimed = UINT32_MAX;
+		return g.timing ? ATR_FLAG_TIMED : 0u;
+	}
+	/* a thread's first call (the generator unseeded) is not timed: it
+	   sets up the thread's arena and caches, unlike the others */
+	unsigned first = t->trng == 0;
+	t->trng = t->trng * 6364136223846793005ull + 1442695040888963407ull;
+	t->untimed = n / 2 + (uint32_t)((t->trng >> 33) % n);
+	return first ? 0u : ATR_FLAG_TIMED;
 }
 
 /* Word 0 of a record.  Ticks before t0 (unsynchronised clocks) clamp to 0. */

@@ -88,6 +88,15 @@ static struct fslot dq_pop_front(struct deque *d)
 	return x;
 }
 
+/* Sampled durations of one call type (est_add): the last EST_WIN, and
+ * their median (ticks; 0: none yet). */
+#define EST_WIN 8
+#define EST_MIN 3 /* a thread's own samples before its median is used */
+struct rp_est {
+	uint32_t v[EST_WIN];
+	uint32_t n, med;
+};
+
 struct cthread {
 	uint32_t widx;	      /* workload thread index */
 	int exited;	      /* its THREAD_EXIT was seen */
@@ -101,6 +110,9 @@ struct cthread {
 	   before and it, for the gap that ends at the next call */
 	int have_cpu, cpu_pending;
 	uint64_t cpu_ns, cpu_ts, off_ticks;
+	/* sampled durations (est_add): the thread's typical time in each
+	   call type, once it has EST_MIN samples of it */
+	struct rp_est est[ATR_NCALLS + 1];
 	struct util_hmap waited; /* owner -> ops waited for, but wc_owner's */
 	/* the latest owner waited for and its count (not yet in waited): a
 	 * thread mostly waits for one other (a producer), and then neither a
@@ -150,11 +162,15 @@ struct conv {
 	uint32_t *alive; /* threads not exited (cthread indices), nlive of them */
 	uint32_t alive_cap;
 	uint64_t think_total;
-	uint64_t floor_ticks, min_ticks; /* think_floor_ns, RP_THINK_MIN_NS */
-	uint64_t share_ticks;		 /* RP_SHARE_MIN_NS; UINT64_MAX/2: off */
-	uint32_t ncpu;			 /* the traced process's CPUs (header) */
-	int use_cpu;			 /* CPU records count (not --no-cpu) */
-	double tpn;			 /* ticks per ns */
+	uint64_t est_ticks;		       /* st->est_ns, in ticks: converted once at the end */
+	uint64_t floor_ticks, min_ticks;       /* think_floor_ns, RP_THINK_MIN_NS */
+	int est_on;			       /* the trace has sampled durations */
+	struct rp_est est_all[ATR_NCALLS + 1]; /* est over every thread: a
+						  thread's calls before its own */
+	uint64_t share_ticks;		       /* RP_SHARE_MIN_NS; UINT64_MAX/2: off */
+	uint32_t ncpu;			       /* the traced process's CPUs (header) */
+	int use_cpu;			       /* CPU records count (not --no-cpu) */
+	double tpn;			       /* ticks per ns */
 	/* the latest THREAD_EXIT (think_joined): its thread, its stamp */
 	uint32_t last_exit;
 	uint64_t last_exit_ts, join_ticks; /* join_ticks: RP_JOIN_MIN_NS */
@@ -1410,6 +1426,25 @@ static uint64_t think_cpu(struct conv *c, uint32_t ti, uint64_t full, uint64_t g
 	return on;
 }
 
+/* A sampled duration d (ticks) joins the window of its call type's last
+ * EST_WIN samples, whose median is the type's typical time: a call that
+ * waited milliseconds on a lock (or a thread's first call, which sets up
+ * its arena) does not move it, and stays in its gap for the CPU records
+ * and the sharing to judge. */
+static void est_add(struct rp_est *e, uint64_t d)
+{
+	e->v[e->n % EST_WIN] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+	e->n++;
+	uint32_t k = e->n < EST_WIN ? e->n : EST_WIN, s[EST_WIN];
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t x = e->v[i], j = i;
+		for (; j > 0 && s[j - 1] > x; j--)
+			s[j] = s[j - 1];
+		s[j] = x;
+	}
+	e->med = s[k / 2];
+}
+
 /* Thread ti makes a call (ev): the time since its previous call returned,
  * less the recorder's own share (think_floor_ns per gap), is think time;
  * gaps add up until they reach RP_THINK_MIN_NS and go out as a THINK op
@@ -1424,6 +1459,24 @@ RP_HOT void think_before(struct conv *c, uint32_t ti, unsigned type, uint64_t ts
 	   the extended calls but munmap */
 	uint64_t start = rea && ts >= duration ? ts - duration : ts;
 	uint64_t ret = rea || !(flags & ATR_FLAG_TIMED) ? ts : ts + duration;
+	if (__builtin_expect(c->est_on, 0) && !rea && type <= ATR_NCALLS) {
+		/* sampled durations: a timed call teaches the typical time of
+		   its type, an untimed one is taken to have lasted that long
+		   (an allocation is stamped at its end, a free at its start) */
+		if (flags & ATR_FLAG_TIMED) {
+			est_add(&t->est[type], duration);
+			est_add(&c->est_all[type], duration);
+		} else {
+			uint32_t e =
+			    t->est[type].n >= EST_MIN ? t->est[type].med : c->est_all[type].med;
+			if (type == ATR_T_FREE)
+				ret = ts + e;
+			else if (ts >= e)
+				start = ts - e;
+			c->st->est_calls++;
+			c->est_ticks += e;
+		}
+	}
 	uint64_t full = t->have_ret && start > t->ret_ts ? start - t->ret_ts : 0;
 	if (t->have_ret && start > t->ret_ts + c->join_ticks)
 		t->ret_ts = think_joined(c, ti, t->ret_ts, start);
@@ -2248,6 +2301,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		    o->no_joins ? UINT64_MAX / 2 : (uint64_t)((double)RP_JOIN_MIN_NS * tpn + 0.5);
 		c.ncpu = in->ncpu;
 		c.st->ncpu = c.ncpu;
+		c.est_on =
+		    in->timing_sample != 0 && !(in->features & ATR_FEAT_TIMING) && !o->no_sampled;
 		c.share_ticks = o->no_share || !c.ncpu
 				    ? UINT64_MAX / 2
 				    : (uint64_t)((double)RP_SHARE_MIN_NS * tpn + 0.5);
@@ -2330,6 +2385,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	st->slots = c.nslots;
 	st->threads = c.nth;
 	st->think_ns = c.think_total;
+	if (c.f)
+		st->est_ns = atr_ticks_to_ns_u64(c.f, c.est_ticks);
 	st->max_live = c.max_live;
 	if (in)
 		st->lost_records += in->header_lost + in->lost_blocks;

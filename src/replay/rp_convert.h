@@ -51,6 +51,7 @@ struct rp_convert_opts {
 	int no_joins;		 /* 1: no gap is taken as a wait for a thread's exit */
 	int no_share;		 /* 1: no gap is shared among threads outnumbering cores */
 	int no_cpu;		 /* 1: CPU records (the threads' CPU clocks) not used */
+	int no_sampled;		 /* 1: sampled durations not used (est_update) */
 	/* 1: one thread; 2: the trace is read on a second thread (rp_pipe.h;
 	 * not with keep, whose callback reads the source's state); 0: 1.  The
 	 * workload is the same either way. */
@@ -85,6 +86,8 @@ struct rp_convert_stats {
 	uint64_t shared_gaps, shared_ns; /* gaps shared (RP_SHARE_MIN_NS), ns taken off */
 	uint64_t cpu_gaps, cpu_off_ns;	 /* gaps cut to the thread's CPU time
 					    (CPU records), ns taken off */
+	uint64_t est_calls, est_ns;	 /* untimed calls given their type's typical
+					    time (sampled durations), and its sum */
 	uint64_t cpu_kept;		 /* ... kept: no more threads busy than CPUs */
 	uint32_t max_live;
 	uint32_t ncpu; /* the traced process's CPUs (trace header), 0 unknown */
