@@ -48,7 +48,8 @@
 #define ATP_RESIDENT_BUDGET_DEFAULT 50u
 #define ATP_CPU_GAP_US_DEFAULT	    200u
 /* One call in this many of a thread carries its duration (atp_timed;
- * bench/replay/RESULTS.md, "Sampled durations"). */
+ * bench/replay/RESULTS.md, "Think time: CPU records merged, sampled
+ * durations, waits that yield"). */
 #define ATP_TIMING_SAMPLE_DEFAULT 128u
 
 /* The real functions, in ATR_CALLS order, then the other calls in

@@ -44,9 +44,10 @@ enum rp_think { RP_THINK_ON, RP_THINK_OFF, RP_THINK_SHARE };
 #define RP_SPIN_DEFAULT 200u
 /* A WAIT while more replay threads run than cores: sched_yield this many
  * times (the thread waited for may be the one that gets the core) before
- * sleeping.  bench/replay/RESULTS.md, "Waits that yield": 16 took the
- * 200-thread replay from 21,000 futex sleeps to 4,500 and 13% off its
- * wall time; 64 and 256 saved no more time for more CPU. */
+ * sleeping.  bench/replay/RESULTS.md, "Think time: CPU records merged,
+ * sampled durations, waits that yield": 16 took the 200-thread replay
+ * from 21,000 futex sleeps to 4,500 and 13% off its wall time (--think
+ * off); 64 and 256 saved a little more time for 10-20% more CPU. */
 #define RP_WAIT_YIELDS 16u
 
 #define RP_HIST_BUCKETS 496
