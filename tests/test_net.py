@@ -147,7 +147,7 @@ def dump_norm(build, path):
         o = json.loads(line)
         if o.get("type") == "brk":
             continue  # the break moves with the tracer's own mappings
-        for k in ("ts_ns", "pid", "tid", "seq", "duration_ns"):
+        for k in ("ts_ns", "pid", "tid", "seq", "duration_ns", "recorder_ns"):
             o.pop(k, None)
         for k, v in list(o.items()):
             if isinstance(v, str) and v.startswith("0x") and v != "0x0":

@@ -700,6 +700,36 @@ static void test_cpu_record(void **state)
 	}
 }
 
+/* RECORDER (type 29): an event with its 8-byte payload (the recorder's
+ * flush, in ticks); any other payload length is corrupt. */
+static void test_recorder_record(void **state)
+{
+	(void)state;
+	struct atw *w = atw_new(4096);
+	uint32_t s = atw_thread(w, 1, 0);
+	uint64_t v = 250000;
+	atw_meta(w, s, 5, ATR_T_RECORDER, 0, &v, 8);
+	atw_malloc(w, s, 5, 0x1000, 16, 0);
+	struct trace t;
+	assert_int_equal(load(&t, w, 1), 0);
+	assert_int_equal(t.rc, 0);
+	assert_int_equal(t.n, 3); /* start, recorder, malloc */
+	assert_int_equal(t.ev[1].type, ATR_T_RECORDER);
+	assert_int_equal(t.ev[1].payload_len, 8);
+	assert_string_equal(atr_type_name(ATR_T_RECORDER), "recorder");
+	unload(&t);
+	for (uint32_t len = 0; len <= 16; len += 16) {
+		w = atw_new(4096);
+		s = atw_thread(w, 1, 0);
+		uint64_t pay[2] = {1, 2};
+		atw_meta(w, s, 1, ATR_T_RECORDER, 0, pay, len);
+		atw_free(w, s, 1, 0x10);
+		char msg[512];
+		assert_int_equal(iter_error(w, msg, sizeof(msg)), ATR_E_RECORD);
+		assert_non_null(strstr(msg, "bad RECORDER record"));
+	}
+}
+
 /* ATR_FEAT_CHUNK_FLAGS: bits 1-2 of ret are glibc's chunk flags; the
  * reader masks them off ret and reports them; without the feature ret is
  * taken as it is. */
@@ -958,6 +988,7 @@ int main(void)
 	    cmocka_unit_test(test_unknown_call_type),
 	    cmocka_unit_test(test_unknown_meta_skipped),
 	    cmocka_unit_test(test_resident),
+	    cmocka_unit_test(test_recorder_record),
 	    cmocka_unit_test(test_cpu_record),
 	    cmocka_unit_test(test_chunk_flags),
 	    cmocka_unit_test(test_overrun_record),

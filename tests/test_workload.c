@@ -438,13 +438,14 @@ static int built(const char *prog, char *tool, size_t tl, char *pp, size_t pl)
 
 /* Record `prog args` with the environment assignments env ("" for none)
  * and return the first process's trace file. */
-static void record_prog_env(const char *tool, const char *prog, const char *args, const char *name,
-			    const char *env, char *trace, size_t tl)
+/* env: NAME=VALUE words before `alloctrace`; opts: options of record */
+static void record_prog_opts(const char *tool, const char *prog, const char *args, const char *name,
+			     const char *env, const char *opts, char *trace, size_t tl)
 {
 	char dir[300], cmd[4096];
 	path_in(dir, sizeof(dir), name);
-	snprintf(cmd, sizeof(cmd), "%s '%s' record -o '%s' -- '%s' %s >/dev/null 2>&1", env, tool,
-		 dir, prog, args);
+	snprintf(cmd, sizeof(cmd), "%s '%s' record %s -o '%s' -- '%s' %s >/dev/null 2>&1", env,
+		 tool, opts, dir, prog, args);
 	assert_int_equal(system(cmd), 0);
 	char **paths;
 	size_t n;
@@ -453,6 +454,12 @@ static void record_prog_env(const char *tool, const char *prog, const char *args
 	assert_true(n >= 1);
 	snprintf(trace, tl, "%s", paths[0]);
 	atr_list_free(paths, n);
+}
+
+static void record_prog_env(const char *tool, const char *prog, const char *args, const char *name,
+			    const char *env, char *trace, size_t tl)
+{
+	record_prog_opts(tool, prog, args, name, env, "", trace, tl);
 }
 
 static void record_prog(const char *tool, const char *prog, const char *args, const char *name,
@@ -561,6 +568,31 @@ static void test_think_time(void **state)
 	if (!built("gaps", tool, sizeof(tool), prog, sizeof(prog))) {
 		print_message("skipped: alloctrace or tests/progs/gaps not built\n");
 		skip();
+	}
+	/* RECORDER records: a 4 KiB staging block fills every ~170 records */
+	{
+		char tr4[1024], eb4[256];
+		record_prog_opts(tool, prog, "200 10", "gaps4", "", "--buffer-kb 4", tr4,
+				 sizeof(tr4));
+		atr_file *f4;
+		assert_int_equal(atr_open(tr4, &f4, eb4, sizeof(eb4)), 0);
+		atr_iter *i4;
+		assert_int_equal(atr_iter_new(f4, &i4), 0);
+		struct atr_event e4;
+		uint64_t nrec = 0, most = 0;
+		while (atr_iter_next(i4, &e4) > 0)
+			if (e4.type == ATR_T_RECORDER) {
+				uint64_t v;
+				memcpy(&v, e4.payload, 8);
+				assert_true(v > 0);
+				most = v > most ? v : most;
+				nrec++;
+			}
+		/* each flush took less than the whole traced run */
+		assert_true(most < atr_get_info(f4)->last_ts);
+		atr_iter_free(i4);
+		atr_close(f4);
+		assert_true(nrec >= 1);
 	}
 	/* one call in ~8 timed (default 128): enough to see both types */
 	record_prog_env(tool, prog, "300 300", "gaps", "ALLOCTRACE_TIMING_SAMPLE=8", trace,
@@ -886,6 +918,33 @@ static void test_sampled_durations(void **state)
 		assert_int_equal(expect,
 				 sampled ? 149500 : 100000 + 99 * 800 - 25 * 200 - 24 * 100);
 	}
+}
+
+/* A RECORDER record before a call: the recorder's flush ran after that
+ * call's stamp, so it comes off the gap after the call, not before. */
+static void test_recorder_gap(void **state)
+{
+	(void)state;
+	char trace[300], wl[300], eb[512];
+	path_in(trace, sizeof(trace), "recorder.atr");
+	path_in(wl, sizeof(wl), "recorder.wl");
+	struct atw *w = atw_new(4096);
+	uint32_t a = atw_thread(w, 11, 1);
+	uint64_t flush = 3000;
+	atw_malloc(w, a, 1000, 0x1000, 16, 8);
+	atw_meta(w, a, 2000, ATR_T_RECORDER, 0, &flush, 8);
+	atw_malloc(w, a, 2000, 0x2000, 16, 8); /* gap 1000 */
+	atw_free(w, a, 10000, 0x1000);	       /* gap 8000 - 3000 */
+	atw_free(w, a, 11000, 0x2000);	       /* gap 1000 */
+	assert_int_equal(atw_write_file(w, trace, 0), 0);
+	atw_destroy(w);
+	struct rp_convert_stats st;
+	convert_ok(trace, wl, &st);
+	assert_int_equal(st.recorder_ns, 3000);
+	awl_file *f;
+	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+	assert_int_equal(awl_get_info(f)->think_ns, 1000 + 5000 + 1000);
+	awl_close(f);
 }
 
 /* More threads thinking at once than there are cores: `--think share`
@@ -1316,8 +1375,9 @@ int main(void)
 	    cmocka_unit_test(test_touch_resident),    cmocka_unit_test(test_writer_patch),
 	    cmocka_unit_test(test_touch_budget),      cmocka_unit_test(test_join_gap),
 	    cmocka_unit_test(test_share_gap),	      cmocka_unit_test(test_cpu_gap),
-	    cmocka_unit_test(test_sampled_durations), cmocka_unit_test(test_think_shared),
-	    cmocka_unit_test(test_pipe_same),	      cmocka_unit_test(test_touch_heap),
+	    cmocka_unit_test(test_sampled_durations), cmocka_unit_test(test_recorder_gap),
+	    cmocka_unit_test(test_think_shared),      cmocka_unit_test(test_pipe_same),
+	    cmocka_unit_test(test_touch_heap),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

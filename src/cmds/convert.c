@@ -195,6 +195,11 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 				"waiting for a core left out of think time (--no-cpu keeps it); "
 				"%" PRIu64 " with no more threads busy than CPUs kept\n",
 				st.cpu_gaps, (double)st.cpu_off_ns / 1e9, st.cpu_kept);
+		if (st.recorder_ns)
+			fprintf(stderr,
+				"convert: the recorder's own flushes: %.3f s left out of think "
+				"time\n",
+				(double)st.recorder_ns / 1e9);
 		if (st.est_calls)
 			fprintf(stderr,
 				"convert: sampled durations: %" PRIu64

@@ -306,6 +306,9 @@ static void text_event(FILE *o, const atr_file *f, const struct atr_event *ev)
 	case ATR_T_LOST:
 		fprintf(o, "lost %" PRIu64 " records\n", payload_u64(ev));
 		break;
+	case ATR_T_RECORDER:
+		fprintf(o, "recorder %" PRIu64 "ns\n", to_ns(f, payload_u64(ev)));
+		break;
 	case ATR_T_CPU:
 		if (ev->payload_len >= 24) {
 			uint64_t v[3];
@@ -515,6 +518,9 @@ static void json_event(struct json_writer *w, const atr_file *f, const struct at
 		}
 		case ATR_T_LOST:
 			json_num(w, "count", payload_u64(ev));
+			break;
+		case ATR_T_RECORDER:
+			json_num(w, "recorder_ns", to_ns(f, payload_u64(ev)));
 			break;
 		case ATR_T_CPU:
 			if (ev->payload_len >= 24) {

@@ -275,6 +275,11 @@ enum atr_type {
 				    switches (getrusage RUSAGE_THREAD) at the
 				    record's stamp; right before the record
 				    that ends a long gap (ATR_H_CPU_GAP) */
+	ATR_T_RECORDER = 29,	 /* payload u64 ticks the recorder spent
+				    flushing the thread's staging block to
+				    make room for the call record that follows
+				    (stamped like it): program time after that
+				    call, not the program's own */
 	ATR_T_META_LAST = 31,
 };
 #undef ATR_T_CALL_

@@ -108,6 +108,7 @@ static const char *const atr_names[32] = {
     [ATR_T_HEAP] = "heap",
     [ATR_T_RESIDENT] = "resident", /* not an event: attached to the release */
     [ATR_T_CPU] = "cpu",
+    [ATR_T_RECORDER] = "recorder",
 };
 
 static const char *const atr_xnames[ATR_NXCALLS] = {
@@ -1412,6 +1413,8 @@ static int ev_meta(atr_file *f, struct atr_cur *c, struct atr_event *ev, unsigne
 		return 0; /* unknown meta type: skipped (forward compatible) */
 	if (type == ATR_T_CPU && (uint32_t)w1 != 24)
 		return cur_corrupt(f, c, "bad CPU record: word 1 ", w1);
+	if (type == ATR_T_RECORDER && (uint32_t)w1 != 8)
+		return cur_corrupt(f, c, "bad RECORDER record: word 1 ", w1);
 	ev_start(c, ev, type, flags, f->thr[c->t].serial, ts);
 	ev->arg = (uint32_t)(w1 >> 32);
 	ev->payload_len = (uint32_t)w1;

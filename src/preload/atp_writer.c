@@ -572,9 +572,16 @@ uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts)
 		if (rc == 0)
 			atp_write_brk(t, ts);
 	} else {
+		/* the flush runs after the stamp of the record it makes room
+		   for, in the program's time between that call and its next:
+		   a RECORDER record says how long, for convert's think time */
+		uint64_t a = atp_now();
 		rc = flush_staging(t, ts);
-		if (rc == 0)
+		if (rc == 0) {
 			atp_write_brk(t, ts);
+			uint64_t spent = atp_now() - a;
+			write_meta_at(t, ts, ATR_T_RECORDER, 0, &spent, sizeof spent);
+		}
 	}
 	errno = saved;
 	if (rc) {

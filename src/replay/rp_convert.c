@@ -113,6 +113,9 @@ struct cthread {
 	/* sampled durations (est_add): the thread's typical time in each
 	   call type, once it has EST_MIN samples of it */
 	struct rp_est est[ATR_NCALLS + 1];
+	/* RECORDER records (ticks): seen before the thread's next call, and
+	   the recorder's time in the gap after that call (think_before) */
+	uint64_t rec_next, rec_gap;
 	struct util_hmap waited; /* owner -> ops waited for, but wc_owner's */
 	/* the latest owner waited for and its count (not yet in waited): a
 	 * thread mostly waits for one other (a producer), and then neither a
@@ -985,6 +988,13 @@ static void on_meta(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		if (c->use_cpu && ev->payload && ev->payload_len >= 8)
 			cpu_sample(c, ti, ev);
 		break;
+	case ATR_T_RECORDER:
+		if (ev->payload && ev->payload_len >= 8) {
+			uint64_t v;
+			memcpy(&v, ev->payload, 8);
+			c->th[ti].rec_next += v;
+		}
+		break;
 	default:
 		break;
 	}
@@ -1489,6 +1499,12 @@ RP_HOT void think_before(struct conv *c, uint32_t ti, unsigned type, uint64_t ts
 			gap = g;
 		else if (gap >= c->share_ticks && c->nlive > c->ncpu)
 			gap = think_share(c, ti, gap);
+		if (__builtin_expect(t->rec_gap != 0, 0)) {
+			/* the recorder's flush after the previous call */
+			c->st->recorder_ns +=
+			    atr_ticks_to_ns_u64(c->f, gap < t->rec_gap ? gap : t->rec_gap);
+			gap = gap > t->rec_gap ? gap - t->rec_gap : 0;
+		}
 		t->think_ticks += gap;
 		if (t->think_ticks >= c->min_ticks) {
 			uint64_t ns = atr_ticks_to_ns_u64(c->f, t->think_ticks);
@@ -1502,6 +1518,8 @@ RP_HOT void think_before(struct conv *c, uint32_t ti, unsigned type, uint64_t ts
 		}
 	}
 	t->cpu_pending = 0;
+	t->rec_gap = t->rec_next; /* a flush before this call's record ran after its stamp */
+	t->rec_next = 0;
 	t->have_ret = 1;
 	t->ret_ts = ret;
 }

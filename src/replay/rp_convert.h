@@ -86,6 +86,8 @@ struct rp_convert_stats {
 	uint64_t shared_gaps, shared_ns; /* gaps shared (RP_SHARE_MIN_NS), ns taken off */
 	uint64_t cpu_gaps, cpu_off_ns;	 /* gaps cut to the thread's CPU time
 					    (CPU records), ns taken off */
+	uint64_t recorder_ns;		 /* the recorder's flushes left out of
+					    think time (RECORDER records) */
 	uint64_t est_calls, est_ns;	 /* untimed calls given their type's typical
 					    time (sampled durations), and its sum */
 	uint64_t cpu_kept;		 /* ... kept: no more threads busy than CPUs */
