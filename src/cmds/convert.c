@@ -92,22 +92,12 @@ static void conv_note(void *arg, int kind, const char *msg)
 		fprintf(stderr, "\r%60s\r", "");
 }
 
-/* ro: the filters (NULL: none) */
-static int do_convert(const char *in, const char *out, uint32_t pid, int merge, int quiet,
-		      int progress, uint64_t floor_ns, int no_joins, int no_share, int no_cpu,
-		      int no_sampled, int threads, const struct an_session_opts *ro)
+/* opt: the command's settings; ro: the filters (NULL: none) */
+static int do_convert(const char *in, const char *out, const struct rp_convert_opts *opt,
+		      const struct an_session_opts *ro)
 {
-	struct rp_convert_opts o = {.pid = pid,
-				    .threads = threads,
-				    .merge = merge,
-				    .progress = progress,
-				    .quiet = quiet,
-				    .note = conv_note,
-				    .think_floor_ns = floor_ns,
-				    .no_joins = no_joins,
-				    .no_share = no_share,
-				    .no_cpu = no_cpu,
-				    .no_sampled = no_sampled};
+	struct rp_convert_opts o = *opt;
+	o.note = conv_note;
 	struct an_session_stack_cache sc = {.o = ro};
 	if (ro) {
 		o.have_from = ro->flt.have_from;
@@ -140,20 +130,20 @@ static int do_convert(const char *in, const char *out, uint32_t pid, int merge, 
 	if (o.have_to && o.to_label && !st.window_closed)
 		util_warn("convert: no marker '%s' (--to): kept up to the end", o.to_label);
 	char a[32], b[32], c[32], d[32], e[32], g[32], h[32];
-	if (!quiet) {
+	if (!o.quiet) {
 		if (st.dj)
 			fprintf(stderr, "convert: dj/malloc trace (%s)%s", st.trace_path,
 				st.dj_alloctrace_export ? ", written by alloctrace export" : "");
-		else if (merge)
+		else if (o.merge)
 			fprintf(stderr, "convert: %" PRIu32 " processes of %s merged", st.nprocs,
 				st.trace_path);
 		else
 			fprintf(stderr, "convert: process %" PRIu32 " (%s)", st.pid, st.trace_path);
-		if (!merge && st.nprocs > 1)
+		if (!o.merge && st.nprocs > 1)
 			fprintf(stderr,
 				", 1 of %" PRIu32 " processes%s (--pid picks another, --merge "
 				"takes all)",
-				st.nprocs, pid ? "" : ", the busiest");
+				st.nprocs, o.pid ? "" : ", the busiest");
 		fprintf(stderr, "\n");
 		if (o.keep || o.have_from || o.have_to)
 			fprintf(stderr, "convert: filters left out %s of the calls\n",
@@ -274,10 +264,8 @@ int cmd_convert(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *out = NULL;
-	uint32_t pid = 0;
-	int quiet = 0, progress = isatty(2), merge = 0, no_joins = 0, no_share = 0, no_cpu = 0,
-	    no_sampled = 0, threads = 0, c, rc;
-	uint64_t floor_ns = RP_THINK_FLOOR_NS;
+	struct rp_convert_opts o = {.progress = isatty(2), .think_floor_ns = RP_THINK_FLOOR_NS};
+	int c, rc;
 	struct an_session_opts ro;
 	an_session_opts_init(&ro);
 	optind = 1;
@@ -307,15 +295,15 @@ int cmd_convert(int argc, char **argv)
 				util_err("convert: bad --pid '%s'", optarg);
 				return 2;
 			}
-			pid = (uint32_t)v;
+			o.pid = (uint32_t)v;
 			break;
 		}
 		case 'q':
-			quiet = 1;
+			o.quiet = 1;
 			break;
 		case 'F': {
 			char *e;
-			floor_ns = strtoull(optarg, &e, 10);
+			o.think_floor_ns = strtoull(optarg, &e, 10);
 			if (*e || !*optarg) {
 				util_err("convert: bad --think-floor '%s'", optarg);
 				return 2;
@@ -323,7 +311,7 @@ int cmd_convert(int argc, char **argv)
 			break;
 		}
 		case 'P':
-			progress = 0;
+			o.progress = 0;
 			break;
 		case 'T':
 			if (strcmp(optarg, "1") && strcmp(optarg, "2")) {
@@ -331,22 +319,22 @@ int cmd_convert(int argc, char **argv)
 				an_session_opts_free(&ro);
 				return 2;
 			}
-			threads = optarg[0] - '0';
+			o.threads = optarg[0] - '0';
 			break;
 		case 'M':
-			merge = 1;
+			o.merge = 1;
 			break;
 		case 'J':
-			no_joins = 1;
+			o.no_joins = 1;
 			break;
 		case 'W':
-			no_share = 1;
+			o.no_share = 1;
 			break;
 		case 'C':
-			no_cpu = 1;
+			o.no_cpu = 1;
 			break;
 		case 'S':
-			no_sampled = 1;
+			o.no_sampled = 1;
 			break;
 		case 'h':
 			an_session_opts_free(&ro);
@@ -358,16 +346,15 @@ int cmd_convert(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind + 1 != argc || !out || (merge && pid)) {
-		util_err("convert: %s", merge && pid ? "--merge takes every process: no --pid"
-						     : "need one TRACE and -o WORKLOAD");
+	if (optind + 1 != argc || !out || (o.merge && o.pid)) {
+		util_err("convert: %s", o.merge && o.pid ? "--merge takes every process: no --pid"
+							 : "need one TRACE and -o WORKLOAD");
 		an_session_opts_free(&ro);
 		convert_usage(stderr);
 		return 2;
 	}
-	rc =
-	    do_convert(argv[optind], out, pid, merge, quiet, progress && !quiet, floor_ns, no_joins,
-		       no_share, no_cpu, no_sampled, threads, ro.any_filter ? &ro : NULL);
+	o.progress = o.progress && !o.quiet;
+	rc = do_convert(argv[optind], out, &o, ro.any_filter ? &ro : NULL);
 	an_session_opts_free(&ro);
 	return rc;
 }
@@ -383,9 +370,9 @@ int cmd_trace2wl(int argc, char **argv)
 			"without INFILE the trace is read from standard input.\n");
 		return argc == 2 ? 0 : 2;
 	}
+	struct rp_convert_opts o = {.progress = isatty(2), .think_floor_ns = RP_THINK_FLOOR_NS};
 	if (argc == 3)
-		return do_convert(argv[2], argv[1], 0, 0, 0, isatty(2), RP_THINK_FLOOR_NS, 0, 0, 0,
-				  0, 0, NULL);
+		return do_convert(argv[2], argv[1], &o, NULL);
 	const char *td = getenv("TMPDIR");
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s/trace2wl.XXXXXX", td && *td ? td : "/tmp");
@@ -408,8 +395,9 @@ int cmd_trace2wl(int argc, char **argv)
 		util_err("trace2wl: read error on standard input");
 		rc = 1;
 	}
+	o.progress = 0; /* the trace came on standard input */
 	if (!rc)
-		rc = do_convert(tmp, argv[1], 0, 0, 0, 0, RP_THINK_FLOOR_NS, 0, 0, 0, 0, 0, NULL);
+		rc = do_convert(tmp, argv[1], &o, NULL);
 	unlink(tmp);
 	return rc;
 }

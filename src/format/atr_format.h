@@ -270,10 +270,10 @@ enum atr_type {
 				    was released (saturated at 2^32-1);
 				    payload u64 the block, u64 pages it spans;
 				    right before that free or realloc record */
-	ATR_T_CPU = 28,		 /* payload u64 the thread's CPU time in ns,
-				    u64 voluntary and u64 involuntary context
-				    switches (getrusage RUSAGE_THREAD) at the
-				    record's stamp; right before the record
+	ATR_T_CPU = 28,		 /* payload u64 the thread's CPU time in ns
+				    (its CPU clock), u64 voluntary and u64
+				    involuntary context switches (getrusage)
+				    at the record's stamp; right before the record
 				    that ends a long gap (ATR_H_CPU_GAP) */
 	ATR_T_RECORDER = 29,	 /* payload u64 ticks the recorder spent
 				    flushing the thread's staging block to

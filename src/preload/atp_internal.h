@@ -46,7 +46,9 @@
  * in basis points (0.5%: a mincore costs ~2 us here, bench/RESULTS.md;
  * the blocks skipped get an estimate from convert) */
 #define ATP_RESIDENT_BUDGET_DEFAULT 50u
-#define ATP_CPU_GAP_US_DEFAULT	    200u
+/* A CPU record before a record that ends a gap longer than this (us):
+ * its two system calls stay under ~1% of the gap (atp_cpu_note) */
+#define ATP_CPU_GAP_US_DEFAULT 200u
 /* One call in this many of a thread carries its duration (atp_timed;
  * bench/replay/RESULTS.md, "Think time: CPU records merged, sampled
  * durations, waits that yield"). */

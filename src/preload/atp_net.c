@@ -73,18 +73,6 @@ const char *atp_net_name(void)
 	return n.name;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	atr_put32(p, v);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
 /* "1.2.3.4:5" or "[::1]:5" (numeric only: name lookups may load NSS
  * modules inside the program; `record` resolves names first). */
 int atp_net_config(const char *spec, uint64_t buffer_kb, uint64_t timeout_ms)
@@ -195,11 +183,11 @@ static void fill_hello(const uint8_t *hdr)
 	uint8_t *h = n.pre;
 	memset(h, 0, ATN_HELLO_SIZE);
 	memcpy(h + ATN_H_MAGIC, ATN_MAGIC, 8);
-	put32(h + ATN_H_VERSION, ATN_VERSION);
-	put32(h + ATN_H_HELLO_SIZE, ATN_HELLO_SIZE);
+	atr_put32(h + ATN_H_VERSION, ATN_VERSION);
+	atr_put32(h + ATN_H_HELLO_SIZE, ATN_HELLO_SIZE);
 	atr_put64(h + ATN_H_FEATURES, ATN_FEAT_ACK);
-	put32(h + ATN_H_TRACE_HDR, ATR_HEADER_SIZE);
-	put32(h + ATN_H_FLAGS, n.flags);
+	atr_put32(h + ATN_H_TRACE_HDR, ATR_HEADER_SIZE);
+	atr_put32(h + ATN_H_FLAGS, n.flags);
 	struct utsname u;
 	if (uname(&u) == 0)
 		atp_strlcpy((char *)h + ATN_H_HOST, u.nodename, ATN_HOST_MAX);
@@ -397,8 +385,8 @@ static int make_room(size_t len, int may_wait)
 
 static void put_msg_header(uint32_t type, size_t len)
 {
-	put32(n.buf + n.tail, type);
-	put32(n.buf + n.tail + 4, (uint32_t)len);
+	atr_put32(n.buf + n.tail, type);
+	atr_put32(n.buf + n.tail + 4, (uint32_t)len);
 	n.tail += ATN_MSG_HEADER_SIZE;
 }
 
@@ -541,17 +529,17 @@ void atp_net_ship_file(const char *path)
 		return;
 	const uint8_t *f = m;
 	size_t size = (size_t)st.st_size;
-	uint32_t bs = get32(f + ATR_H_BLOCK_SIZE);
-	int ours = !memcmp(f, ATR_MAGIC, 8) && get32(f + ATR_H_VERSION) == ATR_VERSION &&
-		   get32(f + ATR_H_PID) == (uint32_t)g.pid && bs >= ATR_BLOCK_SIZE_MIN &&
+	uint32_t bs = atr_get32(f + ATR_H_BLOCK_SIZE);
+	int ours = !memcmp(f, ATR_MAGIC, 8) && atr_get32(f + ATR_H_VERSION) == ATR_VERSION &&
+		   atr_get32(f + ATR_H_PID) == (uint32_t)g.pid && bs >= ATR_BLOCK_SIZE_MIN &&
 		   bs <= g.block_size && !(bs & (bs - 1));
 	if (ours && stream_open(f, ATN_FLAG_CONTINUATION) == 0) {
 		int dropped = 0;
 		/* a spool holds staging blocks only, page-aligned, block_size each */
 		for (size_t off = (ATR_HEADER_SIZE + 4095) & ~(size_t)4095; off + bs <= size;
 		     off += bs) {
-			uint32_t kind = get32(f + off + ATR_B_KIND);
-			if (get32(f + off) == ATR_BLOCK_MAGIC &&
+			uint32_t kind = atr_get32(f + off + ATR_B_KIND);
+			if (atr_get32(f + off) == ATR_BLOCK_MAGIC &&
 			    (kind == ATR_BLOCK_STAGING || kind == ATR_BLOCK_RETIRED))
 				dropped |= send_staging(f + off, bs);
 		}
@@ -567,11 +555,11 @@ static uint64_t ring_calls(void)
 {
 	uint64_t c = 0;
 	for (size_t at = n.ack; at + ATN_MSG_HEADER_SIZE <= n.tail;) {
-		uint32_t type = get32(n.buf + at), len = get32(n.buf + at + 4);
+		uint32_t type = atr_get32(n.buf + at), len = atr_get32(n.buf + at + 4);
 		const uint8_t *u = n.buf + at + ATN_MSG_HEADER_SIZE;
 		if (type == ATN_MSG_UNIT && len >= ATR_BLOCK_HEADER_SIZE &&
-		    get32(u + ATR_B_KIND) == ATR_BLOCK_FRAME)
-			c += get32(u + ATR_U_CALLS);
+		    atr_get32(u + ATR_B_KIND) == ATR_BLOCK_FRAME)
+			c += atr_get32(u + ATR_U_CALLS);
 		at += ATN_MSG_HEADER_SIZE + len;
 	}
 	return c;

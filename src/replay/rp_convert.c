@@ -165,7 +165,7 @@ struct conv {
 	uint32_t *alive; /* threads not exited (cthread indices), nlive of them */
 	uint32_t alive_cap;
 	uint64_t think_total;
-	uint64_t est_ticks;		       /* st->est_ns, in ticks: converted once at the end */
+	uint64_t est_calls, est_ticks;	       /* st's, est_ns in ticks: stored at the end */
 	uint64_t floor_ticks, min_ticks;       /* think_floor_ns, RP_THINK_MIN_NS */
 	int est_on;			       /* the trace has sampled durations */
 	struct rp_est est_all[ATR_NCALLS + 1]; /* est over every thread: a
@@ -1483,7 +1483,7 @@ RP_HOT void think_before(struct conv *c, uint32_t ti, unsigned type, uint64_t ts
 				ret = ts + e;
 			else if (ts >= e)
 				start = ts - e;
-			c->st->est_calls++;
+			c->est_calls++;
 			c->est_ticks += e;
 		}
 	}
@@ -2403,6 +2403,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	st->slots = c.nslots;
 	st->threads = c.nth;
 	st->think_ns = c.think_total;
+	st->est_calls = c.est_calls;
 	if (c.f)
 		st->est_ns = atr_ticks_to_ns_u64(c.f, c.est_ticks);
 	st->max_live = c.max_live;

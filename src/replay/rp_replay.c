@@ -460,6 +460,16 @@ static void abort_all(struct replay *rp, int code, const char *msg)
 	}
 }
 
+/* One spin-wait pause. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	_mm_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
 static void wait_for(struct replay *rp, struct rlocal *me, uint32_t t, uint64_t need)
 {
 	struct prog *p = &rp->prog[t];
@@ -468,27 +478,19 @@ static void wait_for(struct replay *rp, struct rlocal *me, uint32_t t, uint64_t 
 	me->waits++;
 	uint64_t t0 = plat_mono_ns();
 	/* Spin only while every running replay thread can have a core: with
-	   more threads than cores the thread we wait for may need ours. */
-	if (atomic_load_explicit(&rp->running, memory_order_relaxed) <= rp->ncpu)
-		for (unsigned i = 0; i < rp->spin; i++) {
-#if defined(__x86_64__) || defined(__i386__)
-			_mm_pause();
-#elif defined(__aarch64__)
-			__asm__ volatile("yield");
-#endif
-			if (atomic_load_explicit(&p->done, memory_order_acquire) >= need) {
-				me->wait_ns += plat_mono_ns() - t0;
-				return;
-			}
-		}
-	else
-		for (unsigned i = 0; i < RP_WAIT_YIELDS; i++) {
+	   more threads than cores the thread we wait for may need ours, so
+	   yield it instead (RP_WAIT_YIELDS). */
+	int spin = atomic_load_explicit(&rp->running, memory_order_relaxed) <= rp->ncpu;
+	for (unsigned i = 0, n = spin ? rp->spin : RP_WAIT_YIELDS; i < n; i++) {
+		if (spin)
+			cpu_relax();
+		else
 			sched_yield();
-			if (atomic_load_explicit(&p->done, memory_order_acquire) >= need) {
-				me->wait_ns += plat_mono_ns() - t0;
-				return;
-			}
+		if (atomic_load_explicit(&p->done, memory_order_acquire) >= need) {
+			me->wait_ns += plat_mono_ns() - t0;
+			return;
 		}
+	}
 	atomic_fetch_add(&p->waiters, 1);
 	while (atomic_load_explicit(&p->done, memory_order_acquire) < need) {
 		uint32_t v = atomic_load(&p->fut);
