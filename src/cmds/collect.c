@@ -82,6 +82,7 @@ struct col_file {
 	struct util_hmap frames;
 	int dedup;
 	int continued; /* a CONTINUATION came: the rest of an ended stream */
+	int cont_done; /* ... and its connection ended cleanly */
 	int compacted; /* its stream ended and it was handed to a compactor */
 };
 
@@ -94,6 +95,7 @@ struct col_conn {
 	uint64_t acked;	   /* the last acknowledgement queued */
 	uint8_t ack[8];	   /* an acknowledgement being sent */
 	unsigned ack_left; /* its bytes not sent yet */
+	int cont;	   /* it carries a CONTINUATION (`record` after a kill) */
 };
 
 struct col {
@@ -264,6 +266,7 @@ static int col_attach(struct col *cs, struct col_conn *k, const uint8_t *h)
 					   strerror(errno));
 		f->refs++;
 		f->continued |= (fl & ATN_FLAG_CONTINUATION) != 0;
+		k->cont = (fl & ATN_FLAG_CONTINUATION) != 0;
 		k->f = f;
 		if (resume && col_scan(k, f))
 			return -1;
@@ -282,6 +285,7 @@ static int col_attach(struct col *cs, struct col_conn *k, const uint8_t *h)
 	}
 	f->refs = 1;
 	f->continued = (fl & ATN_FLAG_CONTINUATION) != 0;
+	k->cont = f->continued;
 	f->off = ATN_FILE_HDR_SIZE;
 	f->dedup = resume;
 	k->f = f;
@@ -397,6 +401,8 @@ static void col_close(struct col *cs, size_t i, const char *why)
 {
 	struct col_conn *k = cs->c[i];
 	struct col_file *f = k->f;
+	if (f && k->cont && !why)
+		f->cont_done = 1;
 	if (f && --f->refs == 0) {
 		struct stat st;
 		/* the last staging block reads to its end */
@@ -407,8 +413,10 @@ static void col_close(struct col *cs, size_t i, const char *why)
 			util_err("collect: %s: %s", f->path, strerror(errno));
 		f->fd = -1;
 		/* nothing more comes for it: the program exited (or the rest
-		 * of its stream came) and the last connection ended cleanly */
-		if (!why && (f->clean_exit || f->continued))
+		 * of its stream came) and the last connection ended cleanly,
+		 * or the rest of the stream came whole before the killed
+		 * program's own connection, cut mid-message, was seen to end */
+		if ((!why && (f->clean_exit || f->continued)) || f->cont_done)
 			col_compact(cs, f);
 	}
 	if (f) {
