@@ -2215,12 +2215,21 @@ static int conv_event(struct conv *c, const struct source *sc, const struct atr_
 	return 1;
 }
 
+/* A compact record's live-set entries into the cache, some records ahead. */
+static inline void call_prefetch(const struct lv_set *set, const struct atr_call *k)
+{
+	if (k->ptr)
+		lv_prefetch(set, k->ptr);
+	if (k->ret && k->ret != k->ptr)
+		lv_prefetch(set, k->ret);
+}
+
 /* The unfiltered conversion of one process on this thread: its calls as
  * the reader's compact records (atr_iter_next_calls), each handed to the
  * handlers as it is; the records that come as full events go through
  * conv_event.  Returns 0 (the end, or the conversion stopped: c says why)
  * or the reader's error. */
-static int conv_direct(struct conv *c, struct source *sc)
+static int conv_direct(struct conv *c, struct source *sc, struct rp_cpipe *pipe)
 {
 	struct rp_convert_stats *st = c->st;
 	const size_t cap = sizeof(sc->calls) / sizeof(sc->calls[0]);
@@ -2228,17 +2237,24 @@ static int conv_direct(struct conv *c, struct source *sc)
 	for (;;) {
 		size_t n;
 		const struct atr_event *next;
-		int r = atr_iter_next_calls(sc->it, sc->calls, cap, &n, &next);
+		const struct atr_call *calls = sc->calls;
+		int r = pipe ? rp_cpipe_next(pipe, &calls, &n, &next)
+			     : atr_iter_next_calls(sc->it, sc->calls, cap, &n, &next);
 		if (r <= 0)
 			return r;
 		/* the counters stay in registers through the batch: every
 		   record but a release is a call (records, calls) */
 		uint64_t before = st->records, nrec = before, last = c->last_ts, lost = 0;
-		c->batch = sc->calls;
+		c->batch = calls;
 		c->seq_base = sc->calls_seq;
 		size_t i;
+		if (pipe) /* the reader's prefetch hook is off: its thread's cache */
+			for (i = 0; i < LV_AHEAD && i < n; i++)
+				call_prefetch(&c->live, &calls[i]);
 		for (i = 0; i < n; i++) {
-			const struct atr_call *k = &sc->calls[i];
+			const struct atr_call *k = &calls[i];
+			if (pipe && i + LV_AHEAD < n)
+				call_prefetch(&c->live, &calls[i + LV_AHEAD]);
 			if (k->type != RP_EV_REALLOC_RELEASE) {
 				if (__builtin_expect(!nrec++, 0))
 					c->first_ts = k->ts;
@@ -2346,13 +2362,19 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	 * from the other thread).  From here to rp_pipe_stop the source is
 	 * the pipe's. */
 	struct rp_pipe *pipe = NULL;
+	struct rp_cpipe *cpipe = NULL;
 	int nthreads = o->threads;
 	if (!nthreads) /* one: the pipe was slower on a quiet 2-core machine
 			  (bench/replay/RESULTS.md, "Convert on two threads") */
 		nthreads = 1;
-	if (nthreads > 1 && !o->keep &&
-	    rp_pipe_start(&pipe, sc.it ? lv_source_iter : src_next, sc.it ? (void *)sc.it : &sc,
-			  &c.live) == 0)
+	if (nthreads > 1 && sc.it && !c.filtered && rp_cpipe_start(&cpipe, sc.it) == 0) {
+		/* the narrow path's records on the second thread */
+		st->read_threads = 1;
+		sc.narrow = 1;
+		sc.orig.f = sc.f;
+	} else if (nthreads > 1 && !o->keep &&
+		   rp_pipe_start(&pipe, sc.it ? lv_source_iter : src_next,
+				 sc.it ? (void *)sc.it : &sc, &c.live) == 0)
 		st->read_threads = 1;
 	else {
 		pipe = NULL;
@@ -2374,10 +2396,11 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		       conv_event(&c, &sc, ev))
 			;
 	} else {
-		r = conv_direct(&c, &sc);
+		r = conv_direct(&c, &sc, cpipe);
 	}
 	/* the source is this thread's again */
 	rp_pipe_stop(pipe);
+	rp_cpipe_stop(cpipe);
 	if (o->progress && o->note)
 		o->note(o->note_arg, RP_NOTE_PROGRESS, "");
 	rc = 0;

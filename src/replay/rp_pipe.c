@@ -27,11 +27,9 @@ struct rp_batch {
 	unsigned npay;
 };
 
-struct rp_pipe {
-	struct rp_pipe_view v; /* first: rp_pipe_next reads it */
-	lv_source_fn next;
-	void *src;
-	struct rp_batch *b; /* RP_PIPE_DEPTH of them, a ring */
+/* The hand-off between the reading thread and the converting one, both
+ * pipes': batches published and handed back, and who sleeps on what. */
+struct rp_ring {
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -44,9 +42,18 @@ struct rp_pipe {
 	 * cons >= r_want (the reader) */
 	_Atomic uint64_t c_want, r_want;
 	int rc;
-	/* the converting thread's side: the batch in v, its ring index */
+	uint64_t taken; /* the converting thread's: batches it took */
+	int have_cur;	/* it holds batch taken % RP_PIPE_DEPTH */
+};
+
+struct rp_pipe {
+	struct rp_pipe_view v; /* first: rp_pipe_next reads it */
+	lv_source_fn next;
+	void *src;
+	struct rp_batch *b; /* RP_PIPE_DEPTH of them, a ring */
+	struct rp_ring r;
+	/* the converting thread's side: the batch in v */
 	struct rp_batch *cur;
-	uint64_t taken;
 };
 
 static inline void cpu_relax(void)
@@ -60,7 +67,7 @@ static inline void cpu_relax(void)
 
 /* Wakes the other side if it sleeps and ctr (now at v) reached what it
  * waits for (want), or always (want NULL). */
-static void wake(struct rp_pipe *p, uint64_t v, _Atomic uint64_t *want)
+static void wake(struct rp_ring *p, uint64_t v, _Atomic uint64_t *want)
 {
 	if (atomic_load(&p->sleeping) && (!want || v >= atomic_load(want))) {
 		pthread_mutex_lock(&p->mu);
@@ -71,7 +78,7 @@ static void wake(struct rp_pipe *p, uint64_t v, _Atomic uint64_t *want)
 
 /* Waits until *ctr >= want (or flag: the pipe is done / told to stop);
  * spins a little first. */
-static void wait_for(struct rp_pipe *p, _Atomic uint64_t *ctr, uint64_t want, _Atomic int *flag,
+static void wait_for(struct rp_ring *p, _Atomic uint64_t *ctr, uint64_t want, _Atomic int *flag,
 		     _Atomic uint64_t *want_slot)
 {
 	for (unsigned k = 0; k < RP_PIPE_SPIN; k++) {
@@ -88,22 +95,109 @@ static void wait_for(struct rp_pipe *p, _Atomic uint64_t *ctr, uint64_t want, _A
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* The reading thread: room for batch prod?  1, or 0 when told to stop
+ * (after waiting for the converting thread to hand back half the ring). */
+static int ring_room(struct rp_ring *p, uint64_t prod)
+{
+	for (;;) {
+		if (atomic_load(&p->stop))
+			return 0;
+		if (prod - atomic_load(&p->cons) < RP_PIPE_DEPTH)
+			return 1;
+		wait_for(p, &p->cons, prod - RP_PIPE_DEPTH / 2, &p->stop, &p->r_want);
+	}
+}
+
+/* The reading thread published batch prod - 1 (if filled), r: the
+ * source's result after it (<= 0: the end). */
+static void ring_publish(struct rp_ring *p, uint64_t prod, int filled, int r)
+{
+	if (r <= 0)
+		p->rc = r; /* published by done's store below */
+	if (filled)
+		atomic_store(&p->prod, prod);
+	if (r <= 0)
+		atomic_store(&p->done, 1);
+	wake(p, prod, r <= 0 ? NULL : &p->c_want);
+}
+
+/* The converting thread: hands back the batch it holds and takes the
+ * next one; 1, or 0 when the source has ended. */
+static int ring_take(struct rp_ring *p)
+{
+	if (p->have_cur) {
+		p->have_cur = 0;
+		atomic_store(&p->cons, ++p->taken);
+		wake(p, p->taken, &p->r_want);
+	}
+	while (atomic_load(&p->prod) == p->taken) {
+		if (atomic_load(&p->done)) {
+			if (atomic_load(&p->prod) != p->taken)
+				break; /* its last batch came with the end */
+			return 0;
+		}
+		wait_for(p, &p->prod, p->taken + RP_PIPE_DEPTH / 2, &p->done, &p->c_want);
+	}
+	p->have_cur = 1;
+	return 1;
+}
+
+/* Starts fn(arg) as the reading thread, signals blocked (they go to the
+ * caller's thread, as without a pipe).  0, or ATR_E_NOMEM. */
+static int ring_start(struct rp_ring *p, void *(*fn)(void *), void *arg)
+{
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&p->th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		pthread_mutex_destroy(&p->mu);
+		pthread_cond_destroy(&p->cv);
+		return ATR_E_NOMEM;
+	}
+	return 0;
+}
+
+static void ring_stop(struct rp_ring *p)
+{
+	atomic_store(&p->stop, 1);
+	pthread_mutex_lock(&p->mu);
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->th, NULL);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+}
+
+/* Appends e's payload to *pay (grown as needed) and leaves its offset in
+ * d->payload; 0, or ATR_E_NOMEM. */
+static int copy_payload(uint8_t **pay, size_t *paylen, size_t *paycap, struct atr_event *d,
+			const struct atr_event *e)
+{
+	if (*paylen + e->payload_len > *paycap) {
+		size_t nc = *paycap ? *paycap : 4096;
+		while (nc < *paylen + e->payload_len)
+			nc *= 2;
+		uint8_t *np = realloc(*pay, nc);
+		if (!np)
+			return ATR_E_NOMEM;
+		*pay = np;
+		*paycap = nc;
+	}
+	memcpy(*pay + *paylen, e->payload, e->payload_len);
+	d->payload = (const uint8_t *)(uintptr_t)*paylen;
+	*paylen += e->payload_len;
+	return 0;
+}
+
 /* Copies e's payload into the batch; 0, or ATR_E_NOMEM. */
 static int keep_payload(struct rp_batch *b, struct atr_event *d, const struct atr_event *e)
 {
-	if (b->paylen + e->payload_len > b->paycap) {
-		size_t nc = b->paycap ? b->paycap : 4096;
-		while (nc < b->paylen + e->payload_len)
-			nc *= 2;
-		uint8_t *np = realloc(b->pay, nc);
-		if (!np)
-			return ATR_E_NOMEM;
-		b->pay = np;
-		b->paycap = nc;
-	}
-	memcpy(b->pay + b->paylen, e->payload, e->payload_len);
-	d->payload = (const uint8_t *)(uintptr_t)b->paylen;
-	b->paylen += e->payload_len;
+	if (copy_payload(&b->pay, &b->paylen, &b->paycap, d, e) < 0)
+		return ATR_E_NOMEM;
 	b->pidx[b->npay++] = (uint16_t)b->n;
 	return 0;
 }
@@ -113,16 +207,7 @@ static void *reader(void *arg)
 	struct rp_pipe *p = arg;
 	uint64_t prod = 0;
 	int r = 1;
-	while (r > 0) {
-		uint64_t cons = atomic_load(&p->cons);
-		if (prod - cons >= RP_PIPE_DEPTH) {
-			wait_for(p, &p->cons, prod - RP_PIPE_DEPTH / 2, &p->stop, &p->r_want);
-			if (atomic_load(&p->stop))
-				break;
-			continue;
-		}
-		if (atomic_load(&p->stop))
-			break;
+	while (r > 0 && ring_room(&p->r, prod)) {
 		struct rp_batch *b = &p->b[prod % RP_PIPE_DEPTH];
 		b->n = 0;
 		b->paylen = 0;
@@ -144,42 +229,38 @@ static void *reader(void *arg)
 			struct atr_event *d = &b->ev[b->pidx[k]];
 			d->payload = b->pay + (uintptr_t)d->payload;
 		}
-		if (r <= 0)
-			p->rc = r; /* published by done's store below */
 		if (b->n)
-			atomic_store(&p->prod, ++prod);
-		if (r <= 0)
-			atomic_store(&p->done, 1);
-		wake(p, prod, r <= 0 ? NULL : &p->c_want);
+			prod++;
+		ring_publish(&p->r, prod, b->n != 0, r);
 	}
 	return NULL;
+}
+
+/* A zeroed pipe of psize bytes and its ring of RP_PIPE_DEPTH batches of
+ * bsize bytes (*b), or NULL. */
+static void *pipe_alloc(size_t psize, size_t bsize, void **b)
+{
+	void *p = calloc(1, psize);
+	*b = p ? calloc(RP_PIPE_DEPTH, bsize) : NULL;
+	if (!*b) {
+		free(p);
+		return NULL;
+	}
+	return p;
 }
 
 int rp_pipe_start(struct rp_pipe **out, lv_source_fn next, void *src, const struct lv_set *set)
 {
 	*out = NULL;
-	struct rp_pipe *p = calloc(1, sizeof(*p));
+	void *b;
+	struct rp_pipe *p = pipe_alloc(sizeof(*p), sizeof(struct rp_batch), &b);
 	if (!p)
 		return ATR_E_NOMEM;
-	p->b = calloc(RP_PIPE_DEPTH, sizeof(*p->b));
-	if (!p->b) {
-		free(p);
-		return ATR_E_NOMEM;
-	}
+	p->b = b;
 	p->next = next;
 	p->src = src;
 	p->v.set = set;
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
-	/* signals go to the caller's thread, as without the pipe */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int e = pthread_create(&p->th, NULL, reader, p);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e) {
-		pthread_mutex_destroy(&p->mu);
-		pthread_cond_destroy(&p->cv);
+	if (ring_start(&p->r, reader, p) < 0) {
 		free(p->b);
 		free(p);
 		return ATR_E_NOMEM;
@@ -192,21 +273,11 @@ int rp_pipe_start(struct rp_pipe **out, lv_source_fn next, void *src, const stru
  * source has ended. */
 static int next_batch(struct rp_pipe *p)
 {
-	if (p->cur) {
-		p->cur = NULL;
-		p->v.n = p->v.i = 0;
-		atomic_store(&p->cons, ++p->taken);
-		wake(p, p->taken, &p->r_want);
-	}
-	while (atomic_load(&p->prod) == p->taken) {
-		if (atomic_load(&p->done)) {
-			if (atomic_load(&p->prod) != p->taken)
-				break; /* its last batch came with the end */
-			return 0;
-		}
-		wait_for(p, &p->prod, p->taken + RP_PIPE_DEPTH / 2, &p->done, &p->c_want);
-	}
-	p->cur = &p->b[p->taken % RP_PIPE_DEPTH];
+	p->cur = NULL;
+	p->v.n = p->v.i = 0;
+	if (!ring_take(&p->r))
+		return 0;
+	p->cur = &p->b[p->r.taken % RP_PIPE_DEPTH];
 	p->v.ev = p->cur->ev;
 	p->v.i = 0;
 	p->v.n = p->cur->n;
@@ -219,7 +290,7 @@ static int next_batch(struct rp_pipe *p)
 int rp_pipe_next_batch(struct rp_pipe *p, const struct atr_event **ev)
 {
 	if (!next_batch(p))
-		return p->rc;
+		return p->r.rc;
 	return rp_pipe_next(p, ev);
 }
 
@@ -227,13 +298,128 @@ void rp_pipe_stop(struct rp_pipe *p)
 {
 	if (!p)
 		return;
-	atomic_store(&p->stop, 1);
-	pthread_mutex_lock(&p->mu);
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	pthread_join(p->th, NULL);
-	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->cv);
+	ring_stop(&p->r);
+	for (unsigned k = 0; k < RP_PIPE_DEPTH; k++)
+		free(p->b[k].pay);
+	free(p->b);
+	free(p);
+}
+
+/* ---- the compact records' pipe ---- */
+
+/* A batch: runs of compact records, run k ending at end[k] and followed
+ * by ev[k] if has_ev[k]; the events' payloads in pay. */
+struct rp_cbatch {
+	struct atr_call calls[RP_CPIPE_CALLS];
+	unsigned n, nrun;
+	uint32_t end[RP_CPIPE_SEGS];
+	uint8_t has_ev[RP_CPIPE_SEGS];
+	uint8_t has_pay[RP_CPIPE_SEGS]; /* ev[k].payload: an offset in pay */
+	struct atr_event ev[RP_CPIPE_SEGS];
+	uint8_t *pay;
+	size_t paylen, paycap;
+};
+
+/* Fewer free records than this end a batch (the reader hands out up to
+ * the room it is given: small runs cost a hand-off each). */
+#define RP_CPIPE_MIN_ROOM 64
+
+struct rp_cpipe {
+	atr_iter *it;
+	struct rp_cbatch *b; /* RP_PIPE_DEPTH of them */
+	struct rp_ring r;
+	/* the converting thread's side: the batch it holds, the next run */
+	struct rp_cbatch *cur;
+	unsigned run, pos;
+};
+
+static void *creader(void *arg)
+{
+	struct rp_cpipe *p = arg;
+	uint64_t prod = 0;
+	int r = 1;
+	while (r > 0 && ring_room(&p->r, prod)) {
+		struct rp_cbatch *b = &p->b[prod % RP_PIPE_DEPTH];
+		b->n = b->nrun = 0;
+		b->paylen = 0;
+		while (b->nrun < RP_CPIPE_SEGS && RP_CPIPE_CALLS - b->n >= RP_CPIPE_MIN_ROOM) {
+			size_t n;
+			const struct atr_event *e;
+			r = atr_iter_next_calls(p->it, &b->calls[b->n], RP_CPIPE_CALLS - b->n, &n,
+						&e);
+			if (r > 0 || n) {
+				b->n += (unsigned)n;
+				b->end[b->nrun] = b->n;
+				b->has_ev[b->nrun] = r > 0 && e != NULL;
+				b->has_pay[b->nrun] = 0;
+				if (r > 0 && e) {
+					struct atr_event *d = &b->ev[b->nrun];
+					*d = *e;
+					if (e->payload && e->payload_len) {
+						if (copy_payload(&b->pay, &b->paylen, &b->paycap, d,
+								 e) < 0)
+							r = ATR_E_NOMEM;
+						else
+							b->has_pay[b->nrun] = 1;
+					}
+				}
+				b->nrun++;
+			}
+			if (r <= 0)
+				break;
+		}
+		for (unsigned k = 0; k < b->nrun; k++)
+			if (b->has_pay[k])
+				b->ev[k].payload = b->pay + (uintptr_t)b->ev[k].payload;
+		if (b->nrun)
+			prod++;
+		ring_publish(&p->r, prod, b->nrun != 0, r);
+	}
+	return NULL;
+}
+
+int rp_cpipe_start(struct rp_cpipe **out, atr_iter *it)
+{
+	*out = NULL;
+	void *b;
+	struct rp_cpipe *p = pipe_alloc(sizeof(*p), sizeof(struct rp_cbatch), &b);
+	if (!p)
+		return ATR_E_NOMEM;
+	p->b = b;
+	p->it = it;
+	if (ring_start(&p->r, creader, p) < 0) {
+		free(p->b);
+		free(p);
+		return ATR_E_NOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+int rp_cpipe_next(struct rp_cpipe *p, const struct atr_call **calls, size_t *n,
+		  const struct atr_event **ev)
+{
+	if (!p->cur || p->run >= p->cur->nrun) {
+		p->cur = NULL;
+		if (!ring_take(&p->r))
+			return p->r.rc;
+		p->cur = &p->b[p->r.taken % RP_PIPE_DEPTH];
+		p->run = p->pos = 0;
+	}
+	struct rp_cbatch *b = p->cur;
+	unsigned k = p->run++;
+	*calls = &b->calls[p->pos];
+	*n = b->end[k] - p->pos;
+	*ev = b->has_ev[k] ? &b->ev[k] : NULL;
+	p->pos = b->end[k];
+	return 1;
+}
+
+void rp_cpipe_stop(struct rp_cpipe *p)
+{
+	if (!p)
+		return;
+	ring_stop(&p->r);
 	for (unsigned k = 0; k < RP_PIPE_DEPTH; k++)
 		free(p->b[k].pay);
 	free(p->b);

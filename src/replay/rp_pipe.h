@@ -15,7 +15,9 @@
  *
  * The source's state belongs to the pipe's thread from rp_pipe_start to
  * rp_pipe_stop: read its error message (or anything else) only after
- * rp_pipe_stop.
+ * rp_pipe_stop.  rp_cpipe_* below do the same for the reader's compact
+ * records (convert's unfiltered narrow path), 2.3x fewer bytes per record
+ * through the two cores' caches than events.
  */
 #ifndef RP_PIPE_H
 #define RP_PIPE_H
@@ -68,5 +70,26 @@ static inline int rp_pipe_next(struct rp_pipe *p, const struct atr_event **ev)
 /* Stops the reading thread (it may be ahead: what it read is dropped),
  * waits for it and frees the pipe (NULL: nothing). */
 void rp_pipe_stop(struct rp_pipe *p);
+
+/* ---- the same for the reader's compact records (convert's narrow path)
+ * The second thread runs atr_iter_next_calls and hands over what it
+ * returns, unchanged: runs of compact records (88 bytes each, not the 200
+ * of an event), each maybe followed by a full event (copied with its
+ * payload), in batches of RP_CPIPE_CALLS records. */
+#define RP_CPIPE_CALLS 1024
+#define RP_CPIPE_SEGS  32
+
+struct rp_cpipe;
+
+/* Starts reading it on a new thread.  0, or ATR_E_NOMEM (the caller
+ * reads without the pipe). */
+int rp_cpipe_start(struct rp_cpipe **out, atr_iter *it);
+/* As atr_iter_next_calls: 1 with *n compact records at *calls and, if *ev
+ * is not NULL, the full event after them (both valid until the next
+ * call); 0 at the end; the reader's error after the records before it. */
+int rp_cpipe_next(struct rp_cpipe *p, const struct atr_call **calls, size_t *n,
+		  const struct atr_event **ev);
+/* As rp_pipe_stop. */
+void rp_cpipe_stop(struct rp_cpipe *p);
 
 #endif
