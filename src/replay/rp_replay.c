@@ -279,6 +279,7 @@ enum { JS_FREE, JS_JOINING, JS_JOINED };
 struct rlocal {
 	struct rp_callstat st[RP_NTYPES + 1]; /* ~47 KiB: a page or two per type */
 	uint32_t used;			      /* bit k: st[k] written (lstat_add) */
+	uint32_t hist_used;		      /* bit k: st[k].hist too */
 	struct rp_xstat x[RP_NXOPS];
 	uint64_t map_bytes, usable_trace, usable_bytes;
 	uint64_t ops, waits, sleeps, wait_ns, unexpected_ok, unexpected_fail;
@@ -294,7 +295,16 @@ struct rlocal {
 static inline void lstat_add(struct rlocal *L, unsigned k, uint64_t d)
 {
 	L->used |= 1u << k;
+	L->hist_used |= 1u << k;
 	stat_add(&L->st[k], d);
+}
+
+/* A call counted without its duration (--timing off: all 0): its
+ * histogram, two or three pages, stays untouched. */
+static inline void lstat_count(struct rlocal *L, unsigned k)
+{
+	L->used |= 1u << k;
+	L->st[k].count++;
 }
 _Static_assert(RP_NTYPES < 32, "rlocal.used has a bit per type");
 
@@ -303,8 +313,10 @@ _Static_assert(RP_NTYPES < 32, "rlocal.used has a bit per type");
 static void rlocal_clear(struct rlocal *L)
 {
 	for (unsigned k = 0; k <= RP_NTYPES; k++)
-		if (L->used >> k & 1)
+		if (L->hist_used >> k & 1)
 			memset(&L->st[k], 0, sizeof(L->st[k]));
+		else if (L->used >> k & 1)
+			memset(&L->st[k], 0, offsetof(struct rp_callstat, hist));
 	_Static_assert(offsetof(struct rlocal, st) == 0, "st first: the rest is zeroed whole");
 	memset(&L->used, 0, sizeof(*L) - offsetof(struct rlocal, used));
 }
@@ -788,8 +800,9 @@ static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *
 		d->sum += s->sum;
 		if (s->max > d->max)
 			d->max = s->max;
-		for (unsigned b = 0; b < RP_HIST_BUCKETS; b++)
-			d->hist[b] += s->hist[b];
+		if (L->hist_used >> k & 1)
+			for (unsigned b = 0; b < RP_HIST_BUCKETS; b++)
+				d->hist[b] += s->hist[b];
 		if (k && k < RP_NTYPES)
 			r->total_cycles += s->sum;
 	}
@@ -1115,7 +1128,10 @@ static void *run_thread(void *arg)
 		default:
 			goto next;
 		}
-		lstat_add(L, op.code, t1 - t0 > floor_ticks ? t1 - t0 - floor_ticks : 0);
+		if (tm == RP_TIMING_OFF) /* every duration 0: the count is all */
+			lstat_count(L, op.code);
+		else
+			lstat_add(L, op.code, t1 - t0 > floor_ticks ? t1 - t0 - floor_ticks : 0);
 		if (awl_op_args(op.code) != ATR_ARGS_PTR) { /* an allocation */
 			if (dry) {
 				if (dst) {
