@@ -4,18 +4,26 @@
  * chunks, convert, ClickHouse's load) keeps its per-block data in this one
  * map: address -> struct lv_block (32 bytes: the address, the requested
  * size and two user words), with the live totals, the peak and the count of
- * releases of blocks that are not live.  lv_event() applies the rules every
+ * releases of blocks that are not live.  A pass that needs the sizes alone
+ * (info's summary) takes a set of sizes (lv_init_sizes: 16-byte entries,
+ * half the memory and the cache lines).  lv_event() applies the rules every
  * pass shares (an_summary.h spells them out); a pass with rules of its own
  * (report's filters, convert's slots) calls lv_born() / lv_died() itself.
  *
  * Built for traces with millions of live blocks: open addressing, linear
- * probing with backward-shift deletion (no tombstones), Fibonacci hashing,
- * one cache line holds two blocks, big tables on transparent huge pages
- * (a table of 1e6 blocks is 64 MiB: 4 KiB pages would miss the TLB on
- * every access), and lv_prefetch() so that a caller reading ahead (lv_ahead.h)
- * overlaps the cache misses of successive events.  Memory is proportional
- * to the peak number of live blocks (at most 4x their 32 bytes), never to
- * the trace.
+ * probing with backward-shift deletion (no tombstones), nearby homes (the
+ * blocks of one 4 KiB page on consecutive entries in address order, one
+ * per 8 bytes, each page at a hashed offset: allocators hand out blocks in
+ * clusters, so successive events fall on lines that are in the cache
+ * already; lv_hash), falling back for good to a Fibonacci hash of the whole
+ * address when an insertion lands more than LV_PROBE_LIMIT entries past its
+ * home (addresses denser than one per 8 bytes, pages that pile up), big
+ * tables on transparent huge pages (a table of 1e6 blocks is 64 MiB: 4 KiB
+ * pages would miss the TLB on every access), and lv_prefetch() so that a
+ * caller reading ahead (lv_ahead.h, the reader's prefetch hook) overlaps
+ * the cache misses of successive events.  Memory is proportional to the
+ * peak number of live blocks (at most 4x their entry's 32 or 16 bytes),
+ * never to the trace.
  */
 #ifndef LV_SET_H
 #define LV_SET_H
