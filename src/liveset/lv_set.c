@@ -77,21 +77,110 @@ void lv_destroy(struct lv_set *s)
 	s->lg = lg;
 }
 
+/* The mapped table of s moved to a 2 MiB-aligned mapping of len bytes (its
+ * tail zero), or NULL: the pages move, nothing is copied, and only the tail
+ * is new memory (a table that doubled into a new mapping had the kernel
+ * zero 3x the old one at once: a fifth of convert's time on python3's
+ * trace, bench/replay/RESULTS.md). */
+static void *tab_extend(struct lv_set *s, size_t len)
+{
+	size_t over = len + LV_HUGE_BYTES;
+	uint8_t *p =
+	    mmap(NULL, over, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	uintptr_t a = ((uintptr_t)p + LV_HUGE_BYTES - 1) & ~(uintptr_t)(LV_HUGE_BYTES - 1);
+	void *t = mremap(s->tab, s->map_len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)a);
+	if (t == MAP_FAILED) {
+		munmap(p, over);
+		return NULL;
+	}
+	/* what of the reservation mremap did not replace */
+	size_t head = a - (uintptr_t)p, tail = over - head - len;
+	if (head)
+		munmap(p, head);
+	if (tail)
+		munmap((uint8_t *)a + len, tail);
+	madvise(t, len, MADV_HUGEPAGE);
+	return t;
+}
+
+/* The entries of the table's first ocap entries placed again by n's homes,
+ * in place (n.tab holds them, its other entries are empty).  An entry
+ * placed is marked in done; one taken from its place leaves it empty, and
+ * the entry it is placed over, if not done yet, is placed in turn.  An
+ * entry only steps over done ones, which never move again, so every
+ * entry ends with no empty one between its home and itself. */
+static int rehash_in_place(const struct lv_set *n, size_t ocap)
+{
+	size_t mask = n->cap - 1;
+	uint64_t *done = calloc((n->cap + 63) / 64, sizeof(uint64_t));
+	if (!done)
+		return ATR_E_NOMEM;
+	for (size_t i = 0; i < ocap; i++) {
+		if (i + LV_GROW_AHEAD < ocap) {
+			uint64_t ap = lv_ent(n, i + LV_GROW_AHEAD)->ptr;
+			if (ap)
+				lv_prefetch_line(lv_ent(n, lv_home(n, ap)));
+		}
+		struct lv_block *e = lv_ent(n, i), x = {0}, y = {0};
+		if (!e->ptr || (done[i / 64] >> (i % 64) & 1))
+			continue;
+		lv_copy(n, &x, e, 1);
+		e->ptr = 0;
+		for (size_t j = lv_home(n, x.ptr);;) {
+			e = lv_ent(n, j);
+			if (e->ptr && (done[j / 64] >> (j % 64) & 1)) {
+				j = (j + 1) & mask;
+				continue;
+			}
+			int taken = e->ptr != 0;
+			if (taken)
+				lv_copy(n, &y, e, 1);
+			lv_copy(n, e, &x, 0);
+			done[j / 64] |= (uint64_t)1 << (j % 64);
+			if (!taken)
+				break;
+			x = y;
+			j = lv_home(n, x.ptr);
+		}
+	}
+	free(done);
+	return 0;
+}
+
 /* The table again with ncap entries, homes by (grain, region). */
 static int rehash(struct lv_set *s, size_t ncap, unsigned grain, unsigned region)
 {
 	if (ncap > (SIZE_MAX / 2) >> s->lg)
 		return ATR_E_NOMEM;
-	size_t nlen;
+	size_t nlen = ncap << s->lg;
 	struct lv_set n = *s;
 	n.grain = grain;
 	n.region = region;
-	n.tab = tab_alloc(ncap << s->lg, &nlen);
-	if (!n.tab)
-		return ATR_E_NOMEM;
 	n.cap = ncap;
 	n.hs = grain == LV_SCATTER_GRAIN ? 64u - (unsigned)__builtin_ctzll((unsigned long long)ncap)
 					 : LV_NEARBY_HS;
+	n.limit = lv_limit(ncap);
+	/* a mapped table grows where it is (or moves to a bigger mapping
+	 * without a copy), a table that changes homes is rehashed in place */
+	if (ncap == s->cap || (s->map_len && (n.tab = tab_extend(s, nlen)))) {
+		n.map_len = ncap == s->cap ? s->map_len : nlen;
+		int r = rehash_in_place(&n, s->cap);
+		if (r < 0 && ncap == s->cap)
+			return r; /* nothing moved yet: s as it was */
+		if (r < 0) {	  /* the table moved: the old entries, old homes */
+			memset(lv_ent(&n, s->cap), 0, nlen - (s->cap << s->lg));
+			s->tab = n.tab;
+			s->map_len = nlen;
+			return r;
+		}
+		*s = n;
+		return 0;
+	}
+	n.tab = tab_alloc(nlen, &n.map_len);
+	if (!n.tab)
+		return ATR_E_NOMEM;
 	size_t mask = ncap - 1;
 	/* the old table is read in order, the new one written at random:
 	 * its entries are fetched LV_GROW_AHEAD old entries ahead (1e6
@@ -112,13 +201,7 @@ static int rehash(struct lv_set *s, size_t ncap, unsigned grain, unsigned region
 	}
 	if (s->tab)
 		tab_free(s->tab, s->map_len);
-	s->tab = n.tab;
-	s->cap = ncap;
-	s->hs = n.hs;
-	s->grain = n.grain;
-	s->region = n.region;
-	s->map_len = nlen;
-	s->limit = lv_limit(ncap);
+	*s = n;
 	return 0;
 }
 
