@@ -112,19 +112,24 @@ static inline size_t lv_home(const struct lv_set *s, uint64_t ptr)
 
 /* Entry j: entries are 1 << s->lg bytes, 32 or 16 (a set of sizes, whose
  * entries end after size). */
+static inline struct lv_block *lv_ent_lg(const struct lv_set *s, size_t j, unsigned lg)
+{
+	return (struct lv_block *)((char *)s->tab + (j << lg));
+}
+
 static inline struct lv_block *lv_ent(const struct lv_set *s, size_t j)
 {
-	return (struct lv_block *)((char *)s->tab + (j << s->lg));
+	return lv_ent_lg(s, j, s->lg);
 }
 
 /* Copies entry src to d (an entry or a whole block): the pass's words only
  * in a full set; a block read from a set of sizes gets them 0. */
-static inline void lv_copy(const struct lv_set *s, struct lv_block *d, const struct lv_block *src,
-			   int d_whole)
+static inline void lv_copy_lg(struct lv_block *d, const struct lv_block *src, int d_whole,
+			      unsigned lg)
 {
 	d->ptr = src->ptr;
 	d->size = src->size;
-	if (s->lg == LV_LG_FULL) {
+	if (lg == LV_LG_FULL) {
 		d->when = src->when;
 		d->tag = src->tag;
 		d->owner = src->owner;
@@ -132,6 +137,12 @@ static inline void lv_copy(const struct lv_set *s, struct lv_block *d, const str
 		d->when = 0;
 		d->tag = d->owner = 0;
 	}
+}
+
+static inline void lv_copy(const struct lv_set *s, struct lv_block *d, const struct lv_block *src,
+			   int d_whole)
+{
+	lv_copy_lg(d, src, d_whole, s->lg);
 }
 
 /* Brings ptr's home entry into the cache: call it some events before the
@@ -182,8 +193,10 @@ int lv_died_slow(struct lv_set *s, uint64_t ptr, struct lv_block *out);
  * Returns 1, or 0 if ptr was live already: the old block is replaced (copied
  * to *old if old, counted in dup_allocs); ATR_E_NOMEM.  Inline: a pass
  * makes one or two of these calls per event. */
-static inline int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts,
-			  struct lv_block **blk, struct lv_block *old)
+static inline __attribute__((always_inline)) int lv_born_lg(struct lv_set *s, uint64_t ptr,
+							    uint64_t size, uint64_t ts,
+							    struct lv_block **blk,
+							    struct lv_block *old, unsigned lg)
 {
 	if (__builtin_expect(!ptr || s->count + 1 > s->limit, 0))
 		return lv_born_slow(s, ptr, size, ts, blk, old);
@@ -191,7 +204,7 @@ static inline int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_
 	struct lv_block *b;
 	size_t j0 = lv_home(s, ptr);
 	for (size_t j = j0;; j = (j + 1) & mask) {
-		b = lv_ent(s, j);
+		b = lv_ent_lg(s, j, lg);
 		if (b->ptr == ptr) /* live already: replaced */
 			return lv_born_slow(s, ptr, size, ts, blk, old);
 		if (!b->ptr) {
@@ -203,7 +216,7 @@ static inline int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_
 	s->count++;
 	b->ptr = ptr;
 	b->size = size;
-	if (s->lg == LV_LG_FULL) {
+	if (lg == LV_LG_FULL) {
 		b->when = ts;
 		b->tag = b->owner = 0;
 	}
@@ -218,9 +231,19 @@ static inline int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_
 	return 1;
 }
 
+static inline int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts,
+			  struct lv_block **blk, struct lv_block *old)
+{
+	/* each entry size its own copy: constant strides and copies */
+	if (s->lg == LV_LG_FULL)
+		return lv_born_lg(s, ptr, size, ts, blk, old, LV_LG_FULL);
+	return lv_born_lg(s, ptr, size, ts, blk, old, LV_LG_SIZES);
+}
+
 /* ptr dies: 1 and its block in *out (if out), or 0 if it was not live
  * (nothing is counted: see lv_unknown). */
-static inline int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out)
+static inline __attribute__((always_inline)) int lv_died_lg(struct lv_set *s, uint64_t ptr,
+							    struct lv_block *out, unsigned lg)
 {
 	if (__builtin_expect(!ptr || !s->cap, 0))
 		return lv_died_slow(s, ptr, out);
@@ -228,14 +251,14 @@ static inline int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out)
 	size_t j = lv_home(s, ptr);
 	struct lv_block *b;
 	for (;; j = (j + 1) & mask) {
-		b = lv_ent(s, j);
+		b = lv_ent_lg(s, j, lg);
 		if (b->ptr == ptr)
 			break;
 		if (!b->ptr)
 			return 0;
 	}
 	if (out)
-		lv_copy(s, out, b, 1);
+		lv_copy_lg(out, b, 1, lg);
 	s->count--;
 	s->blocks--;
 	s->bytes -= b->size;
@@ -244,17 +267,24 @@ static inline int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out)
 	size_t hole = j, k = j;
 	for (;;) {
 		k = (k + 1) & mask;
-		const struct lv_block *kb = lv_ent(s, k);
+		const struct lv_block *kb = lv_ent_lg(s, k, lg);
 		if (!kb->ptr)
 			break;
 		size_t home = lv_home(s, kb->ptr);
 		if (((k - home) & mask) >= ((k - hole) & mask)) {
-			lv_copy(s, lv_ent(s, hole), kb, 0);
+			lv_copy_lg(lv_ent_lg(s, hole, lg), kb, 0, lg);
 			hole = k;
 		}
 	}
-	lv_ent(s, hole)->ptr = 0;
+	lv_ent_lg(s, hole, lg)->ptr = 0;
 	return 1;
+}
+
+static inline int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out)
+{
+	if (s->lg == LV_LG_FULL)
+		return lv_died_lg(s, ptr, out, LV_LG_FULL);
+	return lv_died_lg(s, ptr, out, LV_LG_SIZES);
 }
 
 /* How far the entries sit past their homes: the sum and the maximum (for
