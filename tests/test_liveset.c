@@ -153,6 +153,31 @@ static void test_random_big(void **state)
 	run_random(1500000, 3000000);
 }
 
+/* A zeroed set (passes embed one in a memset struct) is an empty full set:
+ * nearby homes from its first table on, through a huge-page table. */
+static void test_zeroed(void **state)
+{
+	(void)state;
+	struct lv_set s;
+	memset(&s, 0, sizeof(s));
+	assert_null(lv_find(&s, 48));
+	assert_int_equal(lv_died(&s, 48, NULL), 0);
+	for (uint64_t i = 1; i <= 200000; i++) {
+		struct lv_block *b;
+		assert_int_equal(lv_born(&s, i * 48, i, i, &b, NULL), 1);
+		b->tag = (uint32_t)i;
+	}
+	assert_int_equal(s.grain, LV_GRAIN);
+	for (uint64_t i = 1; i <= 200000; i++) {
+		struct lv_block d;
+		assert_int_equal(lv_died(&s, i * 48, &d), 1);
+		assert_int_equal(d.tag, (uint32_t)i);
+		assert_int_equal(d.size, i);
+	}
+	assert_int_equal(s.blocks, 0);
+	lv_destroy(&s);
+}
+
 /* A set of sizes (16-byte entries) against the same reference, through
  * its growth to a huge-page table. */
 static void test_random_sizes(void **state)
@@ -225,16 +250,22 @@ static void test_dense(void **state)
 	for (size_t i = 0; i < n; i++)
 		a[i] = 0x555555554000ULL + 8 * i;
 	check_dense(a, n, 0);
+	/* every 4 KiB page of a 1 MiB range holds the same 40 blocks: pages
+	 * over pages, in an order that is not the addresses' */
+	for (size_t i = 0; i < n; i++)
+		a[i] = 0x7f0000000000ULL + ((i * 2654435761u) % 256) * 4096 + (i / 256) % 40 * 16 +
+		       (uint64_t)(i / 10240) * (1 << 20);
+	check_dense(a, n, 0);
 	/* 900 blocks whose nearby homes in a 4096-entry table (900 blocks
 	 * stay below its limit of 1024) are all entry 0 */
+	unsigned reg = lv_region(4096);
 	size_t k = 0;
 	for (uint64_t page = 0x7f0000000ULL; k < 900; page++) {
-		uint64_t base = page << 12;
-		size_t h = lv_hash(base, 4095, LV_NEARBY_HS, LV_GRAIN, LV_REGION);
+		uint64_t base = page << reg;
+		size_t h = lv_hash(base, 4095, LV_NEARBY_HS, LV_GRAIN, reg);
 		uint64_t off = (uint64_t)((4096 - h) & 4095) << LV_GRAIN;
-		if (off < 4096) {
-			assert_int_equal(
-			    lv_hash(base + off, 4095, LV_NEARBY_HS, LV_GRAIN, LV_REGION), 0);
+		if (off < ((uint64_t)1 << reg)) {
+			assert_int_equal(lv_hash(base + off, 4095, LV_NEARBY_HS, LV_GRAIN, reg), 0);
 			a[k++] = base + off;
 		}
 	}
@@ -393,8 +424,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_basic),      cmocka_unit_test(test_random_small),
 	    cmocka_unit_test(test_random_big), cmocka_unit_test(test_random_sizes),
-	    cmocka_unit_test(test_dense),      cmocka_unit_test(test_rules),
-	    cmocka_unit_test(test_ahead),
+	    cmocka_unit_test(test_dense),      cmocka_unit_test(test_zeroed),
+	    cmocka_unit_test(test_rules),      cmocka_unit_test(test_ahead),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,7 @@ void lv_init(struct lv_set *s, uint32_t status)
 	s->lg = LV_LG_FULL;
 	s->hs = LV_NEARBY_HS;
 	s->grain = LV_GRAIN;
-	s->region = LV_REGION;
+	s->region = LV_GRAIN;
 }
 
 void lv_init_sizes(struct lv_set *s, uint32_t status)
@@ -111,7 +111,7 @@ static void *tab_extend(struct lv_set *s, size_t len)
  * the entry it is placed over, if not done yet, is placed in turn.  An
  * entry only steps over done ones, which never move again, so every
  * entry ends with no empty one between its home and itself. */
-static int rehash_in_place(const struct lv_set *n, size_t ocap)
+static int rehash_in_place(const struct lv_set *n, size_t ocap, size_t *maxd)
 {
 	size_t mask = n->cap - 1;
 	uint64_t *done = calloc((n->cap + 63) / 64, sizeof(uint64_t));
@@ -139,6 +139,8 @@ static int rehash_in_place(const struct lv_set *n, size_t ocap)
 				lv_copy(n, &y, e, 1);
 			lv_copy(n, e, &x, 0);
 			done[j / 64] |= (uint64_t)1 << (j % 64);
+			size_t d = (j - lv_home(n, x.ptr)) & mask;
+			*maxd = d > *maxd ? d : *maxd;
 			if (!taken)
 				break;
 			x = y;
@@ -149,12 +151,14 @@ static int rehash_in_place(const struct lv_set *n, size_t ocap)
 	return 0;
 }
 
-/* The table again with ncap entries, homes by (grain, region). */
-static int rehash(struct lv_set *s, size_t ncap, unsigned grain, unsigned region)
+/* The table again with ncap entries, homes by (grain, region); *maxd: the
+ * farthest an entry landed from its home. */
+static int rehash(struct lv_set *s, size_t ncap, unsigned grain, unsigned region, size_t *maxd)
 {
-	if (ncap > (SIZE_MAX / 2) >> s->lg)
+	*maxd = 0;
+	if (ncap > (SIZE_MAX / 2) >> lv_lg(s))
 		return ATR_E_NOMEM;
-	size_t nlen = ncap << s->lg;
+	size_t nlen = ncap << lv_lg(s);
 	struct lv_set n = *s;
 	n.grain = grain;
 	n.region = region;
@@ -166,11 +170,12 @@ static int rehash(struct lv_set *s, size_t ncap, unsigned grain, unsigned region
 	 * without a copy), a table that changes homes is rehashed in place */
 	if (ncap == s->cap || (s->map_len && (n.tab = tab_extend(s, nlen)))) {
 		n.map_len = ncap == s->cap ? s->map_len : nlen;
-		int r = rehash_in_place(&n, s->cap);
+		int r = rehash_in_place(&n, s->cap, maxd);
 		if (r < 0 && ncap == s->cap)
 			return r; /* nothing moved yet: s as it was */
-		if (r < 0) {	  /* the table moved: the old entries, old homes */
-			memset(lv_ent(&n, s->cap), 0, nlen - (s->cap << s->lg));
+		/* the table moved (its new tail is zero): the old entries
+		 * stay at their old homes */
+		if (r < 0) {
 			s->tab = n.tab;
 			s->map_len = nlen;
 			return r;
@@ -194,10 +199,11 @@ static int rehash(struct lv_set *s, size_t ncap, unsigned grain, unsigned region
 		const struct lv_block *b = lv_ent(s, i);
 		if (!b->ptr)
 			continue;
-		size_t j = lv_home(&n, b->ptr);
+		size_t h = lv_home(&n, b->ptr), j = h;
 		while (lv_ent(&n, j)->ptr)
 			j = (j + 1) & mask;
 		lv_copy(s, lv_ent(&n, j), b, 0);
+		*maxd = ((j - h) & mask) > *maxd ? (j - h) & mask : *maxd;
 	}
 	if (s->tab)
 		tab_free(s->tab, s->map_len);
@@ -207,7 +213,13 @@ static int rehash(struct lv_set *s, size_t ncap, unsigned grain, unsigned region
 
 static int grow(struct lv_set *s)
 {
-	return rehash(s, s->cap ? s->cap * 2 : 64, s->grain, s->region);
+	/* nearby homes again at each size (pages overlap less in a bigger
+	 * table), unless they pile up at once */
+	size_t ncap = s->cap ? s->cap * 2 : 64, maxd;
+	int r = rehash(s, ncap, LV_GRAIN, lv_region(ncap), &maxd);
+	if (r == 0 && maxd > LV_PROBE_LIMIT)
+		rehash(s, ncap, LV_SCATTER_GRAIN, 0, &maxd); /* a failure keeps them */
+	return r;
 }
 
 void lv_prefetch_hook(void *set, uint64_t ptr)
@@ -225,7 +237,7 @@ struct lv_block *lv_find(struct lv_set *s, uint64_t ptr)
 	for (size_t j = lv_home(s, ptr);; j = (j + 1) & mask) {
 		struct lv_block *b = lv_ent(s, j);
 		if (b->ptr == ptr) {
-			if (s->lg == LV_LG_FULL)
+			if (lv_lg(s) == LV_LG_FULL)
 				return b;
 			lv_copy(s, &s->found, b, 1);
 			return &s->found;
@@ -261,14 +273,14 @@ int lv_born_slow(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts, str
 	}
 	if (s->count + 1 > lv_limit(s->cap) && grow(s) < 0)
 		return ATR_E_NOMEM;
-	size_t mask = s->cap - 1, j0 = lv_home(s, ptr);
+	size_t mask = s->cap - 1, j0 = lv_home(s, ptr), maxd;
 	for (size_t j = j0;; j = (j + 1) & mask) {
 		b = lv_ent(s, j);
 		if (b->ptr == ptr)
 			goto replace;
 		if (!b->ptr) {
 			if (((j - j0) & mask) > LV_PROBE_LIMIT && s->grain != LV_SCATTER_GRAIN &&
-			    rehash(s, s->cap, LV_SCATTER_GRAIN, 0) == 0) {
+			    rehash(s, s->cap, LV_SCATTER_GRAIN, 0, &maxd) == 0) {
 				/* the nearby homes pile up: addresses denser than
 				 * one block per 8 bytes, or pages that overlap */
 				mask = s->cap - 1;
@@ -291,7 +303,7 @@ replace:
 fresh:
 	b->ptr = ptr;
 	b->size = size;
-	if (s->lg == LV_LG_FULL) {
+	if (lv_lg(s) == LV_LG_FULL) {
 		b->when = ts;
 		b->tag = b->owner = 0;
 	} else if (blk) { /* a set of sizes keeps no more: a copy */

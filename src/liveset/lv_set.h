@@ -72,7 +72,8 @@ struct lv_set {
 #define LV_LG_FULL  5
 #define LV_LG_SIZES 4
 
-/* status: atr_get_info(f)->status, which says how to count unknown frees. */
+/* status: atr_get_info(f)->status, which says how to count unknown frees.
+ * A zeroed struct lv_set is lv_init(s, 0)'s empty set too. */
 void lv_init(struct lv_set *s, uint32_t status);
 /* A set that keeps no when/tag/owner (16-byte entries: half the memory and
  * twice the entries per cache line of lv_init's): the blocks it hands out
@@ -105,12 +106,29 @@ static inline size_t lv_hash(uint64_t ptr, size_t mask, unsigned hs, unsigned gr
 	return (size_t)((ptr >> grain) + (((ptr >> region) * 0x9e3779b97f4a7c15ULL) >> hs)) & mask;
 }
 
+/* A page's span of entries (1 << (region - LV_GRAIN)): cap / 64, at most
+ * 512 (a 4 KiB page at one entry per 8 bytes): in a small table the pages
+ * of a dense heap would overlap (tables that fit in the cache gain
+ * nothing from nearby homes). */
+static inline unsigned lv_region(size_t cap)
+{
+	unsigned lg = (unsigned)__builtin_ctzll((unsigned long long)cap);
+	unsigned span = lg > 6 ? lg - 6 : 0;
+	return LV_GRAIN + (span < LV_REGION - LV_GRAIN ? span : LV_REGION - LV_GRAIN);
+}
+
 static inline size_t lv_home(const struct lv_set *s, uint64_t ptr)
 {
 	return lv_hash(ptr, s->cap - 1, s->hs, s->grain, s->region);
 }
 
-/* Entry j: entries are 1 << s->lg bytes, 32 or 16 (a set of sizes, whose
+/* log2 of the entries' bytes (a zeroed set is a full one) */
+static inline unsigned lv_lg(const struct lv_set *s)
+{
+	return s->lg == LV_LG_SIZES ? LV_LG_SIZES : LV_LG_FULL;
+}
+
+/* Entry j: entries are 1 << lv_lg(s) bytes, 32 or 16 (a set of sizes, whose
  * entries end after size). */
 static inline struct lv_block *lv_ent_lg(const struct lv_set *s, size_t j, unsigned lg)
 {
@@ -119,7 +137,7 @@ static inline struct lv_block *lv_ent_lg(const struct lv_set *s, size_t j, unsig
 
 static inline struct lv_block *lv_ent(const struct lv_set *s, size_t j)
 {
-	return lv_ent_lg(s, j, s->lg);
+	return lv_ent_lg(s, j, lv_lg(s));
 }
 
 /* Copies entry src to d (an entry or a whole block): the pass's words only
@@ -142,7 +160,7 @@ static inline void lv_copy_lg(struct lv_block *d, const struct lv_block *src, in
 static inline void lv_copy(const struct lv_set *s, struct lv_block *d, const struct lv_block *src,
 			   int d_whole)
 {
-	lv_copy_lg(d, src, d_whole, s->lg);
+	lv_copy_lg(d, src, d_whole, lv_lg(s));
 }
 
 /* Brings ptr's home entry into the cache: call it some events before the
@@ -169,7 +187,7 @@ static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)
 {
 	if (!s->cap)
 		return;
-	size_t j = lv_home(s, ptr), per_line = (size_t)64 >> s->lg;
+	size_t j = lv_home(s, ptr), per_line = (size_t)64 >> lv_lg(s);
 	lv_prefetch_line(lv_ent(s, j));
 	lv_prefetch_line(lv_ent(s, ((j | (per_line - 1)) + 1) & (s->cap - 1)));
 }
@@ -235,9 +253,9 @@ static inline int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_
 			  struct lv_block **blk, struct lv_block *old)
 {
 	/* each entry size its own copy: constant strides and copies */
-	if (s->lg == LV_LG_FULL)
-		return lv_born_lg(s, ptr, size, ts, blk, old, LV_LG_FULL);
-	return lv_born_lg(s, ptr, size, ts, blk, old, LV_LG_SIZES);
+	if (s->lg == LV_LG_SIZES)
+		return lv_born_lg(s, ptr, size, ts, blk, old, LV_LG_SIZES);
+	return lv_born_lg(s, ptr, size, ts, blk, old, LV_LG_FULL);
 }
 
 /* ptr dies: 1 and its block in *out (if out), or 0 if it was not live
@@ -282,9 +300,9 @@ static inline __attribute__((always_inline)) int lv_died_lg(struct lv_set *s, ui
 
 static inline int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out)
 {
-	if (s->lg == LV_LG_FULL)
-		return lv_died_lg(s, ptr, out, LV_LG_FULL);
-	return lv_died_lg(s, ptr, out, LV_LG_SIZES);
+	if (s->lg == LV_LG_SIZES)
+		return lv_died_lg(s, ptr, out, LV_LG_SIZES);
+	return lv_died_lg(s, ptr, out, LV_LG_FULL);
 }
 
 /* How far the entries sit past their homes: the sum and the maximum (for
