@@ -15,9 +15,10 @@
  * blocks of one 4 KiB page on consecutive entries in address order, one
  * per 8 bytes, each page at a hashed offset: allocators hand out blocks in
  * clusters, so successive events fall on lines that are in the cache
- * already; lv_hash), falling back for good to a Fibonacci hash of the whole
+ * already; lv_hash), falling back to a Fibonacci hash of the whole
  * address when an insertion lands more than LV_PROBE_LIMIT entries past its
- * home (addresses denser than one per 8 bytes, pages that pile up), big
+ * home (addresses denser than one per 8 bytes, pages that pile up) until
+ * the table grows, big
  * tables on transparent huge pages (a table of 1e6 blocks is 64 MiB: 4 KiB
  * pages would miss the TLB on every access), and lv_prefetch() so that a
  * caller reading ahead (lv_ahead.h, the reader's prefetch hook) overlaps
@@ -84,21 +85,23 @@ void lv_destroy(struct lv_set *s);
 
 /* The home of an address: ((ptr >> grain) + H(ptr >> region)) & mask, H
  * a multiplicative hash: bits from hs on of the product.  Nearby mode
- * (grain LV_GRAIN 3, region LV_REGION 12, hs 32): the blocks of one 4 KiB
- * page land on consecutive entries in address order, one entry per 8
- * bytes, each page at a hashed offset.  Scattered mode (grain 63, region 0,
- * hs 64 - log2(cap)): a Fibonacci hash of the whole address (ptr >> 63 adds
- * a 0 or 1 to it: as good a home).  The pages' offsets take the bits from
- * 32 on, not the top ones: the top bits of consecutive pages step by the
- * golden ratio of the table, and with the pages' own 512 entries piled up
- * past LV_PROBE_LIMIT on python3's trace (bench/replay/RESULTS.md). */
+ * (grain LV_GRAIN 3, region lv_region(cap): LV_REGION 12 from 32768
+ * entries on, hs 32): the blocks of one 4 KiB page land on consecutive
+ * entries in address order, one entry per 8 bytes, each page at a hashed
+ * offset.  Scattered mode (grain 63, region 0, hs 64 - log2(cap)): a
+ * Fibonacci hash of the whole address (ptr >> 63 adds a 0 or 1 to it: as
+ * good a home).  The pages' offsets take the bits from 32 on, not the top
+ * ones: the top bits of consecutive pages step by the golden ratio of the
+ * table, and with the pages' own 512 entries piled up past LV_PROBE_LIMIT
+ * on python3's trace (bench/replay/RESULTS.md). */
 #define LV_GRAIN	 3
 #define LV_REGION	 12
 #define LV_NEARBY_HS	 32
 #define LV_SCATTER_GRAIN 63
 /* An insertion that would land this many entries past its home switches
- * the set to scattered mode for good (lv_born_slow rehashes it): at a load
- * of 1/2 scattered homes reach ~60 only among millions of blocks. */
+ * the set to scattered mode (lv_born_slow rehashes it) until the table
+ * grows; so does a growth that placed an entry as far: at a load of 1/2
+ * scattered homes reach ~60 only among millions of blocks. */
 #define LV_PROBE_LIMIT 64
 static inline size_t lv_hash(uint64_t ptr, size_t mask, unsigned hs, unsigned grain,
 			     unsigned region)
