@@ -18,13 +18,12 @@
  * already; lv_hash), falling back to a Fibonacci hash of the whole
  * address when an insertion lands more than LV_PROBE_LIMIT entries past its
  * home (addresses denser than one per 8 bytes, pages that pile up) until
- * the table grows, big
- * tables on transparent huge pages (a table of 1e6 blocks is 64 MiB: 4 KiB
- * pages would miss the TLB on every access), and lv_prefetch() so that a
- * caller reading ahead (lv_ahead.h, the reader's prefetch hook) overlaps
- * the cache misses of successive events.  Memory is proportional to the
- * peak number of live blocks (at most 4x their entry's 32 or 16 bytes),
- * never to the trace.
+ * the table grows, big tables on transparent huge pages (a table of 1e6
+ * blocks is 64 MiB: 4 KiB pages would miss the TLB on every access), and
+ * lv_prefetch() so that a caller reading ahead (lv_ahead.h, the reader's
+ * prefetch hook) overlaps the cache misses of successive events.  Memory
+ * is proportional to the peak number of live blocks (at most 4x their
+ * entry's 32 or 16 bytes), never to the trace.
  */
 #ifndef LV_SET_H
 #define LV_SET_H
