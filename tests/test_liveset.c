@@ -66,31 +66,35 @@ static void test_basic(void **state)
 /* Random births and deaths over a small address space (long clusters and
  * backward shifts), then a million live blocks (huge-page table), against
  * a direct-indexed reference; totals checked all along. */
-static void run_random(unsigned naddr, unsigned steps)
+static void run_random_set(unsigned naddr, unsigned steps, int sizes, uint64_t spacing)
 {
 	uint64_t *size = calloc(naddr, sizeof(*size));
 	unsigned char *live = calloc(naddr, 1);
 	assert_non_null(size);
 	assert_non_null(live);
 	struct lv_set s;
-	lv_init(&s, 0);
+	if (sizes)
+		lv_init_sizes(&s, 0);
+	else
+		lv_init(&s, 0);
 	uint64_t blocks = 0, bytes = 0, peak = 0;
 	for (unsigned i = 0; i < steps; i++) {
 		uint64_t r = rng();
 		unsigned k = (unsigned)(r % naddr);
-		uint64_t ptr = ((uint64_t)k << 4) + 0x7f0000000000ULL;
+		uint64_t ptr = (uint64_t)k * spacing + 0x7f0000000000ULL;
 		if ((r >> 32) % 3) {
 			uint64_t sz = (r >> 40) % 1000;
 			struct lv_block *b, old;
-			int rc = lv_born(&s, ptr, sz, i, &b, &old);
+			int rc = lv_born(&s, ptr, sz, i, sizes ? NULL : &b, &old);
 			assert_int_equal(rc, live[k] ? 0 : 1);
 			if (live[k]) {
 				assert_int_equal(old.size, size[k]);
-				assert_int_equal(old.tag, (uint32_t)k);
+				assert_int_equal(old.tag, sizes ? 0 : (uint32_t)k);
 				bytes -= size[k];
 				blocks--;
 			}
-			b->tag = k;
+			if (!sizes)
+				b->tag = k;
 			live[k] = 1;
 			size[k] = sz;
 			bytes += sz;
@@ -103,7 +107,7 @@ static void run_random(unsigned naddr, unsigned steps)
 			assert_int_equal(rc, live[k]);
 			if (live[k]) {
 				assert_int_equal(d.size, size[k]);
-				assert_int_equal(d.tag, k);
+				assert_int_equal(d.tag, sizes ? 0 : k);
 				assert_int_equal(d.ptr, ptr);
 				bytes -= size[k];
 				blocks--;
@@ -115,7 +119,7 @@ static void run_random(unsigned naddr, unsigned steps)
 		assert_int_equal(s.peak_bytes, peak);
 	}
 	for (unsigned k = 0; k < naddr; k++) {
-		const struct lv_block *b = lv_find(&s, ((uint64_t)k << 4) + 0x7f0000000000ULL);
+		const struct lv_block *b = lv_find(&s, (uint64_t)k * spacing + 0x7f0000000000ULL);
 		if (live[k]) {
 			assert_non_null(b);
 			assert_int_equal(b->size, size[k]);
@@ -123,9 +127,18 @@ static void run_random(unsigned naddr, unsigned steps)
 			assert_null(b);
 		}
 	}
+	uint64_t sum;
+	size_t max;
+	lv_probes(&s, &sum, &max);
+	assert_true(max <= LV_PROBE_LIMIT * 2);
 	lv_destroy(&s);
 	free(size);
 	free(live);
+}
+
+static void run_random(unsigned naddr, unsigned steps)
+{
+	run_random_set(naddr, steps, 0, 16);
 }
 
 static void test_random_small(void **state)
@@ -138,6 +151,126 @@ static void test_random_big(void **state)
 {
 	(void)state;
 	run_random(1500000, 3000000);
+}
+
+/* A zeroed set (passes embed one in a memset struct) is an empty full set:
+ * nearby homes from its first table on, through a huge-page table. */
+static void test_zeroed(void **state)
+{
+	(void)state;
+	struct lv_set s;
+	memset(&s, 0, sizeof(s));
+	assert_null(lv_find(&s, 48));
+	assert_int_equal(lv_died(&s, 48, NULL), 0);
+	for (uint64_t i = 1; i <= 200000; i++) {
+		struct lv_block *b;
+		assert_int_equal(lv_born(&s, i * 48, i, i, &b, NULL), 1);
+		b->tag = (uint32_t)i;
+	}
+	assert_int_equal(s.grain, LV_GRAIN);
+	for (uint64_t i = 1; i <= 200000; i++) {
+		struct lv_block d;
+		assert_int_equal(lv_died(&s, i * 48, &d), 1);
+		assert_int_equal(d.tag, (uint32_t)i);
+		assert_int_equal(d.size, i);
+	}
+	assert_int_equal(s.blocks, 0);
+	lv_destroy(&s);
+}
+
+/* A set of sizes (16-byte entries) against the same reference, through
+ * its growth to a huge-page table. */
+static void test_random_sizes(void **state)
+{
+	(void)state;
+	run_random_set(3000, 400000, 1, 16);
+	run_random_set(1500000, 3000000, 1, 48);
+	struct lv_set s;
+	lv_init_sizes(&s, 0);
+	struct lv_block *b, old;
+	assert_int_equal(lv_born(&s, 64, 7, 3, &b, NULL), 1);
+	b->tag = 9; /* a copy: a set of sizes keeps no tag */
+	assert_int_equal(lv_find(&s, 64)->tag, 0);
+	assert_int_equal(lv_find(&s, 64)->size, 7);
+	assert_int_equal(lv_born(&s, 64, 8, 4, NULL, &old), 0);
+	assert_int_equal(old.size, 7);
+	assert_int_equal(s.bytes, 8);
+	lv_destroy(&s);
+	assert_int_equal(s.lg, LV_LG_SIZES);
+	lv_destroy(&s);
+}
+
+/* Addresses denser than the nearby homes allow (one block per 8 bytes):
+ * blocks 1 byte apart, and pages whose homes all fall on entry 0 of a
+ * 4096-entry table.  The set must switch to scattered homes, stay exact,
+ * and keep its probes short. */
+static void check_dense(const uint64_t *addr, size_t n, int scatter)
+{
+	struct lv_set s;
+	lv_init(&s, 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(lv_born(&s, addr[i], i + 1, i, NULL, NULL), 1);
+	assert_int_equal(s.blocks, n);
+	if (scatter)
+		assert_int_equal(s.grain, LV_SCATTER_GRAIN);
+	uint64_t sum;
+	size_t max;
+	lv_probes(&s, &sum, &max);
+	assert_true(max <= LV_PROBE_LIMIT * 2);
+	print_message("dense: %zu blocks, grain %u, probes mean %.2f max %zu\n", n, s.grain,
+		      (double)sum / (double)n, max);
+	assert_true(sum <= 4 * n);
+	for (size_t i = 0; i < n; i++) {
+		const struct lv_block *b = lv_find(&s, addr[i]);
+		assert_non_null(b);
+		assert_int_equal(b->size, i + 1);
+	}
+	/* every other one dies, then all: backward shifts over the whole table */
+	for (size_t i = 0; i < n; i += 2)
+		assert_int_equal(lv_died(&s, addr[i], NULL), 1);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(lv_find(&s, addr[i]) != NULL, i % 2);
+	for (size_t i = 1; i < n; i += 2)
+		assert_int_equal(lv_died(&s, addr[i], NULL), 1);
+	assert_int_equal(s.blocks, 0);
+	assert_int_equal(s.bytes, 0);
+	lv_destroy(&s);
+}
+
+static void test_dense(void **state)
+{
+	(void)state;
+	size_t n = 200000;
+	uint64_t *a = malloc(n * sizeof(*a));
+	assert_non_null(a);
+	for (size_t i = 0; i < n; i++)
+		a[i] = 0x555555554000ULL + i;
+	check_dense(a, n, 1);
+	/* 8 bytes apart: the densest the nearby homes take without a pile-up */
+	for (size_t i = 0; i < n; i++)
+		a[i] = 0x555555554000ULL + 8 * i;
+	check_dense(a, n, 0);
+	/* every 4 KiB page of a 1 MiB range holds the same 40 blocks: pages
+	 * over pages, in an order that is not the addresses' */
+	for (size_t i = 0; i < n; i++)
+		a[i] = 0x7f0000000000ULL + ((i * 2654435761u) % 256) * 4096 + (i / 256) % 40 * 16 +
+		       (uint64_t)(i / 10240) * (1 << 20);
+	check_dense(a, n, 0);
+	/* 900 blocks whose nearby homes in a 4096-entry table (900 blocks
+	 * stay below its limit of 1024) are all entry 0 */
+	unsigned reg = lv_region(4096);
+	size_t k = 0;
+	for (uint64_t page = 0x7f0000000ULL; k < 900; page++) {
+		uint64_t base = page << reg;
+		size_t h = lv_hash(base, 4095, LV_NEARBY_HS, LV_GRAIN, reg);
+		uint64_t off = (uint64_t)((4096 - h) & 4095) << LV_GRAIN;
+		if (off < ((uint64_t)1 << reg)) {
+			assert_int_equal(lv_hash(base + off, 4095, LV_NEARBY_HS, LV_GRAIN, reg), 0);
+			a[k++] = base + off;
+		}
+	}
+	check_dense(a, k, 1);
+	free(a);
 }
 
 static struct atr_event call(unsigned type, uint64_t ptr, uint64_t ret, uint64_t size)
@@ -290,8 +423,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_basic),      cmocka_unit_test(test_random_small),
-	    cmocka_unit_test(test_random_big), cmocka_unit_test(test_rules),
-	    cmocka_unit_test(test_ahead),
+	    cmocka_unit_test(test_random_big), cmocka_unit_test(test_random_sizes),
+	    cmocka_unit_test(test_dense),      cmocka_unit_test(test_zeroed),
+	    cmocka_unit_test(test_rules),      cmocka_unit_test(test_ahead),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -136,7 +136,7 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 	qsort(s->threads, nt, sizeof(*s->threads), cmp_serial);
 
 	struct lv_set live;
-	lv_init(&live, atr_get_info(f)->status);
+	lv_init_sizes(&live, atr_get_info(f)->status);
 	atr_iter *it;
 	int r = atr_iter_new(f, &it);
 	if (r < 0)

@@ -25,9 +25,19 @@ void lv_init(struct lv_set *s, uint32_t status)
 {
 	memset(s, 0, sizeof(*s));
 	s->status = status;
+	s->lg = LV_LG_FULL;
+	s->hs = LV_NEARBY_HS;
+	s->grain = LV_GRAIN;
+	s->region = LV_GRAIN;
 }
 
-static void tab_free(struct lv_block *t, size_t map_len)
+void lv_init_sizes(struct lv_set *s, uint32_t status)
+{
+	lv_init(s, status);
+	s->lg = LV_LG_SIZES;
+}
+
+static void tab_free(void *t, size_t map_len)
 {
 	if (map_len)
 		munmap(t, map_len);
@@ -35,13 +45,12 @@ static void tab_free(struct lv_block *t, size_t map_len)
 		free(t);
 }
 
-/* A zeroed table of cap entries; *map_len 0 when malloc'ed. */
-static struct lv_block *tab_alloc(size_t cap, size_t *map_len)
+/* A zeroed table of len bytes; *map_len 0 when malloc'ed. */
+static void *tab_alloc(size_t len, size_t *map_len)
 {
-	size_t len = cap * sizeof(struct lv_block);
 	*map_len = 0;
 	if (len < LV_HUGE_BYTES)
-		return calloc(cap, sizeof(struct lv_block));
+		return calloc(1, len);
 	/* 2 MiB aligned, so that every page of it can be a huge page */
 	size_t over = len + LV_HUGE_BYTES;
 	uint8_t *p = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -55,7 +64,7 @@ static struct lv_block *tab_alloc(size_t cap, size_t *map_len)
 		munmap((uint8_t *)a + len, tail);
 	madvise((void *)a, len, MADV_HUGEPAGE); /* a hint: fine if refused */
 	*map_len = len;
-	return (struct lv_block *)a;
+	return (void *)a;
 }
 
 void lv_destroy(struct lv_set *s)
@@ -63,44 +72,154 @@ void lv_destroy(struct lv_set *s)
 	if (s->tab)
 		tab_free(s->tab, s->map_len);
 	uint32_t status = s->status;
+	unsigned lg = s->lg;
 	lv_init(s, status);
+	s->lg = lg;
 }
 
-static int grow(struct lv_set *s)
+/* The mapped table of s moved to a 2 MiB-aligned mapping of len bytes (its
+ * tail zero), or NULL: the pages move, nothing is copied, and only the tail
+ * is new memory (a table that doubled into a new mapping had the kernel
+ * zero 3x the old one at once: a fifth of convert's time on python3's
+ * trace, bench/replay/RESULTS.md). */
+static void *tab_extend(struct lv_set *s, size_t len)
 {
-	size_t ncap = s->cap ? s->cap * 2 : 64;
-	if (ncap > SIZE_MAX / 2 / sizeof(struct lv_block))
+	size_t over = len + LV_HUGE_BYTES;
+	uint8_t *p =
+	    mmap(NULL, over, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	uintptr_t a = ((uintptr_t)p + LV_HUGE_BYTES - 1) & ~(uintptr_t)(LV_HUGE_BYTES - 1);
+	void *t = mremap(s->tab, s->map_len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)a);
+	if (t == MAP_FAILED) {
+		munmap(p, over);
+		return NULL;
+	}
+	/* what of the reservation mremap did not replace */
+	size_t head = a - (uintptr_t)p, tail = over - head - len;
+	if (head)
+		munmap(p, head);
+	if (tail)
+		munmap((uint8_t *)a + len, tail);
+	madvise(t, len, MADV_HUGEPAGE);
+	return t;
+}
+
+/* The entries of the table's first ocap entries placed again by n's homes,
+ * in place (n.tab holds them, its other entries are empty).  An entry
+ * placed is marked in done; one taken from its place leaves it empty, and
+ * the entry it is placed over, if not done yet, is placed in turn.  An
+ * entry only steps over done ones, which never move again, so every
+ * entry ends with no empty one between its home and itself. */
+static int rehash_in_place(const struct lv_set *n, size_t ocap, size_t *maxd)
+{
+	size_t mask = n->cap - 1;
+	uint64_t *done = calloc((n->cap + 63) / 64, sizeof(uint64_t));
+	if (!done)
 		return ATR_E_NOMEM;
-	size_t nlen;
-	struct lv_block *nt = tab_alloc(ncap, &nlen);
-	if (!nt)
+	for (size_t i = 0; i < ocap; i++) {
+		if (i + LV_GROW_AHEAD < ocap) {
+			uint64_t ap = lv_ent(n, i + LV_GROW_AHEAD)->ptr;
+			if (ap)
+				lv_prefetch_line(lv_ent(n, lv_home(n, ap)));
+		}
+		struct lv_block *e = lv_ent(n, i), x = {0}, y = {0};
+		if (!e->ptr || (done[i / 64] >> (i % 64) & 1))
+			continue;
+		lv_copy(n, &x, e, 1);
+		e->ptr = 0;
+		for (size_t j = lv_home(n, x.ptr);;) {
+			e = lv_ent(n, j);
+			if (e->ptr && (done[j / 64] >> (j % 64) & 1)) {
+				j = (j + 1) & mask;
+				continue;
+			}
+			int taken = e->ptr != 0;
+			if (taken)
+				lv_copy(n, &y, e, 1);
+			lv_copy(n, e, &x, 0);
+			done[j / 64] |= (uint64_t)1 << (j % 64);
+			size_t d = (j - lv_home(n, x.ptr)) & mask;
+			*maxd = d > *maxd ? d : *maxd;
+			if (!taken)
+				break;
+			x = y;
+			j = lv_home(n, x.ptr);
+		}
+	}
+	free(done);
+	return 0;
+}
+
+/* The table again with ncap entries, homes by (grain, region); *maxd: the
+ * farthest an entry landed from its home. */
+static int rehash(struct lv_set *s, size_t ncap, unsigned grain, unsigned region, size_t *maxd)
+{
+	*maxd = 0;
+	if (ncap > (SIZE_MAX / 2) >> lv_lg(s))
 		return ATR_E_NOMEM;
-	unsigned nsh = 64u - (unsigned)__builtin_ctzll((unsigned long long)ncap);
+	size_t nlen = ncap << lv_lg(s);
+	struct lv_set n = *s;
+	n.grain = grain;
+	n.region = region;
+	n.cap = ncap;
+	n.hs = grain == LV_SCATTER_GRAIN ? 64u - (unsigned)__builtin_ctzll((unsigned long long)ncap)
+					 : LV_NEARBY_HS;
+	n.limit = lv_limit(ncap);
+	/* a mapped table grows where it is (or moves to a bigger mapping
+	 * without a copy), a table that changes homes is rehashed in place */
+	if (ncap == s->cap || (s->map_len && (n.tab = tab_extend(s, nlen)))) {
+		n.map_len = ncap == s->cap ? s->map_len : nlen;
+		int r = rehash_in_place(&n, s->cap, maxd);
+		if (r < 0 && ncap == s->cap)
+			return r; /* nothing moved yet: s as it was */
+		/* the table moved (its new tail is zero): the old entries
+		 * stay at their old homes */
+		if (r < 0) {
+			s->tab = n.tab;
+			s->map_len = nlen;
+			return r;
+		}
+		*s = n;
+		return 0;
+	}
+	n.tab = tab_alloc(nlen, &n.map_len);
+	if (!n.tab)
+		return ATR_E_NOMEM;
 	size_t mask = ncap - 1;
 	/* the old table is read in order, the new one written at random:
 	 * its entries are fetched LV_GROW_AHEAD old entries ahead (1e6
 	 * blocks would otherwise wait for 1e6 misses one after another) */
 	for (size_t i = 0; i < s->cap; i++) {
-		if (i + LV_GROW_AHEAD < s->cap && s->tab[i + LV_GROW_AHEAD].ptr) {
-			uint64_t ap = s->tab[i + LV_GROW_AHEAD].ptr;
-			lv_prefetch_line(&nt[(size_t)((ap * 0x9e3779b97f4a7c15ULL) >> nsh)]);
+		if (i + LV_GROW_AHEAD < s->cap) {
+			uint64_t ap = lv_ent(s, i + LV_GROW_AHEAD)->ptr;
+			if (ap)
+				lv_prefetch_line(lv_ent(&n, lv_home(&n, ap)));
 		}
-		const struct lv_block *b = &s->tab[i];
+		const struct lv_block *b = lv_ent(s, i);
 		if (!b->ptr)
 			continue;
-		size_t j = (size_t)((b->ptr * 0x9e3779b97f4a7c15ULL) >> nsh);
-		while (nt[j].ptr)
+		size_t h = lv_home(&n, b->ptr), j = h;
+		while (lv_ent(&n, j)->ptr)
 			j = (j + 1) & mask;
-		nt[j] = *b;
+		lv_copy(s, lv_ent(&n, j), b, 0);
+		*maxd = ((j - h) & mask) > *maxd ? (j - h) & mask : *maxd;
 	}
 	if (s->tab)
 		tab_free(s->tab, s->map_len);
-	s->tab = nt;
-	s->cap = ncap;
-	s->shift = nsh;
-	s->map_len = nlen;
-	s->limit = lv_limit(ncap);
+	*s = n;
 	return 0;
+}
+
+static int grow(struct lv_set *s)
+{
+	/* nearby homes again at each size (pages overlap less in a bigger
+	 * table), unless they pile up at once */
+	size_t ncap = s->cap ? s->cap * 2 : 64, maxd;
+	int r = rehash(s, ncap, LV_GRAIN, lv_region(ncap), &maxd);
+	if (r == 0 && maxd > LV_PROBE_LIMIT)
+		rehash(s, ncap, LV_SCATTER_GRAIN, 0, &maxd); /* a failure keeps them */
+	return r;
 }
 
 void lv_prefetch_hook(void *set, uint64_t ptr)
@@ -116,9 +235,13 @@ struct lv_block *lv_find(struct lv_set *s, uint64_t ptr)
 		return NULL;
 	size_t mask = s->cap - 1;
 	for (size_t j = lv_home(s, ptr);; j = (j + 1) & mask) {
-		struct lv_block *b = &s->tab[j];
-		if (b->ptr == ptr)
-			return b;
+		struct lv_block *b = lv_ent(s, j);
+		if (b->ptr == ptr) {
+			if (lv_lg(s) == LV_LG_FULL)
+				return b;
+			lv_copy(s, &s->found, b, 1);
+			return &s->found;
+		}
 		if (!b->ptr)
 			return NULL;
 	}
@@ -138,6 +261,7 @@ int lv_born_slow(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts, str
 		 struct lv_block *old)
 {
 	struct lv_block *b;
+	int rc = 1;
 	if (!ptr) {
 		b = &s->zero;
 		if (!s->has_zero) {
@@ -149,33 +273,47 @@ int lv_born_slow(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts, str
 	}
 	if (s->count + 1 > lv_limit(s->cap) && grow(s) < 0)
 		return ATR_E_NOMEM;
-	size_t mask = s->cap - 1;
-	for (size_t j = lv_home(s, ptr);; j = (j + 1) & mask) {
-		b = &s->tab[j];
+	size_t mask = s->cap - 1, j0 = lv_home(s, ptr), maxd;
+	for (size_t j = j0;; j = (j + 1) & mask) {
+		b = lv_ent(s, j);
 		if (b->ptr == ptr)
 			goto replace;
 		if (!b->ptr) {
+			if (((j - j0) & mask) > LV_PROBE_LIMIT && s->grain != LV_SCATTER_GRAIN &&
+			    rehash(s, s->cap, LV_SCATTER_GRAIN, 0, &maxd) == 0) {
+				/* the nearby homes pile up: addresses denser than
+				 * one block per 8 bytes, or pages that overlap */
+				mask = s->cap - 1;
+				j = j0 = lv_home(s, ptr);
+				for (; lv_ent(s, j)->ptr; j = (j + 1) & mask)
+					;
+				b = lv_ent(s, j);
+			}
 			s->count++;
 			goto fresh;
 		}
 	}
-fresh:
-	*b = (struct lv_block){.ptr = ptr, .size = size, .when = ts};
-	account_born(s, size, ts);
-	if (blk)
-		*blk = b;
-	return 1;
 replace:
 	if (old)
-		*old = *b;
+		lv_copy(s, old, b, 1);
 	s->dup_allocs++;
 	s->blocks--;
 	s->bytes -= b->size;
-	*b = (struct lv_block){.ptr = ptr, .size = size, .when = ts};
+	rc = 0;
+fresh:
+	b->ptr = ptr;
+	b->size = size;
+	if (lv_lg(s) == LV_LG_FULL) {
+		b->when = ts;
+		b->tag = b->owner = 0;
+	} else if (blk) { /* a set of sizes keeps no more: a copy */
+		lv_copy(s, &s->found, b, 1);
+		b = &s->found;
+	}
 	account_born(s, size, ts);
 	if (blk)
 		*blk = b;
-	return 0;
+	return rc;
 }
 
 int lv_died_slow(struct lv_set *s, uint64_t ptr, struct lv_block *out)
@@ -195,6 +333,21 @@ int lv_died_slow(struct lv_set *s, uint64_t ptr, struct lv_block *out)
 	if (!s->cap)
 		return 0;
 	return lv_died(s, ptr, out); /* not reached: lv_died takes these */
+}
+
+void lv_probes(const struct lv_set *s, uint64_t *sum, size_t *max)
+{
+	*sum = 0;
+	*max = 0;
+	for (size_t j = 0; j < s->cap; j++) {
+		const struct lv_block *b = lv_ent(s, j);
+		if (!b->ptr)
+			continue;
+		size_t d = (j - lv_home(s, b->ptr)) & (s->cap - 1);
+		*sum += d;
+		if (d > *max)
+			*max = d;
+	}
 }
 
 void lv_unknown(struct lv_set *s)

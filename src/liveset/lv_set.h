@@ -4,18 +4,26 @@
  * chunks, convert, ClickHouse's load) keeps its per-block data in this one
  * map: address -> struct lv_block (32 bytes: the address, the requested
  * size and two user words), with the live totals, the peak and the count of
- * releases of blocks that are not live.  lv_event() applies the rules every
+ * releases of blocks that are not live.  A pass that needs the sizes alone
+ * (info's summary) takes a set of sizes (lv_init_sizes: 16-byte entries,
+ * half the memory and the cache lines).  lv_event() applies the rules every
  * pass shares (an_summary.h spells them out); a pass with rules of its own
  * (report's filters, convert's slots) calls lv_born() / lv_died() itself.
  *
  * Built for traces with millions of live blocks: open addressing, linear
- * probing with backward-shift deletion (no tombstones), Fibonacci hashing,
- * one cache line holds two blocks, big tables on transparent huge pages
- * (a table of 1e6 blocks is 64 MiB: 4 KiB pages would miss the TLB on
- * every access), and lv_prefetch() so that a caller reading ahead (lv_ahead.h)
- * overlaps the cache misses of successive events.  Memory is proportional
- * to the peak number of live blocks (at most 4x their 32 bytes), never to
- * the trace.
+ * probing with backward-shift deletion (no tombstones), nearby homes (the
+ * blocks of one 4 KiB page on consecutive entries in address order, one
+ * per 8 bytes, each page at a hashed offset: allocators hand out blocks in
+ * clusters, so successive events fall on lines that are in the cache
+ * already; lv_hash), falling back to a Fibonacci hash of the whole
+ * address when an insertion lands more than LV_PROBE_LIMIT entries past its
+ * home (addresses denser than one per 8 bytes, pages that pile up) until
+ * the table grows, big tables on transparent huge pages (a table of 1e6
+ * blocks is 64 MiB: 4 KiB pages would miss the TLB on every access), and
+ * lv_prefetch() so that a caller reading ahead (lv_ahead.h, the reader's
+ * prefetch hook) overlaps the cache misses of successive events.  Memory
+ * is proportional to the peak number of live blocks (at most 4x their
+ * entry's 32 or 16 bytes), never to the trace.
  */
 #ifndef LV_SET_H
 #define LV_SET_H
@@ -37,13 +45,15 @@ struct lv_block {
 };
 
 struct lv_set {
-	struct lv_block *tab; /* cap entries; ptr 0 marks an empty one */
-	size_t cap;	      /* power of two, or 0 */
-	unsigned shift;	      /* 64 - log2(cap) */
-	size_t count;	      /* entries, the out-of-line address 0 included */
-	size_t map_len;	      /* bytes mapped for tab (0: malloc'ed) */
-	int has_zero;	      /* address 0 (only a corrupt trace makes it live) */
+	void *tab;		    /* cap entries of 1 << lg bytes; ptr 0: empty */
+	unsigned lg;		    /* LV_LG_FULL, or LV_LG_SIZES (lv_init_sizes) */
+	size_t cap;		    /* power of two, or 0 */
+	unsigned hs, grain, region; /* lv_hash's: nearby or scattered mode */
+	size_t count;		    /* entries, the out-of-line address 0 included */
+	size_t map_len;		    /* bytes mapped for tab (0: malloc'ed) */
+	int has_zero;		    /* address 0 (only a corrupt trace makes it live) */
 	struct lv_block zero;
+	struct lv_block found; /* a set of sizes' lv_find and lv_born's blk */
 	/* totals over the live blocks */
 	uint64_t blocks, bytes;
 	uint64_t peak_bytes, peak_ts;
@@ -58,13 +68,101 @@ struct lv_set {
 	size_t limit;	 /* entries before the table grows (0: no table) */
 };
 
-/* status: atr_get_info(f)->status, which says how to count unknown frees. */
+/* log2 of an entry's bytes: a whole struct lv_block, or its ptr and size */
+#define LV_LG_FULL  5
+#define LV_LG_SIZES 4
+
+/* status: atr_get_info(f)->status, which says how to count unknown frees.
+ * A zeroed struct lv_set is lv_init(s, 0)'s empty set too. */
 void lv_init(struct lv_set *s, uint32_t status);
+/* A set that keeps no when/tag/owner (16-byte entries: half the memory and
+ * twice the entries per cache line of lv_init's): the blocks it hands out
+ * (lv_find, lv_died's *out, lv_born's *old) have them 0, and lv_born's blk
+ * must be NULL.  For passes that need the sizes alone (info's summary). */
+void lv_init_sizes(struct lv_set *s, uint32_t status);
 void lv_destroy(struct lv_set *s);
+
+/* The home of an address: ((ptr >> grain) + H(ptr >> region)) & mask, H
+ * a multiplicative hash: bits from hs on of the product.  Nearby mode
+ * (grain LV_GRAIN 3, region lv_region(cap): LV_REGION 12 from 32768
+ * entries on, hs 32): the blocks of one 4 KiB page land on consecutive
+ * entries in address order, one entry per 8 bytes, each page at a hashed
+ * offset.  Scattered mode (grain 63, region 0, hs 64 - log2(cap)): a
+ * Fibonacci hash of the whole address (ptr >> 63 adds a 0 or 1 to it: as
+ * good a home).  The pages' offsets take the bits from 32 on, not the top
+ * ones: the top bits of consecutive pages step by the golden ratio of the
+ * table, and with the pages' own 512 entries piled up past LV_PROBE_LIMIT
+ * on python3's trace (bench/replay/RESULTS.md). */
+#define LV_GRAIN	 3
+#define LV_REGION	 12
+#define LV_NEARBY_HS	 32
+#define LV_SCATTER_GRAIN 63
+/* An insertion that would land this many entries past its home switches
+ * the set to scattered mode (lv_born_slow rehashes it) until the table
+ * grows; so does a growth that placed an entry as far: at a load of 1/2
+ * scattered homes reach ~60 only among millions of blocks. */
+#define LV_PROBE_LIMIT 64
+static inline size_t lv_hash(uint64_t ptr, size_t mask, unsigned hs, unsigned grain,
+			     unsigned region)
+{
+	return (size_t)((ptr >> grain) + (((ptr >> region) * 0x9e3779b97f4a7c15ULL) >> hs)) & mask;
+}
+
+/* A page's span of entries (1 << (region - LV_GRAIN)): cap / 64, at most
+ * 512 (a 4 KiB page at one entry per 8 bytes): in a small table the pages
+ * of a dense heap would overlap (tables that fit in the cache gain
+ * nothing from nearby homes). */
+static inline unsigned lv_region(size_t cap)
+{
+	unsigned lg = (unsigned)__builtin_ctzll((unsigned long long)cap);
+	unsigned span = lg > 6 ? lg - 6 : 0;
+	return LV_GRAIN + (span < LV_REGION - LV_GRAIN ? span : LV_REGION - LV_GRAIN);
+}
 
 static inline size_t lv_home(const struct lv_set *s, uint64_t ptr)
 {
-	return (size_t)((ptr * 0x9e3779b97f4a7c15ULL) >> s->shift);
+	return lv_hash(ptr, s->cap - 1, s->hs, s->grain, s->region);
+}
+
+/* log2 of the entries' bytes (a zeroed set is a full one) */
+static inline unsigned lv_lg(const struct lv_set *s)
+{
+	return s->lg == LV_LG_SIZES ? LV_LG_SIZES : LV_LG_FULL;
+}
+
+/* Entry j: entries are 1 << lv_lg(s) bytes, 32 or 16 (a set of sizes, whose
+ * entries end after size). */
+static inline struct lv_block *lv_ent_lg(const struct lv_set *s, size_t j, unsigned lg)
+{
+	return (struct lv_block *)((char *)s->tab + (j << lg));
+}
+
+static inline struct lv_block *lv_ent(const struct lv_set *s, size_t j)
+{
+	return lv_ent_lg(s, j, lv_lg(s));
+}
+
+/* Copies entry src to d (an entry or a whole block): the pass's words only
+ * in a full set; a block read from a set of sizes gets them 0. */
+static inline void lv_copy_lg(struct lv_block *d, const struct lv_block *src, int d_whole,
+			      unsigned lg)
+{
+	d->ptr = src->ptr;
+	d->size = src->size;
+	if (lg == LV_LG_FULL) {
+		d->when = src->when;
+		d->tag = src->tag;
+		d->owner = src->owner;
+	} else if (d_whole) {
+		d->when = 0;
+		d->tag = d->owner = 0;
+	}
+}
+
+static inline void lv_copy(const struct lv_set *s, struct lv_block *d, const struct lv_block *src,
+			   int d_whole)
+{
+	lv_copy_lg(d, src, d_whole, lv_lg(s));
 }
 
 /* Brings ptr's home entry into the cache: call it some events before the
@@ -82,9 +180,6 @@ static inline void lv_prefetch_line(const void *p)
 #endif
 }
 
-/* Entries per 64-byte cache line (big tables are 2 MiB-aligned). */
-#define LV_LINE_ENTRIES (64 / sizeof(struct lv_block))
-
 /* The home entry's line and the line after it: a removal's backward shift
  * reads the entries after the block's, an insertion steps on past a taken
  * home (at 1e6 live blocks the unfetched next line was a fifth of
@@ -94,9 +189,9 @@ static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)
 {
 	if (!s->cap)
 		return;
-	size_t j = lv_home(s, ptr);
-	lv_prefetch_line(&s->tab[j]);
-	lv_prefetch_line(&s->tab[((j | (LV_LINE_ENTRIES - 1)) + 1) & (s->cap - 1)]);
+	size_t j = lv_home(s, ptr), per_line = (size_t)64 >> lv_lg(s);
+	lv_prefetch_line(lv_ent(s, j));
+	lv_prefetch_line(lv_ent(s, ((j | (per_line - 1)) + 1) & (s->cap - 1)));
 }
 
 /* lv_prefetch as an atr_prefetch_fn (atr_iter_set_prefetch; set: the
@@ -118,22 +213,33 @@ int lv_died_slow(struct lv_set *s, uint64_t ptr, struct lv_block *out);
  * Returns 1, or 0 if ptr was live already: the old block is replaced (copied
  * to *old if old, counted in dup_allocs); ATR_E_NOMEM.  Inline: a pass
  * makes one or two of these calls per event. */
-static inline int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts,
-			  struct lv_block **blk, struct lv_block *old)
+static inline __attribute__((always_inline)) int lv_born_lg(struct lv_set *s, uint64_t ptr,
+							    uint64_t size, uint64_t ts,
+							    struct lv_block **blk,
+							    struct lv_block *old, unsigned lg)
 {
 	if (__builtin_expect(!ptr || s->count + 1 > s->limit, 0))
 		return lv_born_slow(s, ptr, size, ts, blk, old);
 	size_t mask = s->cap - 1;
 	struct lv_block *b;
-	for (size_t j = lv_home(s, ptr);; j = (j + 1) & mask) {
-		b = &s->tab[j];
+	size_t j0 = lv_home(s, ptr);
+	for (size_t j = j0;; j = (j + 1) & mask) {
+		b = lv_ent_lg(s, j, lg);
 		if (b->ptr == ptr) /* live already: replaced */
 			return lv_born_slow(s, ptr, size, ts, blk, old);
-		if (!b->ptr)
+		if (!b->ptr) {
+			if (__builtin_expect(((j - j0) & mask) > LV_PROBE_LIMIT, 0))
+				return lv_born_slow(s, ptr, size, ts, blk, old);
 			break;
+		}
 	}
 	s->count++;
-	*b = (struct lv_block){.ptr = ptr, .size = size, .when = ts};
+	b->ptr = ptr;
+	b->size = size;
+	if (lg == LV_LG_FULL) {
+		b->when = ts;
+		b->tag = b->owner = 0;
+	}
 	s->blocks++;
 	s->bytes += size;
 	if (s->bytes > s->peak_bytes) {
@@ -145,43 +251,65 @@ static inline int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_
 	return 1;
 }
 
+static inline int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts,
+			  struct lv_block **blk, struct lv_block *old)
+{
+	/* each entry size its own copy: constant strides and copies */
+	if (s->lg == LV_LG_SIZES)
+		return lv_born_lg(s, ptr, size, ts, blk, old, LV_LG_SIZES);
+	return lv_born_lg(s, ptr, size, ts, blk, old, LV_LG_FULL);
+}
+
 /* ptr dies: 1 and its block in *out (if out), or 0 if it was not live
  * (nothing is counted: see lv_unknown). */
-static inline int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out)
+static inline __attribute__((always_inline)) int lv_died_lg(struct lv_set *s, uint64_t ptr,
+							    struct lv_block *out, unsigned lg)
 {
 	if (__builtin_expect(!ptr || !s->cap, 0))
 		return lv_died_slow(s, ptr, out);
 	size_t mask = s->cap - 1;
 	size_t j = lv_home(s, ptr);
+	struct lv_block *b;
 	for (;; j = (j + 1) & mask) {
-		const struct lv_block *b = &s->tab[j];
+		b = lv_ent_lg(s, j, lg);
 		if (b->ptr == ptr)
 			break;
 		if (!b->ptr)
 			return 0;
 	}
 	if (out)
-		*out = s->tab[j];
+		lv_copy_lg(out, b, 1, lg);
 	s->count--;
 	s->blocks--;
-	s->bytes -= s->tab[j].size;
+	s->bytes -= b->size;
 	/* backward shift: pull later members of the cluster into the hole
 	 * when their home is not cyclically within (hole, k] */
 	size_t hole = j, k = j;
 	for (;;) {
 		k = (k + 1) & mask;
-		uint64_t kp = s->tab[k].ptr;
-		if (!kp)
+		const struct lv_block *kb = lv_ent_lg(s, k, lg);
+		if (!kb->ptr)
 			break;
-		size_t home = lv_home(s, kp);
+		size_t home = lv_home(s, kb->ptr);
 		if (((k - home) & mask) >= ((k - hole) & mask)) {
-			s->tab[hole] = s->tab[k];
+			lv_copy_lg(lv_ent_lg(s, hole, lg), kb, 0, lg);
 			hole = k;
 		}
 	}
-	s->tab[hole].ptr = 0;
+	lv_ent_lg(s, hole, lg)->ptr = 0;
 	return 1;
 }
+
+static inline int lv_died(struct lv_set *s, uint64_t ptr, struct lv_block *out)
+{
+	if (s->lg == LV_LG_SIZES)
+		return lv_died_lg(s, ptr, out, LV_LG_SIZES);
+	return lv_died_lg(s, ptr, out, LV_LG_FULL);
+}
+
+/* How far the entries sit past their homes: the sum and the maximum (for
+ * tests and measurements). */
+void lv_probes(const struct lv_set *s, uint64_t *sum, size_t *max);
 
 /* Counts a release of a block that is not live (by the trace's status). */
 void lv_unknown(struct lv_set *s);
