@@ -2326,52 +2326,273 @@ static inline __attribute__((always_inline)) int run_take(struct run *u, const s
 	return 1;
 }
 
-/* Records of a lazy frame decoded straight into the run (no ring), while
- * they are calls with default flags at least V2_REC_MAX bytes before the
- * frame's end (cur_fill decodes the others).  A record that is not taken
- * (bound, room) goes to the ring; a record that does not decode ends the
- * frame (cur_fail).  Returns 0 when the run has to stop, 1 when it may go
- * on through the ring. */
-static int run_direct(struct atr_cur *c, struct run *u)
+/* The narrow decoder's state while it runs (run_loop): the frame's
+ * decoder state, the run's output and counters, all in registers. */
+struct nar {
+	const uint8_t *p;
+	uint64_t prev_ts, base, fbase, cmask;
+	uint64_t *win; /* the address cache (struct v2_state) */
+	unsigned wh;
+	uint64_t v1room; /* v1 bytes the frame may still decode to */
+	struct atr_call *o, *oend;
+	uint64_t tlim; /* a record is taken while its (end) stamp <= tlim */
+	uint64_t prev, last, inv;
+	uint64_t thr;	/* thread | tid << 32 (struct atr_call's order) */
+	uint32_t taken; /* records decoded (and taken) */
+};
+
+/* get_var_f(b, 1) for the narrow decoder: a varint of up to 8 bytes; a
+ * longer one sets *odd (the record is left to v2_dec_rec_f). */
+static inline __attribute__((always_inline)) uint64_t nar_var(const uint8_t **pp, unsigned *odd)
 {
-	struct rbuf b = c->rb;
-	uint64_t v1used = c->v1used, lim = c->lim;
-	uint32_t k = 0, base = c->rt; /* the ring is empty: rh == rt */
-	int go = 1, kept = 0;
-	while (u->n < u->room && b.end - b.p >= V2_REC_MAX &&
-	       (*b.p & 0xfu) - 1u < ATR_T_CALL_LAST) {
-		struct v2_rec q;
-		const char *why = "";
-		size_t need = v2_dec_rec_f(&c->vs, &b, &q, &why, 1);
-		if (!need) {
-			cur_fail(c, "records do not decode: ", why);
-			go = 0;
+	const uint8_t *p = *pp;
+	uint64_t w;
+	memcpy(&w, p, 8); /* little-endian hosts only (atr_v2.h) */
+	if (!(w & 0x80)) {
+		*pp = p + 1;
+		return w & 0x7f;
+	}
+	uint64_t stop = ~w & 0x8080808080808080ULL;
+	if (__builtin_expect(!stop, 0)) {
+		*odd = 1;
+		return 0;
+	}
+	unsigned bits = (unsigned)__builtin_ctzll(stop) + 1; /* 8 * bytes */
+	*pp = p + (bits >> 3);
+	if (__builtin_expect(bits <= 32, 1)) {
+		uint32_t x = (uint32_t)w & (0xffffffffu >> (32 - bits));
+		x = (x & 0x007f007fu) | ((x & 0x7f007f00u) >> 1);
+		return (x & 0x3fffu) | ((x & 0x3fff0000u) >> 2);
+	}
+	if (bits < 64)
+		w &= (1ULL << bits) - 1;
+	w = (w & 0x007f007f007f007fULL) | ((w & 0x7f007f007f007f00ULL) >> 1);
+	w = (w & 0x00003fff00003fffULL) | ((w & 0x3fff00003fff0000ULL) >> 2);
+	return (w & 0x000000000fffffffULL) | ((w & 0x0fffffff00000000ULL) >> 4);
+}
+
+/* A default-flag call record of type T (a constant: each type gets its own
+ * copy, without the tests of the others) at z->p (its tag; V2_REC_MAX
+ * bytes at least before the frame's end), decoded as v2_dec_rec_f does
+ * and written as run_take would.  Its checks are ORed into one test at the
+ * end, before the decoder's state changes: a record that fails any of
+ * them is left undecoded (returns 0) to cur_fill, which gives the same
+ * record or the same error.  Returns 1 taken, -1 decoded but not taken
+ * (the bound, no room for a realloc's two records: *q for the ring). */
+static inline __attribute__((always_inline)) int
+nar_rec(struct atr_cur *c, struct nar *z, const unsigned T, unsigned hi, int pf, struct v2_rec *q)
+{
+	const unsigned shape = atr_call_args(T);
+	const int rea = shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB;
+	const uint8_t *p = z->p + 1;
+	unsigned flags = c->vs.dflt[T], odd = 0;
+	uint64_t qts = z->prev_ts + (uint64_t)unzz(nar_var(&p, &odd));
+	odd |= qts > ATR_TS_MASK;
+	uint64_t a, size = 0, slack = 0, x = 0, y = 0, stack = 0, dur = 0;
+	unsigned cb = 0;
+	if (hi) {
+		a = z->win[z->wh + ((hi - 1) & (V2_CACHE - 1))];
+		odd |= (hi > V2_CACHE) | !a;
+	} else {
+		uint64_t v = nar_var(&p, &odd);
+		a = v ? (T == ATR_T_FREE ? z->fbase : z->base) + (uint64_t)unzz(v - 1) : 0;
+	}
+	if (T != ATR_T_FREE) {
+		size = nar_var(&p, &odd);
+		uint64_t f = nar_var(&p, &odd);
+		cb = (unsigned)(f & 3) << 1;
+		odd |= (size > ATR_SIZE_MASK) | ((f >> 2) > 0x1ffff) | ((a & z->cmask) != 0) |
+		       ((cb & ~z->cmask) != 0);
+		slack = (uint16_t)(slack_pred(size, cb, z->cmask) + (uint16_t)unzz(f >> 2));
+		if (rea) {
+			uint64_t v = nar_var(&p, &odd);
+			if (v == 0) {
+				x = 0;
+			} else if (v < V2_SEC_DELTA) {
+				x = z->win[z->wh + (unsigned)(v - V2_SEC_CACHE)];
+				odd |= !x;
+			} else {
+				x = z->base + (uint64_t)unzz(v - V2_SEC_DELTA);
+			}
+			if (T == ATR_T_REALLOCARRAY)
+				y = nar_var(&p, &odd);
+		} else if (shape != ATR_ARGS_SIZE) {
+			x = nar_var(&p, &odd);
+		}
+	}
+	if (flags & ATR_FLAG_STACK)
+		stack = nar_var(&p, &odd);
+	if (flags & ATR_FLAG_TIMED)
+		dur = nar_var(&p, &odd);
+	size_t need = c->vs.dneed[T];
+	odd |= need > z->v1room;
+	/* run_take: the bound, the room */
+	uint64_t ts = qts < z->prev ? z->prev : qts, tend = ts;
+	if (rea) {
+		tend = ts + dur;
+		if (tend < ts)
+			tend = ts;
+	}
+	int released = rea && x && a != x && (a || size == 0);
+	if (__builtin_expect(odd, 0))
+		return 0;
+	int keep = tend > z->tlim;
+	if (rea)
+		keep |= released && z->oend - z->o < 2;
+	/* decoded: the decoder's state moves on */
+	z->p = p;
+	z->prev_ts = qts;
+	z->v1room -= need;
+	if (a) {
+		if (T == ATR_T_FREE)
+			z->fbase = a;
+		else
+			z->base = a;
+		cache_use_w(z->win, &z->wh, (int)hi - 1, a);
+	}
+	if (pf) {
+		if (a)
+			c->pf(c->pfctx, a);
+		if (rea && x && x != a)
+			c->pf(c->pfctx, x);
+	}
+	if (__builtin_expect(keep, 0)) {
+		/* not taken (the thread's next head): to the ring, as
+		 * cur_fill would decode it */
+		*q = (struct v2_rec){.ts = qts,
+				     .v1b = T | flags,
+				     .type = T,
+				     .cb = cb,
+				     .a = a,
+				     .size = size,
+				     .slack = slack,
+				     .x = x,
+				     .y = y,
+				     .stack = stack,
+				     .dur = dur};
+		return -1;
+	}
+	z->taken++;
+	z->inv += qts < z->prev;
+	if (ts > z->last)
+		z->last = ts;
+	z->prev = tend; /* >= ts */
+	struct atr_call *e = z->o++;
+	e->ts = tend;
+	memcpy(&e->thread, &z->thr, 8);
+	e->stack_id = (uint32_t)stack;
+	e->duration = dur;
+	e->type = (uint8_t)T;
+	e->flags = (uint8_t)flags;
+	e->chunk_flags = (uint8_t)cb;
+	e->err = 0;
+	e->size = size;
+	e->nmemb = shape == ATR_ARGS_NMEMB ? x : shape == ATR_ARGS_OLD_NMEMB ? y : 0;
+	e->align = shape == ATR_ARGS_ALIGN || shape == ATR_ARGS_ALIGN_OUT ? x : 0;
+	if (shape == ATR_ARGS_PTR) {
+		e->ptr = a;
+		e->ret = 0;
+		e->usable = 0;
+		return 1;
+	}
+	e->ptr = rea ? x : 0;
+	e->ret = a;
+	/* a narrow slack (default flags are never WIDE) */
+	e->usable = !a ? 0 : slack == ATR_SLACK_NARROW_UNKNOWN ? UINT64_MAX : size + slack;
+	if (shape == ATR_ARGS_ALIGN_OUT && !a)
+		e->err = slack == ATR_SLACK_NARROW_UNKNOWN ? -1 : (int32_t)slack;
+	if (rea && released) {
+		/* cur_next_ev's realloc split: the release at the start */
+		*z->o++ = *e;
+		*e = (struct atr_call){.type = ATR_EV_REALLOC_RELEASE,
+				       .thread = (uint32_t)z->thr,
+				       .tid = (uint32_t)(z->thr >> 32),
+				       .ts = ts,
+				       .ptr = x};
+	}
+	return 1;
+}
+
+/* run_direct's loop, pf a constant (with or without the prefetch hook). */
+static inline __attribute__((always_inline)) void run_loop(struct atr_cur *c, struct run *u, int pf)
+{
+	struct v2_state *s = &c->vs;
+	struct nar z = {.p = c->rb.p,
+			.prev_ts = s->prev_ts,
+			.base = s->base,
+			.fbase = s->fbase,
+			.cmask = s->cmask,
+			.win = s->win,
+			.wh = s->wh,
+			.v1room = c->lim - c->v1used,
+			.o = u->o + u->n,
+			.oend = u->o + u->room,
+			.prev = u->prev,
+			.last = u->last,
+			.thr = u->serial | (uint64_t)u->tid << 32};
+	/* key_below(ts, serial, bts, bthr) as one comparison */
+	if (u->serial < u->bthr)
+		z.tlim = u->bts;
+	else if (u->bts)
+		z.tlim = u->bts - 1;
+	else
+		return; /* nothing is taken */
+	if (c->rb.end - z.p < V2_REC_MAX)
+		return;
+	const uint8_t *safe = c->rb.end - V2_REC_MAX;
+	struct v2_rec q;
+	int kept = 0;
+	while (z.o < z.oend && z.p <= safe) {
+		unsigned tag = *z.p;
+		int r;
+		switch (tag & 0xfu) {
+#define NAR_CASE(NAME, name, type, op, args, ret, params)                                          \
+	case type:                                                                                 \
+		r = nar_rec(c, &z, type, tag >> 4, pf, &q);                                        \
+		break;
+			ATR_CALLS(NAR_CASE)
+#undef NAR_CASE
+		default:
+			r = 0;
 			break;
 		}
-		if (need > lim - v1used) {
-			cur_fail(c, "records do not decode: ",
-				 "frame decodes to more than its block size");
-			go = 0;
-			break;
-		}
-		v1used += need;
-		k++;
-		if (c->pf)
-			cur_pf_rec(c, &q);
-		if (!run_take(u, &q)) {
-			c->ring[(base + k - 1) & (CUR_RING - 1)] = q;
-			kept = 1;
-			go = 0;
+		if (r <= 0) {
+			kept = r < 0;
 			break;
 		}
 	}
-	c->rb = b;
-	c->v1used = v1used;
+	uint32_t k = z.taken + kept;
+	if (kept)
+		c->ring[(c->rt + z.taken) & (CUR_RING - 1)] = q;
+	s->prev_ts = z.prev_ts;
+	s->base = z.base;
+	s->fbase = z.fbase;
+	s->wh = z.wh;
+	c->rb.p = z.p;
+	c->v1used = c->lim - z.v1room;
 	c->ncalls_dec += k;
 	c->nrec += k;
-	c->rt = base + k;
-	c->rh = base + k - (uint32_t)kept;
-	return go;
+	c->rh = c->rt + z.taken;
+	c->rt += k; /* the record kept, if any */
+	u->taken += z.taken;
+	u->inv += z.inv;
+	u->prev = z.prev;
+	u->last = z.last;
+	u->n = (size_t)(z.o - u->o);
+}
+
+/* Records of a lazy frame decoded straight into the run (no ring), while
+ * they are calls with default flags at least V2_REC_MAX bytes before the
+ * frame's end that decode and are taken (nar_rec); cur_fill decodes the
+ * others into the ring. */
+static void run_direct(struct atr_cur *c, struct run *u)
+{
+	if (c->rb.end - c->rb.p < V2_REC_MAX || (*c->rb.p & 0xfu) - 1u >= ATR_T_CALL_LAST)
+		return;
+	if (c->pf)
+		run_loop(c, u, 1);
+	else
+		run_loop(c, u, 0);
 }
 
 /* Compact records of cursor c's v2 frame (after the head handed out),
@@ -2394,8 +2615,9 @@ static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t
 			.last = c->last_ts};
 	while (u.n < room && !c->res_pending) {
 		if (c->rh == c->rt) {
-			if (c->rdone || !run_direct(c, &u))
+			if (c->rdone)
 				break;
+			run_direct(c, &u);
 			if (u.n == room)
 				break;
 			cur_fill(c);

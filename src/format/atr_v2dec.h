@@ -64,21 +64,24 @@ static inline uint64_t cache_get(const struct v2_state *s, unsigned i)
 	return s->win[s->wh + i];
 }
 
-/* Move entry i (or, i < 0, a new entry) to the front (the decoder). */
-static inline void cache_use(struct v2_state *s, int i, uint64_t p)
+/* Move entry i (or, i < 0, a new entry) to the front of the window win
+ * whose head is *wh (the decoder's: struct v2_state's win and wh, or a
+ * copy of wh in a register). */
+static inline __attribute__((always_inline)) void cache_use_w(uint64_t *win, unsigned *wh, int i,
+							      uint64_t p)
 {
 	if (i < 0) {
-		if (__builtin_expect(!s->wh, 0)) {
-			memcpy(s->win + V2_CACHE, s->win, V2_CACHE * sizeof s->win[0]);
-			s->wh = V2_CACHE;
+		if (__builtin_expect(!*wh, 0)) {
+			memcpy(win + V2_CACHE, win, V2_CACHE * sizeof win[0]);
+			*wh = V2_CACHE;
 		}
-		s->win[--s->wh] = p;
+		win[--*wh] = p;
 		return;
 	}
 	/* spelled out: GCC turns a loop into a call of memmove, one per
 	 * record for at most 7 words */
 	_Static_assert(V2_CACHE == 8, "cache_use spells out 8 entries");
-	uint64_t *c = s->win + s->wh;
+	uint64_t *c = win + *wh;
 	switch (i) {
 	case 7:
 		c[7] = c[6];
@@ -105,6 +108,12 @@ static inline void cache_use(struct v2_state *s, int i, uint64_t p)
 		break;
 	}
 	c[0] = p;
+}
+
+/* Move entry i (or, i < 0, a new entry) to the front (the decoder). */
+static inline void cache_use(struct v2_state *s, int i, uint64_t p)
+{
+	cache_use_w(s->win, &s->wh, i, p);
 }
 
 static inline uint64_t zz(int64_t v)
@@ -159,26 +168,35 @@ static inline unsigned get_byte(struct rbuf *b)
 	return get_byte_f(b, 0);
 }
 
-/* Most varints are 1-3 bytes: one and two without a loop. */
-static inline uint64_t get_var_slow(struct rbuf *b)
+/* A varint the fast path below does not take (longer than 8 bytes, or
+ * near the buffer's end), byte by byte: its value, the position after it
+ * and whether it was bad.  Out of line, and it takes no pointer to the
+ * caller's struct rbuf, which then stays in registers. */
+struct var_slow {
+	uint64_t v;
+	const uint8_t *p;
+	int bad;
+};
+
+static __attribute__((noinline, unused)) struct var_slow get_var_slow(const uint8_t *p,
+								      const uint8_t *end)
 {
+	struct var_slow r = {0, p, 1};
 	uint64_t v = 0;
 	for (unsigned sh = 0; sh < 64; sh += 7) {
-		if (b->p >= b->end) {
-			b->bad = 1;
-			return 0;
-		}
-		unsigned c = *b->p++;
-		if (sh == 63 && c > 1) {
-			b->bad = 1; /* more than 64 bits */
-			return 0;
-		}
+		if (r.p >= end)
+			return r;
+		unsigned c = *r.p++;
+		if (sh == 63 && c > 1)
+			return r; /* more than 64 bits */
 		v |= (uint64_t)(c & 0x7f) << sh;
-		if (!(c & 0x80))
-			return v;
+		if (!(c & 0x80)) {
+			r.v = v;
+			r.bad = 0;
+			return r;
+		}
 	}
-	b->bad = 1;
-	return 0;
+	return r;
 }
 
 /* With 8 bytes at hand, a varint of up to 8 bytes without a branch per
@@ -214,7 +232,10 @@ static inline __attribute__((always_inline)) uint64_t get_var_f(struct rbuf *b, 
 			return (w & 0x000000000fffffffULL) | ((w & 0x0fffffff00000000ULL) >> 4);
 		}
 	}
-	return get_var_slow(b);
+	struct var_slow r = get_var_slow(b->p, b->end);
+	b->p = r.p;
+	b->bad |= r.bad;
+	return r.v;
 }
 
 static inline uint64_t get_var(struct rbuf *b)
