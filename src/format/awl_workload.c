@@ -647,14 +647,11 @@ const struct awl_thread *awl_get_thread(const awl_file *f, uint32_t t)
 
 /* ------------------------------------------------------------- streams */
 
-static void stream_fields(struct awl_stream *s);
-
 int awl_stream_init(awl_file *f, uint32_t t, struct awl_stream *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->f = f;
 	s->t = t;
-	stream_fields(s);
 	return t < f->info.nthreads ? 0 : -1;
 }
 
@@ -725,23 +722,6 @@ static const signed char op_fields[32] = {
 _Static_assert(AWL_OP_LAST < 32, "op_fields covers every op code");
 #undef FIELDS_
 
-/* s->nf: op_fields with what this file may not hold taken out, so that a
- * decoded op needs one lookup (awl_stream_next). */
-static void stream_fields(struct awl_stream *s)
-{
-	const struct awl_info *in = &s->f->info;
-	for (unsigned c = 0; c < 32; c++) {
-		int nf = op_fields[c];
-		if ((c >= AWL_OP_SPAWN && in->version < 2) ||
-		    (c == AWL_OP_TOUCH && !(in->features & AWL_FEAT_TOUCH)) ||
-		    (c >= AWL_OP_XFIRST && !(in->features & AWL_FEAT_XOPS)))
-			nf = -1;
-		if (c == AWL_OP_MARKER)
-			nf = -2;
-		s->nf[c] = (signed char)nf;
-	}
-}
-
 /* A varint from p with at least 10 bytes readable: the same rules as
  * get_uv (at most 10 bytes, no bits past 64).  NULL if malformed. */
 static inline const uint8_t *get_uv_fast(const uint8_t *p, uint64_t *v)
@@ -765,45 +745,7 @@ static inline const uint8_t *get_uv_fast(const uint8_t *p, uint64_t *v)
 	return NULL;
 }
 
-static int stream_next_slow(struct awl_stream *s, struct awl_op *op);
-
-/* The common case in one pass: an op of a chunk with room for its
- * longest encoding ahead (1 + 5 varints of 10 bytes), no bounds checks
- * per byte; the rest (a new chunk, a chunk's tail, MARKER, errors) in
- * stream_next_slow with the same rules. */
 int awl_stream_next(struct awl_stream *s, struct awl_op *op)
-{
-	if (__builtin_expect(s->left_ops != 0 && s->len - s->pos > 50, 1)) {
-		const uint8_t *p = s->buf + s->pos;
-		unsigned code = *p;
-		int nf = code < 32 ? s->nf[code] : -1;
-		if (__builtin_expect(nf >= 0, 1)) {
-			uint64_t v[5] = {0, 0, 0, 0, 0};
-			p++;
-			for (int i = 0; i < nf; i++) {
-				if (__builtin_expect(*p < 0x80, 1))
-					v[i] = *p++;
-				else if (!(p = get_uv_fast(p, &v[i])))
-					return stream_next_slow(s, op); /* says what is wrong */
-			}
-			op->code = (uint8_t)code;
-			op->a = v[0];
-			op->b = v[1];
-			op->c = v[2];
-			op->d = v[3];
-			op->e = v[4];
-			op->data = NULL;
-			op->len = 0;
-			s->pos = (size_t)(p - s->buf);
-			s->left_ops--;
-			s->done++;
-			return 1;
-		}
-	}
-	return stream_next_slow(s, op);
-}
-
-static int stream_next_slow(struct awl_stream *s, struct awl_op *op)
 {
 	if (s->left_ops == 0) {
 		const struct awl_thread *th = &s->f->th[s->t];

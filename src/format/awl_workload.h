@@ -348,9 +348,6 @@ struct awl_stream {
 	int own_buf;	   /* buf is the caller's (awl_stream_init_buf) */
 	uint32_t left_ops; /* ops left in the current chunk */
 	uint64_t done;	   /* ops returned */
-	/* fields of each op code in this file, -1: not allowed (unknown, or
-	 * newer than its version and features), -2: MARKER (has bytes) */
-	signed char nf[32];
 	char err[160];
 };
 int awl_stream_init(awl_file *f, uint32_t t, struct awl_stream *s);
