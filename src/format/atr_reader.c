@@ -2359,16 +2359,7 @@ static inline __attribute__((always_inline)) uint64_t nar_var(const uint8_t **pp
 	}
 	unsigned bits = (unsigned)__builtin_ctzll(stop) + 1; /* 8 * bytes */
 	*pp = p + (bits >> 3);
-	if (__builtin_expect(bits <= 32, 1)) {
-		uint32_t x = (uint32_t)w & (0xffffffffu >> (32 - bits));
-		x = (x & 0x007f007fu) | ((x & 0x7f007f00u) >> 1);
-		return (x & 0x3fffu) | ((x & 0x3fff0000u) >> 2);
-	}
-	if (bits < 64)
-		w &= (1ULL << bits) - 1;
-	w = (w & 0x007f007f007f007fULL) | ((w & 0x7f007f007f007f00ULL) >> 1);
-	w = (w & 0x00003fff00003fffULL) | ((w & 0x3fff00003fff0000ULL) >> 2);
-	return (w & 0x000000000fffffffULL) | ((w & 0x0fffffff00000000ULL) >> 4);
+	return var_gather(w, bits);
 }
 
 /* A default-flag call record of type T (a constant: each type gets its own

@@ -199,6 +199,28 @@ static __attribute__((noinline, unused)) struct var_slow get_var_slow(const uint
 	return r;
 }
 
+/* The value of a varint of 2 to 8 bytes from its first 8 bytes w
+ * (little-endian load) and bits = 8 * its length (the first byte without
+ * bit 7 ends it).  Shared by get_var_f and the reader's narrow decoder
+ * (atr_reader.c, nar_var), which find the length themselves. */
+static inline __attribute__((always_inline)) uint64_t var_gather(uint64_t w, unsigned bits)
+{
+	if (__builtin_expect(bits <= 32, 1)) {
+		/* 2-4 bytes (most addresses, sizes, stamps): two steps in
+		 * 32 bits, the masks as immediates */
+		uint32_t x = (uint32_t)w & (0xffffffffu >> (32 - bits));
+		x = (x & 0x007f007fu) | ((x & 0x7f007f00u) >> 1);
+		return (x & 0x3fffu) | ((x & 0x3fff0000u) >> 2);
+	}
+	if (bits < 64)
+		w &= (1ULL << bits) - 1;
+	/* pairs of 7-bit groups into 14 bits, pairs of those into 28, then
+	 * 56: three steps, not seven shifts */
+	w = (w & 0x007f007f007f007fULL) | ((w & 0x7f007f007f007f00ULL) >> 1);
+	w = (w & 0x00003fff00003fffULL) | ((w & 0x3fff00003fff0000ULL) >> 2);
+	return (w & 0x000000000fffffffULL) | ((w & 0x0fffffff00000000ULL) >> 4);
+}
+
 /* With 8 bytes at hand, a varint of up to 8 bytes without a branch per
  * byte: the first byte without bit 7 ends it, the 7-bit groups are
  * gathered by shifts (addresses are 3-4 bytes, sizes 1-3: a loop
@@ -216,20 +238,7 @@ static inline __attribute__((always_inline)) uint64_t get_var_f(struct rbuf *b, 
 		if (__builtin_expect(stop != 0, 1)) {
 			unsigned bits = (unsigned)__builtin_ctzll(stop) + 1; /* 8 * bytes */
 			b->p += bits >> 3;
-			if (__builtin_expect(bits <= 32, 1)) {
-				/* 2-4 bytes (most addresses, sizes, stamps): two
-				 * steps in 32 bits, the masks as immediates */
-				uint32_t x = (uint32_t)w & (0xffffffffu >> (32 - bits));
-				x = (x & 0x007f007fu) | ((x & 0x7f007f00u) >> 1);
-				return (x & 0x3fffu) | ((x & 0x3fff0000u) >> 2);
-			}
-			if (bits < 64)
-				w &= (1ULL << bits) - 1;
-			/* pairs of 7-bit groups into 14 bits, pairs of those
-			 * into 28, then 56: three steps, not seven shifts */
-			w = (w & 0x007f007f007f007fULL) | ((w & 0x7f007f007f007f00ULL) >> 1);
-			w = (w & 0x00003fff00003fffULL) | ((w & 0x3fff00003fff0000ULL) >> 2);
-			return (w & 0x000000000fffffffULL) | ((w & 0x0fffffff00000000ULL) >> 4);
+			return var_gather(w, bits);
 		}
 	}
 	struct var_slow r = get_var_slow(b->p, b->end);
