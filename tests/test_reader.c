@@ -669,35 +669,45 @@ static void test_resident(void **state)
 	}
 }
 
+/* A meta record of type with a payload of good_len bytes reads as an
+ * event with that payload; one of bad_len[0] or bad_len[1] bytes is
+ * corrupt: "bad NAME record". */
+static void check_meta_payload(uint32_t type, const char *name, const char *upper,
+			       uint32_t good_len, const uint32_t bad_len[2])
+{
+	uint64_t pay[4] = {123456789, 3, 7, 4};
+	struct atw *w = atw_new(4096);
+	uint32_t s = atw_thread(w, 1, 0);
+	atw_meta(w, s, 5, type, 0, pay, good_len);
+	atw_malloc(w, s, 5, 0x1000, 16, 0);
+	struct trace t;
+	assert_int_equal(load(&t, w, 1), 0);
+	assert_int_equal(t.rc, 0);
+	assert_int_equal(t.n, 3); /* start, the record, malloc */
+	assert_int_equal(t.ev[1].type, type);
+	assert_int_equal(t.ev[1].payload_len, good_len);
+	assert_memory_equal(t.ev[1].payload, pay, good_len);
+	assert_string_equal(atr_type_name(type), name);
+	assert_int_equal(t.ev[2].type, ATR_T_MALLOC);
+	unload(&t);
+	for (int k = 0; k < 2; k++) {
+		w = atw_new(4096);
+		s = atw_thread(w, 1, 0);
+		atw_meta(w, s, 1, type, 0, pay, bad_len[k]);
+		atw_free(w, s, 1, 0x10);
+		char msg[512], want[64];
+		assert_int_equal(iter_error(w, msg, sizeof(msg)), ATR_E_RECORD);
+		snprintf(want, sizeof(want), "bad %s record", upper);
+		assert_non_null(strstr(msg, want));
+	}
+}
+
 /* CPU (type 28): an event with its 24-byte payload (CPU time, voluntary
  * and involuntary switches); any other payload length is corrupt. */
 static void test_cpu_record(void **state)
 {
 	(void)state;
-	struct atw *w = atw_new(4096);
-	uint32_t s = atw_thread(w, 1, 0);
-	uint64_t v[3] = {123456789, 3, 7};
-	atw_meta(w, s, 5, ATR_T_CPU, 0, v, 24);
-	atw_malloc(w, s, 5, 0x1000, 16, 0);
-	struct trace t;
-	assert_int_equal(load(&t, w, 1), 0);
-	assert_int_equal(t.rc, 0);
-	assert_int_equal(t.n, 3); /* start, cpu, malloc */
-	assert_int_equal(t.ev[1].type, ATR_T_CPU);
-	assert_int_equal(t.ev[1].payload_len, 24);
-	assert_string_equal(atr_type_name(ATR_T_CPU), "cpu");
-	assert_int_equal(t.ev[2].type, ATR_T_MALLOC);
-	unload(&t);
-	for (uint32_t len = 8; len <= 32; len += 24) {
-		w = atw_new(4096);
-		s = atw_thread(w, 1, 0);
-		uint64_t pay[4] = {1, 2, 3, 4};
-		atw_meta(w, s, 1, ATR_T_CPU, 0, pay, len);
-		atw_free(w, s, 1, 0x10);
-		char msg[512];
-		assert_int_equal(iter_error(w, msg, sizeof(msg)), ATR_E_RECORD);
-		assert_non_null(strstr(msg, "bad CPU record"));
-	}
+	check_meta_payload(ATR_T_CPU, "cpu", "CPU", 24, (const uint32_t[2]){8, 32});
 }
 
 /* RECORDER (type 29): an event with its 8-byte payload (the recorder's
@@ -705,29 +715,7 @@ static void test_cpu_record(void **state)
 static void test_recorder_record(void **state)
 {
 	(void)state;
-	struct atw *w = atw_new(4096);
-	uint32_t s = atw_thread(w, 1, 0);
-	uint64_t v = 250000;
-	atw_meta(w, s, 5, ATR_T_RECORDER, 0, &v, 8);
-	atw_malloc(w, s, 5, 0x1000, 16, 0);
-	struct trace t;
-	assert_int_equal(load(&t, w, 1), 0);
-	assert_int_equal(t.rc, 0);
-	assert_int_equal(t.n, 3); /* start, recorder, malloc */
-	assert_int_equal(t.ev[1].type, ATR_T_RECORDER);
-	assert_int_equal(t.ev[1].payload_len, 8);
-	assert_string_equal(atr_type_name(ATR_T_RECORDER), "recorder");
-	unload(&t);
-	for (uint32_t len = 0; len <= 16; len += 16) {
-		w = atw_new(4096);
-		s = atw_thread(w, 1, 0);
-		uint64_t pay[2] = {1, 2};
-		atw_meta(w, s, 1, ATR_T_RECORDER, 0, pay, len);
-		atw_free(w, s, 1, 0x10);
-		char msg[512];
-		assert_int_equal(iter_error(w, msg, sizeof(msg)), ATR_E_RECORD);
-		assert_non_null(strstr(msg, "bad RECORDER record"));
-	}
+	check_meta_payload(ATR_T_RECORDER, "recorder", "RECORDER", 8, (const uint32_t[2]){0, 16});
 }
 
 /* ATR_FEAT_CHUNK_FLAGS: bits 1-2 of ret are glibc's chunk flags; the
