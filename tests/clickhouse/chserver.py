@@ -7,6 +7,7 @@ library only.
 """
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -28,7 +29,31 @@ def server_binary():
     return [ch, "server"] if ch else None
 
 
+def ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port():
+    """A port free now, below the kernel's ephemeral range: the server binds
+    it later, and a port the kernel hands out (port 0) can meanwhile become
+    the source port of another test's connection (clickhouse-server then
+    exits "Address already in use": seen in CI)."""
+    lo, _ = ephemeral_range()
+    lo = min(lo, 32768)
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for _ in range(200):
+        port = rng.randrange(lo // 2, lo)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
