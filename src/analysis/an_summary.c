@@ -19,16 +19,38 @@ static struct an_thread_stat *thread_of(struct an_summary *s, uint32_t serial)
 	return bsearch(&key, s->threads, s->nthreads, sizeof(key), cmp_serial);
 }
 
-/* thread_of, remembering the last answer: runs of one thread are long */
-static inline struct an_thread_stat *thread_cached(struct an_summary *s, uint32_t serial,
-						   struct an_thread_stat **last)
+/* The threads by serial (serials are 1-based and dense: a table, else
+ * thread_of): a batch of xfreebench's trace switches threads every few
+ * records. */
+struct th_index {
+	struct an_thread_stat **by; /* by[serial] (NULL: not in the trace), or NULL */
+	uint32_t n;		    /* entries of by */
+};
+
+static int th_index_init(struct th_index *x, struct an_summary *s)
 {
-	if (*last && (*last)->serial == serial)
-		return *last;
-	struct an_thread_stat *th = thread_of(s, serial);
-	if (th)
-		*last = th;
-	return th;
+	x->by = NULL;
+	x->n = 0;
+	uint32_t max = 0;
+	for (uint32_t i = 0; i < s->nthreads; i++)
+		max = s->threads[i].serial > max ? s->threads[i].serial : max;
+	if (max > 4 * s->nthreads + 64)
+		return 0; /* sparse: thread_of */
+	x->by = calloc((size_t)max + 1, sizeof(*x->by));
+	if (!x->by)
+		return ATR_E_NOMEM;
+	x->n = max + 1;
+	for (uint32_t i = 0; i < s->nthreads; i++)
+		x->by[s->threads[i].serial] = &s->threads[i];
+	return 0;
+}
+
+static inline struct an_thread_stat *thread_at(struct an_summary *s, const struct th_index *x,
+					       uint32_t serial)
+{
+	if (x->by)
+		return serial < x->n ? x->by[serial] : NULL;
+	return thread_of(s, serial);
 }
 
 /* An allocation that failed (a failed realloc(p, 0) freed p: not a
@@ -64,7 +86,7 @@ static inline void count_call(struct an_summary *s, struct an_thread_stat *th, u
  * counters in registers: a thread's are added when the batch moves on to
  * another thread (a batch is mostly runs of one thread). */
 static void count_calls(struct an_summary *s, const struct atr_call *calls, size_t n,
-			struct an_thread_stat **last)
+			const struct th_index *x)
 {
 	uint64_t records = s->records, free_null = s->free_null;
 	uint64_t requested = s->bytes_requested, failed = s->failed, last_ts = s->last_ts;
@@ -90,7 +112,7 @@ static void count_calls(struct an_summary *s, const struct atr_call *calls, size
 			th_calls = th_bytes = 0;
 			have = 1;
 			serial = cl->thread;
-			th = thread_cached(s, serial, last);
+			th = thread_at(s, x, serial);
 			if (th && !th->tid)
 				th->tid = cl->tid;
 		}
@@ -135,15 +157,22 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 	s->nthreads = nt;
 	qsort(s->threads, nt, sizeof(*s->threads), cmp_serial);
 
+	struct th_index x;
+	int r = th_index_init(&x, s);
+	if (r < 0)
+		return r;
 	struct lv_set live;
 	lv_init_sizes(&live, atr_get_info(f)->status);
 	atr_iter *it;
-	int r = atr_iter_new(f, &it);
-	if (r < 0)
+	r = atr_iter_new(f, &it);
+	if (r < 0) {
+		free(x.by);
 		return r;
-	atr_iter_set_prefetch(it, lv_prefetch_hook, &live);
+	}
+	/* the reader prefetches the live set's entries once its table no
+	 * longer fits in the caches (lv_prefetch_pays) */
+	int pf = 0;
 	const struct atr_event *ev;
-	struct an_thread_stat *last = NULL;
 	struct util_progress prog;
 	util_progress_start(&prog, "info", atr_get_info(f)->records_hint);
 	/* the calls as compact records (atr_iter_next_calls), anything else as
@@ -154,10 +183,13 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 	while ((r = atr_iter_next_calls(it, calls, 64, &n, &ev)) > 0) {
 		/* the counters first, in a loop of their own (no call in it:
 		 * they stay in registers), then the live set */
-		count_calls(s, calls, n, &last);
-		for (size_t i = 0; i < n; i++)
-			if ((r = lv_call(&live, &calls[i])) < 0)
-				goto out;
+		count_calls(s, calls, n, &x);
+		if ((r = lv_calls(&live, calls, n)) < 0)
+			goto out;
+		if (__builtin_expect(lv_prefetch_pays(&live) != pf, 0)) {
+			pf = !pf;
+			atr_iter_set_prefetch(it, pf ? lv_prefetch_hook : NULL, &live);
+		}
 		if (n && (s->records ^ shown) >> 20) {
 			shown = s->records;
 			util_progress_update(&prog, shown & ~(uint64_t)0xfffff);
@@ -170,8 +202,8 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 				s->first_ts = ev->ts;
 			s->last_ts = ev->ts;
 			if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST) {
-				count_call(s, thread_cached(s, ev->thread, &last), ev->type,
-					   ev->tid, ev->ptr, ev->ret, ev->size);
+				count_call(s, thread_at(s, &x, ev->thread), ev->type, ev->tid,
+					   ev->ptr, ev->ret, ev->size);
 			} else if (atr_is_xcall(ev->type)) {
 				if (an_maps_event(&s->maps, ev) < 0) {
 					r = ATR_E_NOMEM;
@@ -179,7 +211,7 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 				}
 				s->xcalls[ev->type - ATR_T_XCALL_FIRST]++;
 				s->total_calls++;
-				struct an_thread_stat *th = thread_cached(s, ev->thread, &last);
+				struct an_thread_stat *th = thread_at(s, &x, ev->thread);
 				if (th)
 					th->calls++;
 			} else if (ev->type == ATR_T_MARKER) {
@@ -192,6 +224,7 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 out:
 	util_progress_done(&prog);
 	atr_iter_free(it);
+	free(x.by);
 	s->unknown_frees = live.unknown_frees;
 	s->inherited_frees = live.inherited_frees;
 	s->pre_attach_frees = live.pre_attach_frees;

@@ -1000,6 +1000,10 @@ struct atr_cur {
 	unsigned alead;
 	/* statistics of this cursor's walk */
 	uint64_t lost, inversions, records, calls, trunc_records, last_ts;
+	/* the narrow path's light head (cur_head_light): the iterator's head
+	 * event of this thread holds only its key (ts, thread); the record
+	 * itself is the ring's next, not handed out yet */
+	int hlight;
 };
 
 void atr_sample_weight(uint64_t rate, uint64_t size, double *calls, double *bytes)
@@ -1954,6 +1958,14 @@ int atr_read_units(const atr_file *f, struct atr_unit_ref **out, size_t *n)
 
 /* ---- merge iterator ---------------------------------------------------- */
 
+/* A heap entry: cursor t's head event's key (ts, thread), kept beside
+ * its index so that the heap's comparisons load no event (xfreebench's
+ * trace changes the root every few records). */
+struct hent {
+	uint64_t ts;
+	uint32_t thr, t;
+};
+
 struct atr_iter {
 	atr_file *f;
 	uint32_t n;
@@ -1961,7 +1973,7 @@ struct atr_iter {
 	struct atr_event *pend;	 /* n + 1 event buffers */
 	struct atr_event **next; /* next event of each cursor (a pend buffer) */
 	struct atr_event *spare; /* the buffer handed out last */
-	uint32_t *heap;		 /* cursor indices, min by (ts, serial) */
+	struct hent *heap;	 /* the heads' keys, min by (ts, serial) */
 	uint32_t hn;
 	int narrow; /* atr_iter_next_calls was called: cursors decode no ring ahead */
 	int started;
@@ -1980,25 +1992,32 @@ struct atr_iter {
 	uint32_t *serials;
 };
 
-static inline int heap_less(const struct atr_iter *it, uint32_t a, uint32_t b)
+static inline int heap_less(const struct hent *x, const struct hent *y)
 {
-	const struct atr_event *x = it->next[a], *y = it->next[b];
 	if (x->ts != y->ts)
 		return x->ts < y->ts;
-	return x->thread < y->thread;
+	return x->thr < y->thr;
+}
+
+/* The root's key after its cursor's head changed. */
+static inline void heap_rekey(atr_iter *it)
+{
+	const struct atr_event *h = it->next[it->heap[0].t];
+	it->heap[0].ts = h->ts;
+	it->heap[0].thr = h->thread;
 }
 
 static void heap_down(struct atr_iter *it, uint32_t i)
 {
 	for (;;) {
 		uint32_t l = 2 * i + 1, m = i;
-		if (l < it->hn && heap_less(it, it->heap[l], it->heap[m]))
+		if (l < it->hn && heap_less(&it->heap[l], &it->heap[m]))
 			m = l;
-		if (l + 1 < it->hn && heap_less(it, it->heap[l + 1], it->heap[m]))
+		if (l + 1 < it->hn && heap_less(&it->heap[l + 1], &it->heap[m]))
 			m = l + 1;
 		if (m == i)
 			return;
-		uint32_t tmp = it->heap[i];
+		struct hent tmp = it->heap[i];
 		it->heap[i] = it->heap[m];
 		it->heap[m] = tmp;
 		i = m;
@@ -2126,7 +2145,7 @@ static int iter_start(atr_iter *it)
 		if (r < 0)
 			return r;
 		if (r > 0)
-			it->heap[it->hn++] = t;
+			it->heap[it->hn++] = (struct hent){it->next[t]->ts, it->next[t]->thread, t};
 	}
 	for (uint32_t i = it->hn / 2; i-- > 0;)
 		heap_down(it, i);
@@ -2145,11 +2164,11 @@ static inline void iter_bound(atr_iter *it)
 {
 	if (it->bvalid)
 		return;
-	uint32_t m = it->heap[1];
-	if (it->hn > 2 && heap_less(it, it->heap[2], m))
-		m = it->heap[2];
-	it->bts = it->next[m]->ts;
-	it->bthr = it->next[m]->thread;
+	const struct hent *m = &it->heap[1];
+	if (it->hn > 2 && heap_less(&it->heap[2], m))
+		m = &it->heap[2];
+	it->bts = m->ts;
+	it->bthr = m->thr;
 	it->bvalid = 1;
 }
 
@@ -2174,7 +2193,15 @@ int atr_iter_next_ref(atr_iter *it, const struct atr_event **out)
 	}
 	/* hand out the root's buffer, decode its thread's next event into
 	 * the buffer handed out last time (no copy of the event) */
-	uint32_t t = it->heap[0];
+	uint32_t t = it->heap[0].t;
+	if (it->cur[t].hlight) {
+		/* a light head (atr_iter_next_calls): its event now, with the
+		 * same key (its record is the ring's next) */
+		it->cur[t].hlight = 0;
+		int r = cur_next_sel(it->f, &it->cur[t], it->next[t]);
+		if (r <= 0)
+			return it->err = r < 0 ? r : ATR_E_RECORD;
+	}
 	struct atr_event *ev = it->next[t];
 	ev->seq = it->seq; /* synthetic events share the next record's seq */
 	if (ev->type != ATR_EV_REALLOC_RELEASE)
@@ -2185,6 +2212,8 @@ int atr_iter_next_ref(atr_iter *it, const struct atr_event **out)
 	if (r < 0)
 		return it->err = r;
 	*out = ev;
+	if (r > 0)
+		heap_rekey(it);
 	if (r > 0 && it->hn > 1) {
 		iter_bound(it);
 		const struct atr_event *x = it->next[t];
@@ -2369,9 +2398,10 @@ static inline __attribute__((always_inline)) uint64_t nar_var(const uint8_t **pp
  * end, before the decoder's state changes: a record that fails any of
  * them is left undecoded (returns 0) to cur_fill, which gives the same
  * record or the same error.  Returns 1 taken, -1 decoded but not taken
- * (the bound, no room for a realloc's two records: *q for the ring). */
-static inline __attribute__((always_inline)) int
-nar_rec(struct atr_cur *c, struct nar *z, const unsigned T, unsigned hi, int pf, struct v2_rec *q)
+ * (the bound, no room for a realloc's two records: written to the ring's
+ * next entry, as cur_fill would decode it). */
+static inline __attribute__((always_inline)) int nar_rec(struct atr_cur *c, struct nar *z,
+							 const unsigned T, unsigned hi, int pf)
 {
 	const unsigned shape = atr_call_args(T);
 	const int rea = shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB;
@@ -2449,18 +2479,20 @@ nar_rec(struct atr_cur *c, struct nar *z, const unsigned T, unsigned hi, int pf,
 	}
 	if (__builtin_expect(keep, 0)) {
 		/* not taken (the thread's next head): to the ring, as
-		 * cur_fill would decode it */
-		*q = (struct v2_rec){.ts = qts,
-				     .v1b = T | flags,
-				     .type = T,
-				     .cb = cb,
-				     .a = a,
-				     .size = size,
-				     .slack = slack,
-				     .x = x,
-				     .y = y,
-				     .stack = stack,
-				     .dur = dur};
+		 * cur_fill would decode it (the fields a call has: payload
+		 * and w are a meta or EXT record's) */
+		struct v2_rec *q = &c->ring[(c->rt + z->taken) & (CUR_RING - 1)];
+		q->ts = qts;
+		q->v1b = T | flags;
+		q->type = T;
+		q->cb = cb;
+		q->a = a;
+		q->size = size;
+		q->slack = slack;
+		q->x = x;
+		q->y = y;
+		q->stack = stack;
+		q->dur = dur;
 		return -1;
 	}
 	z->taken++;
@@ -2531,7 +2563,6 @@ static inline __attribute__((always_inline)) void run_loop(struct atr_cur *c, st
 	if (c->rb.end - z.p < V2_REC_MAX)
 		return;
 	const uint8_t *safe = c->rb.end - V2_REC_MAX;
-	struct v2_rec q;
 	int kept = 0;
 	while (z.o < z.oend && z.p <= safe) {
 		unsigned tag = *z.p;
@@ -2539,7 +2570,7 @@ static inline __attribute__((always_inline)) void run_loop(struct atr_cur *c, st
 		switch (tag & 0xfu) {
 #define NAR_CASE(NAME, name, type, op, args, ret, params)                                          \
 	case type:                                                                                 \
-		r = nar_rec(c, &z, type, tag >> 4, pf, &q);                                        \
+		r = nar_rec(c, &z, type, tag >> 4, pf);                                            \
 		break;
 			ATR_CALLS(NAR_CASE)
 #undef NAR_CASE
@@ -2553,8 +2584,6 @@ static inline __attribute__((always_inline)) void run_loop(struct atr_cur *c, st
 		}
 	}
 	uint32_t k = z.taken + kept;
-	if (kept)
-		c->ring[(c->rt + z.taken) & (CUR_RING - 1)] = q;
 	s->prev_ts = z.prev_ts;
 	s->base = z.base;
 	s->fbase = z.fbase;
@@ -2640,6 +2669,39 @@ static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t
 	return u.n;
 }
 
+/* The thread's next head as a light head, if its next record is a call
+ * that cur_run takes as it is (not a realloc, which may split, nor after
+ * a RESIDENT record): only the key the heap orders by (cur_next's clamped
+ * stamp and the thread) goes into the head event; the record stays the
+ * ring's next, for cur_run (atr_iter_next_calls) or, should the head be
+ * handed out as an event, cur_next_sel (atr_iter_next_ref).  A thread
+ * switch then costs no event (xfreebench's trace switches threads every
+ * few records).  1 done, else 0 (cur_next_sel makes the event). */
+static inline int cur_head_light(const atr_file *f, struct atr_cur *c, struct atr_event *head)
+{
+	if (!c->loaded || !c->lazy || c->has_stash || c->res_pending || c->sel)
+		return 0;
+	if (c->rh == c->rt) {
+		if (c->rdone)
+			return 0;
+		cur_fill(c);
+		if (c->rh == c->rt)
+			return 0;
+	}
+	const struct v2_rec *q = &c->ring[c->rh & (CUR_RING - 1)];
+	if (q->type - 1u >= ATR_T_CALL_LAST)
+		return 0;
+	unsigned shape = atr_call_args(q->type);
+	if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
+		return 0;
+	head->ts = q->ts < c->prev_ts ? c->prev_ts : q->ts;
+	head->thread = f->thr[c->t].serial;
+	head->type = (uint8_t)q->type;
+	c->ew = -1; /* as cur_next_sel for a call */
+	c->hlight = 1;
+	return 1;
+}
+
 int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *n,
 			const struct atr_event **ev)
 {
@@ -2670,14 +2732,9 @@ int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *
 	}
 	size_t k = 0;
 	while (k < cap && it->hn) {
-		uint32_t t = it->heap[0];
+		uint32_t t = it->heap[0].t;
 		struct atr_event *head = it->next[t];
 		struct atr_cur *c = &it->cur[t];
-		if (!call_of_event(head, &out[k]))
-			break; /* a full event: atr_iter_next_ref below */
-		if (head->type != ATR_EV_REALLOC_RELEASE)
-			it->seq++;
-		k++;
 		/* the bound: the smallest head of the other threads */
 		uint64_t bts = UINT64_MAX;
 		uint32_t bthr = UINT32_MAX;
@@ -2686,11 +2743,39 @@ int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *
 			bts = it->bts;
 			bthr = it->bthr;
 		}
-		if (c->loaded && c->lazy && !c->has_stash)
-			k += cur_run(f, c, out + k, cap - k, bts, bthr, &it->seq);
+		size_t got = 0;
+		if (c->hlight) {
+			/* the head is the ring's next record: cur_run takes it
+			 * (the smallest key) and the run after it */
+			got = cur_run(f, c, out + k, cap - k, bts, bthr, &it->seq);
+			c->hlight = 0;
+			if (!got) {
+				/* not expected: its event, as atr_iter_next_ref does */
+				int r = cur_next_sel(f, c, head);
+				if (r <= 0) {
+					it->err = r < 0 ? r : ATR_E_RECORD;
+					if (!k)
+						return it->err;
+					*n = k;
+					return 1;
+				}
+			}
+		}
+		if (got) {
+			k += got;
+		} else {
+			if (!call_of_event(head, &out[k]))
+				break; /* a full event: atr_iter_next_ref below */
+			if (head->type != ATR_EV_REALLOC_RELEASE)
+				it->seq++;
+			k++;
+			if (c->loaded && c->lazy && !c->has_stash)
+				k += cur_run(f, c, out + k, cap - k, bts, bthr, &it->seq);
+		}
 		/* the thread's next event into the head's buffer, as
-		 * atr_iter_next_ref does after handing one out */
-		int r = cur_next_sel(f, c, head);
+		 * atr_iter_next_ref does after handing one out (or its key
+		 * alone: cur_head_light) */
+		int r = cur_head_light(f, c, head) ? 1 : cur_next_sel(f, c, head);
 		if (r < 0) {
 			/* atr_iter_next_ref drops the event before the error */
 			k--;
@@ -2700,8 +2785,12 @@ int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *
 			*n = k;
 			return 1;
 		}
-		if (r > 0 && it->hn > 1 && key_below(head->ts, head->thread, bts, bthr))
-			continue; /* still the smallest */
+		if (r > 0) {
+			it->heap[0].ts = head->ts;
+			it->heap[0].thr = head->thread;
+			if (it->hn > 1 && key_below(head->ts, head->thread, bts, bthr))
+				continue; /* still the smallest */
+		}
 		if (r == 0)
 			it->heap[0] = it->heap[--it->hn];
 		if (it->hn > 1)

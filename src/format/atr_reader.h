@@ -299,8 +299,11 @@ static inline void atr_event_call(const struct atr_event *ev, struct atr_call *o
  * pass's entry into the cache (no copy of the events).  On the narrow path
  * (atr_iter_next_calls) the records of a batch are decoded straight into
  * the caller's array: fn gets their addresses as they are decoded, before
- * the batch is returned.  Set it before the first atr_iter_next*(); fn must
- * not call the iterator. */
+ * the batch is returned.  Set it before the first atr_iter_next*(), or
+ * between two calls of them (fn NULL: no hook; a pass turns it on once its
+ * map outgrows the caches, lv_prefetch_pays: records decoded before that
+ * were not prefetched, which changes no result); fn must not call the
+ * iterator. */
 #define ATR_PREFETCH_AHEAD 16
 typedef void (*atr_prefetch_fn)(void *ctx, uint64_t addr);
 void atr_iter_set_prefetch(atr_iter *it, atr_prefetch_fn fn, void *ctx);

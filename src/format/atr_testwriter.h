@@ -104,7 +104,8 @@ int atw_same_event(const struct atr_event *x, const struct atr_event *y);
 int atw_v2_paths_agree(atr_file *words, atr_file *lazy, uint64_t *events, char *why, size_t len);
 /* Iterates full (atr_iter_next_ref) and narrow (atr_iter_next_calls, each
  * compact record made an event by atr_call_event, batches of 1 to 37
- * records) of the same bytes side by side.  1 when they agree: the same
+ * records, every seventh time one event of atr_iter_next_ref instead) of
+ * the same bytes side by side.  1 when they agree: the same
  * events, the same end or error, the same walk statistics
  * (atr_get_info); 0 with why explained otherwise. */
 int atw_calls_path_agree(atr_file *full, atr_file *narrow, uint64_t *events, char *why, size_t len);

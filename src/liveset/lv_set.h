@@ -198,6 +198,19 @@ static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)
  * struct lv_set *). */
 void lv_prefetch_hook(void *set, uint64_t ptr);
 
+/* A table from this size on misses the core's caches: prefetching its
+ * entries pays.  Below it the hook is an indirect call and a hash per
+ * address for lines that are in the cache already (info on xfreebench's
+ * and cc1plus's traces, 512 KiB tables: bench/RESULTS.md). */
+#define LV_PREFETCH_BYTES (2u << 20)
+
+/* Does s's table have LV_PREFETCH_BYTES or more (a pass sets the reader's
+ * prefetch hook while it does)? */
+static inline int lv_prefetch_pays(const struct lv_set *s)
+{
+	return ((uint64_t)s->cap << lv_lg(s)) >= LV_PREFETCH_BYTES;
+}
+
 /* ptr's block if it is live, else NULL; valid until the next change. */
 struct lv_block *lv_find(struct lv_set *s, uint64_t ptr);
 
@@ -346,5 +359,8 @@ struct lv_hooks {
 int lv_event(struct lv_set *s, const struct atr_event *ev, const struct lv_hooks *h, void *ctx);
 /* The same rules for a compact record (atr_iter_next_calls), no hooks. */
 int lv_call(struct lv_set *s, const struct atr_call *c);
+/* lv_call for each of n records in order (a batch of atr_iter_next_calls:
+ * one call, the entry size tested once): 0 or ATR_E_NOMEM. */
+int lv_calls(struct lv_set *s, const struct atr_call *c, size_t n);
 
 #endif
