@@ -145,7 +145,7 @@ void awl_writer_flush_thread(struct awl_writer *w, uint32_t ti)
 	atr_put32(t->buf, AWL_CHUNK_MAGIC);
 	atr_put32(t->buf + 4, ti);
 	atr_put32(t->buf + 8, (uint32_t)(t->len - AWL_CHUNK_HDR));
-	atr_put32(t->buf + 12, t->chunk_ops);
+	atr_put32(t->buf + 12, (uint32_t)(t->ops - t->chunk_first));
 	if (t->chunks == t->chunk_cap) {
 		size_t nc = t->chunk_cap ? t->chunk_cap * 2 : 16;
 		uint64_t *na = realloc(t->chunk_at, nc * sizeof(*na));
@@ -162,7 +162,7 @@ void awl_writer_flush_thread(struct awl_writer *w, uint32_t ti)
 		w->ioerr = errno ? errno : EIO;
 	w->off += t->len;
 	t->len = AWL_CHUNK_HDR;
-	t->chunk_ops = 0;
+	t->chunk_first = t->ops;
 	t->chunks++;
 	w->chunks++;
 }
@@ -228,7 +228,10 @@ void awl_writer_patch(struct awl_writer *w, uint64_t mark, const uint8_t *bytes,
 
 uint64_t awl_writer_ops(const struct awl_writer *w)
 {
-	return w->ops;
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < w->nth; i++)
+		n += w->th[i].ops;
+	return n;
 }
 
 uint64_t awl_writer_bytes(const struct awl_writer *w)
@@ -271,7 +274,7 @@ int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char
 	atr_put32(hdr + AWL_H_THREADS, w->nth);
 	atr_put64(hdr + AWL_H_SLOTS, s->slots);
 	atr_put64(hdr + AWL_H_IDEAL_PEAK, s->ideal_peak);
-	atr_put64(hdr + AWL_H_OPS, w->ops);
+	atr_put64(hdr + AWL_H_OPS, awl_writer_ops(w));
 	atr_put64(hdr + AWL_H_WAITS, s->waits);
 	atr_put64(hdr + AWL_H_CHUNKS, w->chunks);
 	atr_put64(hdr + AWL_H_TABLE, table);
@@ -282,6 +285,9 @@ int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char
 	atr_put64(hdr + AWL_H_THINK_NS, s->think_ns);
 	atr_put32(hdr + AWL_H_MAX_LIVE, s->max_live);
 	atr_put32(hdr + AWL_H_ROOTS, roots);
+	w->calls[0] = 0;
+	for (unsigned i = 1; i <= AWL_OP_CALL_LAST; i++)
+		w->calls[0] += w->calls[i];
 	for (unsigned i = 0; i <= AWL_OP_CALL_LAST; i++)
 		atr_put64(hdr + AWL_H_CALLS + 8 * i, w->calls[i]);
 	atr_put64(hdr + AWL_H_FEATURES, s->features & AWL_FEATURES_KNOWN);

@@ -192,6 +192,22 @@ static inline uint8_t *awl_put_uv(uint8_t *p, uint64_t v)
 	return p;
 }
 
+/* awl_put_uv where the buffer has a byte of room past the value: a value
+ * below 2^14 (an op's slots and most sizes) is written without a branch
+ * on its length (1 or 2 bytes: sizes of 16-512 bytes mispredicted a
+ * fifth of the time); the byte after a 1-byte value is overwritten by
+ * what follows.  Ops reserved by awl_writer_reserve have that room. */
+static inline uint8_t *awl_put_uv_room(uint8_t *p, uint64_t v)
+{
+	if (__builtin_expect(v < 0x4000, 1)) {
+		uint64_t two = v >= 0x80;
+		p[0] = (uint8_t)(v | two << 7);
+		p[1] = (uint8_t)(v >> 7);
+		return p + 1 + two;
+	}
+	return awl_put_uv(p, v);
+}
+
 /* ------------------------------------------------------------- writer */
 /* The writer's state is public only so that the per-op calls below can be
  * inlined (convert makes ~4 of them per record); use the functions. */
@@ -201,7 +217,7 @@ struct awl_wthread {
 	uint32_t live_at_start; /* threads alive when it started (itself included) */
 	uint64_t spawn_op;	/* op index of the SPAWN in the parent's stream */
 	uint64_t ops, calls, chunks;
-	uint32_t chunk_ops;
+	uint64_t chunk_first; /* ops before the chunk in buf */
 	size_t len;
 	uint8_t *buf;	    /* AWL_CHUNK_HDR + AWL_CHUNK_TARGET + 4096 */
 	uint64_t *chunk_at; /* file offsets of its chunks (awl_writer_patch) */
@@ -222,8 +238,8 @@ struct awl_writer {
 	uint64_t off; /* bytes written so far */
 	struct awl_wthread *th;
 	uint32_t nth, cap;
-	uint64_t ops, chunks;
-	uint64_t calls[AWL_OP_CALL_LAST + 1];
+	uint64_t chunks;
+	uint64_t calls[AWL_OP_CALL_LAST + 1]; /* [0] set by awl_writer_finish */
 	uint64_t xops[AWL_NXOPS];
 	int ioerr;
 	struct awl_wpatch *patch; /* AWL_PATCH_QUEUE of them, or NULL */
@@ -241,22 +257,34 @@ void awl_writer_set_start(struct awl_writer *w, uint32_t t, uint32_t parent, uin
 /* Write thread t's pending ops as a chunk (awl_writer_reserve does it). */
 void awl_writer_flush_thread(struct awl_writer *w, uint32_t t);
 
+/* Thread t's stream, for the *_th forms below (a caller that writes
+ * several ops, or counts, in a row computes it once); valid until the
+ * next awl_writer_add_thread. */
+static inline struct awl_wthread *awl_writer_th(struct awl_writer *w, uint32_t t)
+{
+	return &w->th[t];
+}
+static inline uint8_t *awl_writer_reserve_th(struct awl_writer *w, struct awl_wthread *th,
+					     size_t max_bytes)
+{
+	if (__builtin_expect(th->len + max_bytes > AWL_CHUNK_HDR + AWL_CHUNK_TARGET, 0))
+		awl_writer_flush_thread(w, (uint32_t)(th - w->th));
+	return th->buf + th->len;
+}
+static inline void awl_writer_commit_th(struct awl_wthread *th, uint8_t *end)
+{
+	th->len = (size_t)(end - th->buf);
+	th->ops++; /* the chunk's and the file's counts follow from it */
+}
 /* Room for max_bytes (<= 4096) in thread t's buffer; write the op there
  * and call awl_writer_commit() with the end pointer. */
 static inline uint8_t *awl_writer_reserve(struct awl_writer *w, uint32_t t, size_t max_bytes)
 {
-	struct awl_wthread *th = &w->th[t];
-	if (__builtin_expect(th->len + max_bytes > AWL_CHUNK_HDR + AWL_CHUNK_TARGET, 0))
-		awl_writer_flush_thread(w, t);
-	return th->buf + th->len;
+	return awl_writer_reserve_th(w, &w->th[t], max_bytes);
 }
 static inline void awl_writer_commit(struct awl_writer *w, uint32_t t, uint8_t *end)
 {
-	struct awl_wthread *th = &w->th[t];
-	th->len = (size_t)(end - th->buf);
-	th->ops++;
-	th->chunk_ops++;
-	w->ops++;
+	awl_writer_commit_th(&w->th[t], end);
 }
 /* Ops appended to thread t so far (= index of the next op). */
 static inline uint64_t awl_writer_thread_ops(const struct awl_writer *w, uint32_t t)
@@ -264,13 +292,17 @@ static inline uint64_t awl_writer_thread_ops(const struct awl_writer *w, uint32_
 	return w->th[t].ops;
 }
 /* Count a call of trace type 1..10 in thread t. */
-static inline void awl_writer_count_call(struct awl_writer *w, uint32_t t, unsigned op)
+static inline void awl_writer_count_call_th(struct awl_writer *w, struct awl_wthread *th,
+					    unsigned op)
 {
 	if (op >= 1 && op <= AWL_OP_CALL_LAST) {
-		w->calls[op]++;
-		w->calls[0]++;
-		w->th[t].calls++;
+		w->calls[op]++; /* calls[0]: their sum, at the end */
+		th->calls++;
 	}
+}
+static inline void awl_writer_count_call(struct awl_writer *w, uint32_t t, unsigned op)
+{
+	awl_writer_count_call_th(w, &w->th[t], op);
 }
 
 /* Count an op of code AWL_OP_XFIRST.. (the header's per-op counters). */

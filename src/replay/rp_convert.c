@@ -167,6 +167,7 @@ struct conv {
 	uint64_t think_total;
 	uint64_t est_calls, est_ticks;	       /* st's, est_ns in ticks: stored at the end */
 	uint64_t floor_ticks, min_ticks;       /* think_floor_ns, RP_THINK_MIN_NS */
+	uint64_t gap_ticks;		       /* the smaller of floor_ticks, join_ticks */
 	int est_on;			       /* the trace has sampled durations */
 	struct rp_est est_all[ATR_NCALLS + 1]; /* est over every thread: a
 						  thread's calls before its own */
@@ -287,8 +288,8 @@ static void emit_wait_ops(struct conv *c, uint32_t ti, uint32_t owner, uint64_t 
 	t->wc_need = need;
 	uint8_t *p = awl_writer_reserve(c->w, wi, 32);
 	*p++ = AWL_OP_WAIT;
-	p = awl_put_uv(p, owner);
-	p = awl_put_uv(p, need);
+	p = awl_put_uv_room(p, owner);
+	p = awl_put_uv_room(p, need);
 	awl_writer_commit(c->w, wi, p);
 	c->st->waits++;
 }
@@ -354,7 +355,7 @@ static void spawn(struct conv *c, uint32_t nt)
 	uint32_t pw = c->th[par].widx;
 	uint8_t *p = awl_writer_reserve(c->w, pw, 16);
 	*p++ = AWL_OP_SPAWN;
-	p = awl_put_uv(p, c->th[nt].widx);
+	p = awl_put_uv_room(p, c->th[nt].widx);
 	awl_writer_commit(c->w, pw, p);
 	awl_writer_set_start(c->w, c->th[nt].widx, pw, idx, c->nlive);
 }
@@ -658,7 +659,7 @@ RP_COLD void addr_dropped(struct conv *c, uint32_t ti, const struct atr_call *k,
 	emit_wait_for(c, ti, old->owner, old->when);
 	uint8_t *p = awl_writer_reserve(c->w, wi, 16);
 	*p++ = AWL_OP_DROP;
-	p = awl_put_uv(p, old->tag);
+	p = awl_put_uv_room(p, old->tag);
 	uint64_t didx = awl_writer_thread_ops(c->w, wi);
 	awl_writer_commit(c->w, wi, p);
 	slot_release(c, ti, old->tag, didx);
@@ -669,7 +670,7 @@ RP_HOT void addr_insert(struct conv *c, uint32_t ti, const struct atr_call *k,
 			uint64_t idx)
 {
 	struct lv_block *b, old;
-	int r = lv_born(&c->live, ptr, size, idx, &b, &old);
+	int r = lv_born_lg(&c->live, ptr, size, idx, &b, &old, LV_LG_FULL);
 	if (__builtin_expect(r < 0, 0)) {
 		c->nomem = 1;
 		return;
@@ -697,10 +698,17 @@ static void unknown_free(struct conv *c, const struct atr_call *k, const struct 
  * was not live. */
 RP_HOT int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
 {
-	if (!lv_died(&c->live, ptr, b))
+	if (!lv_died_lg(&c->live, ptr, b, LV_LG_FULL))
 		return 0;
 	c->recent[c->recent_pos++ % RECENT_FREES] = ptr;
 	return 1;
+}
+
+/* Thread ti's stream in the writer (valid until a thread is added): the
+ * per-record handlers write and count their op through it. */
+RP_HOT struct awl_wthread *wstream(struct conv *c, uint32_t ti)
+{
+	return awl_writer_th(c->w, c->th[ti].widx);
 }
 
 RP_HOT uint8_t *op_begin(struct conv *c, uint32_t ti, unsigned code)
@@ -733,10 +741,13 @@ RP_HOT void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
 {
 	touch_release(c, b, ev ? ev : &rp_no_res);
 	emit_wait_for(c, ti, b->owner, b->when);
-	uint64_t idx = awl_writer_thread_ops(c->w, c->th[ti].widx);
-	uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
-	p = awl_put_uv(p, (uint64_t)b->tag + 1);
-	op_end(c, ti, p, AWL_OP_FREE);
+	struct awl_wthread *wt = wstream(c, ti);
+	uint64_t idx = wt->ops;
+	uint8_t *p = awl_writer_reserve_th(c->w, wt, 64);
+	*p++ = AWL_OP_FREE;
+	p = awl_put_uv_room(p, (uint64_t)b->tag + 1);
+	awl_writer_commit_th(wt, p);
+	awl_writer_count_call_th(c->w, wt, AWL_OP_FREE);
 	slot_release(c, ti, b->tag, idx);
 }
 
@@ -746,9 +757,9 @@ RP_HOT void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
 RP_HOT void on_free(struct conv *c, uint32_t ti, const struct atr_call *k,
 		    const struct atr_event *ev)
 {
-	if (!k->ptr) {
+	if (__builtin_expect(!k->ptr, 0)) {
 		uint8_t *p = op_begin(c, ti, AWL_OP_FREE);
-		p = awl_put_uv(p, 0);
+		p = awl_put_uv_room(p, 0);
 		op_end(c, ti, p, AWL_OP_FREE);
 		return;
 	}
@@ -768,10 +779,10 @@ static void split_array(uint64_t total, uint64_t nmemb, uint64_t *n, uint64_t *e
 		*n = 0;
 }
 
+/* shape: atr_call_args(k->type) */
 RP_HOT void on_alloc(struct conv *c, uint32_t ti, const struct atr_call *k,
-		     const struct atr_event *ev)
+		     const struct atr_event *ev, unsigned shape)
 {
-	uint32_t wi = c->th[ti].widx;
 	struct fslot f = {0};
 	int ok = k->ret != 0;
 	if (ok) {
@@ -783,33 +794,26 @@ RP_HOT void on_alloc(struct conv *c, uint32_t ti, const struct atr_call *k,
 	} else {
 		c->st->failed_allocs++;
 	}
-	uint64_t idx = awl_writer_thread_ops(c->w, wi);
+	struct awl_wthread *wt = wstream(c, ti);
+	uint64_t idx = wt->ops;
 	uint64_t dst = ok ? (uint64_t)f.slot + 1 : 0;
 	unsigned op = op_of_type[k->type];
-	uint8_t *p;
-	switch (atr_call_args(k->type)) {
-	case ATR_ARGS_SIZE:
-		p = op_begin(c, ti, op);
-		p = awl_put_uv(p, dst);
-		p = awl_put_uv(p, k->size);
-		break;
-	case ATR_ARGS_NMEMB: {
+	uint8_t *p = awl_writer_reserve_th(c->w, wt, 64);
+	*p++ = (uint8_t)op;
+	p = awl_put_uv_room(p, dst);
+	if (shape == ATR_ARGS_SIZE) {
+		p = awl_put_uv_room(p, k->size);
+	} else if (shape == ATR_ARGS_NMEMB) {
 		uint64_t n, el;
 		split_array(k->size, k->nmemb, &n, &el);
-		p = op_begin(c, ti, op);
-		p = awl_put_uv(p, dst);
-		p = awl_put_uv(p, n);
-		p = awl_put_uv(p, el);
-		break;
+		p = awl_put_uv_room(p, n);
+		p = awl_put_uv_room(p, el);
+	} else { /* ATR_ARGS_ALIGN, ATR_ARGS_ALIGN_OUT */
+		p = awl_put_uv_room(p, k->align);
+		p = awl_put_uv_room(p, k->size);
 	}
-	default: /* ATR_ARGS_ALIGN, ATR_ARGS_ALIGN_OUT */
-		p = op_begin(c, ti, op);
-		p = awl_put_uv(p, dst);
-		p = awl_put_uv(p, k->align);
-		p = awl_put_uv(p, k->size);
-		break;
-	}
-	op_end(c, ti, p, op);
+	awl_writer_commit_th(wt, p);
+	awl_writer_count_call_th(c->w, wt, op);
 	if (ok)
 		addr_insert(c, ti, k, ev, k->ret, f.slot, k->size, idx);
 }
@@ -870,15 +874,15 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_call *k,
 	uint64_t idx = awl_writer_thread_ops(c->w, wi);
 	unsigned op = op_of_type[k->type];
 	uint8_t *p = op_begin(c, ti, op);
-	p = awl_put_uv(p, src);
-	p = awl_put_uv(p, dst);
+	p = awl_put_uv_room(p, src);
+	p = awl_put_uv_room(p, dst);
 	if (atr_call_args(k->type) == ATR_ARGS_OLD) {
-		p = awl_put_uv(p, k->size);
+		p = awl_put_uv_room(p, k->size);
 	} else {
 		uint64_t n, el;
 		split_array(k->size, k->nmemb, &n, &el);
-		p = awl_put_uv(p, n);
-		p = awl_put_uv(p, el);
+		p = awl_put_uv_room(p, n);
+		p = awl_put_uv_room(p, el);
 	}
 	op_end(c, ti, p, op);
 	if (kept) { /* still live, used last by this op */
@@ -947,7 +951,7 @@ static void on_meta(struct conv *c, uint32_t ti, const struct atr_event *ev)
 	switch (ev->type) {
 	case ATR_T_THREAD_START:
 		p = op_begin(c, ti, AWL_OP_THREAD_START);
-		p = awl_put_uv(p, ev->arg);
+		p = awl_put_uv_room(p, ev->arg);
 		op_end(c, ti, p, 0);
 		break;
 	case ATR_T_THREAD_EXIT:
@@ -969,7 +973,7 @@ static void on_meta(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		uint32_t len = ev->payload_len > AWL_MARKER_MAX ? AWL_MARKER_MAX : ev->payload_len;
 		p = awl_writer_reserve(c->w, c->th[ti].widx, 16 + len);
 		*p++ = AWL_OP_MARKER;
-		p = awl_put_uv(p, len);
+		p = awl_put_uv_room(p, len);
 		if (len && ev->payload)
 			memcpy(p, ev->payload, len);
 		else
@@ -1090,9 +1094,9 @@ static uint8_t *part_op(struct map_ctx *x, const struct ur_range *r, unsigned co
 	uint32_t m = (uint32_t)r->tag;
 	map_op_begin(x->c, x->ti, m);
 	uint8_t *p = op_begin(x->c, x->ti, code);
-	p = awl_put_uv(p, m);
-	p = awl_put_uv(p, r->off);
-	return awl_put_uv(p, r->end - r->start);
+	p = awl_put_uv_room(p, m);
+	p = awl_put_uv_room(p, r->off);
+	return awl_put_uv_room(p, r->end - r->start);
 }
 
 /* A part of a mapping the program unmapped (munmap, or a new mapping
@@ -1115,7 +1119,7 @@ static void advise_part(void *arg, const struct ur_range *r)
 	struct map_ctx *x = arg;
 	uint8_t *p = part_op(x, r, AWL_OP_MADVISE);
 	if (p)
-		xop_end(x->c, x->ti, awl_put_uv(p, x->advice), AWL_OP_MADVISE);
+		xop_end(x->c, x->ti, awl_put_uv_room(p, x->advice), AWL_OP_MADVISE);
 }
 
 /* [a, b) is unmapped by the program (cut from the model, MUNMAP ops for
@@ -1144,9 +1148,9 @@ static void map_add(struct conv *c, uint32_t ti, uint64_t a, uint64_t len, uint6
 			return;
 		map_op_begin(c, ti, m);
 		uint8_t *p = op_begin(c, ti, AWL_OP_MMAP);
-		p = awl_put_uv(p, m);
-		p = awl_put_uv(p, len);
-		p = awl_put_uv(p, mf);
+		p = awl_put_uv_room(p, m);
+		p = awl_put_uv_room(p, len);
+		p = awl_put_uv_room(p, mf);
 		xop_end(c, ti, p, AWL_OP_MMAP);
 		c->ms[m].bytes = len;
 		c->ms[m].mf = mf;
@@ -1206,10 +1210,10 @@ static void on_mmap(struct conv *c, uint32_t ti, const struct atr_event *ev, int
 			uint32_t m = (uint32_t)tag;
 			map_op_begin(c, ti, m);
 			uint8_t *p = op_begin(c, ti, AWL_OP_MMAP_FIXED);
-			p = awl_put_uv(p, m);
-			p = awl_put_uv(p, off);
-			p = awl_put_uv(p, len);
-			p = awl_put_uv(p, mf);
+			p = awl_put_uv_room(p, m);
+			p = awl_put_uv_room(p, off);
+			p = awl_put_uv_room(p, len);
+			p = awl_put_uv_room(p, mf);
 			xop_end(c, ti, p, AWL_OP_MMAP_FIXED);
 			return;
 		}
@@ -1256,11 +1260,11 @@ static void on_mremap(struct conv *c, uint32_t ti, const struct atr_event *ev, i
 		map_mark(c, ti, s);
 		map_mark(c, ti, d);
 		uint8_t *p = op_begin(c, ti, AWL_OP_MREMAP);
-		p = awl_put_uv(p, s);
-		p = awl_put_uv(p, off);
-		p = awl_put_uv(p, olen);
-		p = awl_put_uv(p, d);
-		p = awl_put_uv(p, nlen);
+		p = awl_put_uv_room(p, s);
+		p = awl_put_uv_room(p, off);
+		p = awl_put_uv_room(p, olen);
+		p = awl_put_uv_room(p, d);
+		p = awl_put_uv_room(p, nlen);
 		xop_end(c, ti, p, AWL_OP_MREMAP);
 		c->ms[d].bytes = nlen;
 		c->ms[d].mf = c->ms[s].mf;
@@ -1325,17 +1329,17 @@ static void on_xcall(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		if (!c->in_window)
 			break;
 		p = op_begin(c, ti, AWL_OP_MALLOPT);
-		p = awl_put_uv(p, awl_zz(ev->param));
-		p = awl_put_uv(p, awl_zz(ev->value));
-		p = awl_put_uv(p, awl_zz(ev->result));
+		p = awl_put_uv_room(p, awl_zz(ev->param));
+		p = awl_put_uv_room(p, awl_zz(ev->value));
+		p = awl_put_uv_room(p, awl_zz(ev->result));
 		xop_end(c, ti, p, AWL_OP_MALLOPT);
 		break;
 	case ATR_T_MALLOC_TRIM:
 		if (!c->in_window)
 			break;
 		p = op_begin(c, ti, AWL_OP_MALLOC_TRIM);
-		p = awl_put_uv(p, ev->size);
-		p = awl_put_uv(p, ev->result != 0);
+		p = awl_put_uv_room(p, ev->size);
+		p = awl_put_uv_room(p, ev->result != 0);
 		xop_end(c, ti, p, AWL_OP_MALLOC_TRIM);
 		break;
 	case ATR_T_MALLOC_USABLE_SIZE: {
@@ -1352,8 +1356,8 @@ static void on_xcall(struct conv *c, uint32_t ti, const struct atr_event *ev)
 			c->st->usable_unknown++; /* replayed as malloc_usable_size(NULL) */
 		}
 		p = op_begin(c, ti, AWL_OP_USABLE_SIZE);
-		p = awl_put_uv(p, src);
-		p = awl_put_uv(p, ev->usable);
+		p = awl_put_uv_room(p, src);
+		p = awl_put_uv_room(p, ev->usable);
 		xop_end(c, ti, p, AWL_OP_USABLE_SIZE);
 		break;
 	}
@@ -1459,14 +1463,12 @@ static void est_add(struct rp_est *e, uint64_t d)
  * less the recorder's own share (think_floor_ns per gap), is think time;
  * gaps add up until they reach RP_THINK_MIN_NS and go out as a THINK op
  * before the call. */
-RP_HOT void think_before(struct conv *c, uint32_t ti, unsigned type, uint64_t ts, uint64_t duration,
-			 unsigned flags)
+RP_HOT void think_before(struct conv *c, uint32_t ti, unsigned type, int rea, uint64_t ts,
+			 uint64_t duration, unsigned flags)
 {
 	struct cthread *t = &c->th[ti];
-	int rea = type == ATR_T_REALLOC || type == ATR_T_REALLOCARRAY ||
-		  (atr_is_xcall(type) && type != ATR_T_MUNMAP);
-	/* the reader stamps a realloc with its end (docs/TRACE_FORMAT.md), and
-	   the extended calls but munmap */
+	/* rea: the reader stamps a realloc with its end (docs/TRACE_FORMAT.md),
+	   and the extended calls but munmap */
 	uint64_t start = rea && ts >= duration ? ts - duration : ts;
 	uint64_t ret = rea || !(flags & ATR_FLAG_TIMED) ? ts : ts + duration;
 	if (__builtin_expect(c->est_on, 0) && !rea && type <= ATR_NCALLS) {
@@ -1487,33 +1489,38 @@ RP_HOT void think_before(struct conv *c, uint32_t ti, unsigned type, uint64_t ts
 			c->est_ticks += e;
 		}
 	}
-	uint64_t full = t->have_ret && start > t->ret_ts ? start - t->ret_ts : 0;
-	if (t->have_ret && start > t->ret_ts + c->join_ticks)
-		t->ret_ts = think_joined(c, ti, t->ret_ts, start);
-	if (t->have_ret && start > t->ret_ts + c->floor_ticks) {
-		/* in ticks: no conversion per call */
-		uint64_t gap = start - t->ret_ts - c->floor_ticks;
-		uint64_t g;
-		if (__builtin_expect(t->cpu_pending, 0) &&
-		    (g = think_cpu(c, ti, full, gap)) != UINT64_MAX)
-			gap = g;
-		else if (gap >= c->share_ticks && c->nlive > c->ncpu)
-			gap = think_share(c, ti, gap);
-		if (__builtin_expect(t->rec_gap != 0, 0)) {
-			/* the recorder's flush after the previous call */
-			c->st->recorder_ns +=
-			    atr_ticks_to_ns_u64(c->f, gap < t->rec_gap ? gap : t->rec_gap);
-			gap = gap > t->rec_gap ? gap - t->rec_gap : 0;
-		}
-		t->think_ticks += gap;
-		if (t->think_ticks >= c->min_ticks) {
-			uint64_t ns = atr_ticks_to_ns_u64(c->f, t->think_ticks);
-			t->think_ticks = 0;
-			if (ns) {
-				uint8_t *p = op_begin(c, ti, AWL_OP_THINK);
-				p = awl_put_uv(p, ns);
-				op_end(c, ti, p, 0);
-				c->think_total += ns;
+	/* gap_ticks: the smaller of join_ticks and floor_ticks (a gap that
+	   passes neither is no think time: most gaps between calls) */
+	if (t->have_ret && start > t->ret_ts + c->gap_ticks) {
+		uint64_t ret0 = t->ret_ts; /* the whole gap's start (think_cpu) */
+		if (start > t->ret_ts + c->join_ticks)
+			t->ret_ts = think_joined(c, ti, t->ret_ts, start);
+		if (start > t->ret_ts + c->floor_ticks) {
+			/* in ticks: no conversion per call */
+			uint64_t gap = start - t->ret_ts - c->floor_ticks;
+			uint64_t g;
+			if (__builtin_expect(t->cpu_pending, 0) &&
+			    (g = think_cpu(c, ti, start > ret0 ? start - ret0 : 0, gap)) !=
+				UINT64_MAX)
+				gap = g;
+			else if (gap >= c->share_ticks && c->nlive > c->ncpu)
+				gap = think_share(c, ti, gap);
+			if (__builtin_expect(t->rec_gap != 0, 0)) {
+				/* the recorder's flush after the previous call */
+				c->st->recorder_ns +=
+				    atr_ticks_to_ns_u64(c->f, gap < t->rec_gap ? gap : t->rec_gap);
+				gap = gap > t->rec_gap ? gap - t->rec_gap : 0;
+			}
+			t->think_ticks += gap;
+			if (t->think_ticks >= c->min_ticks) {
+				uint64_t ns = atr_ticks_to_ns_u64(c->f, t->think_ticks);
+				t->think_ticks = 0;
+				if (ns) {
+					uint8_t *p = op_begin(c, ti, AWL_OP_THINK);
+					p = awl_put_uv_room(p, ns);
+					op_end(c, ti, p, 0);
+					c->think_total += ns;
+				}
 			}
 		}
 	}
@@ -1593,7 +1600,7 @@ struct source {
 	 * fields a call does not use stay 0), then the full event that
 	 * followed them (calls_next) */
 	int narrow;
-	struct atr_call calls[64];
+	struct atr_call calls[256];
 	size_t ncalls, icall;
 	const struct atr_event *calls_next;
 	struct atr_event calls_ev;
@@ -2161,9 +2168,18 @@ RP_HOT void conv_call(struct conv *c, const struct source *sc, uint32_t ti,
 		on_release(c, ti, k, ev);
 		return;
 	}
-	if (c->in_window) /* no think time before --from */
-		think_before(c, ti, k->type, k->ts, k->duration, k->flags);
 	unsigned shape = atr_call_args(k->type);
+	if (c->in_window) /* no think time before --from */
+		think_before(c, ti, k->type, shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB,
+			     k->ts, k->duration, k->flags);
+	if (!filtered && shape == ATR_ARGS_PTR) {
+		on_free(c, ti, k, ev);
+		return;
+	}
+	if (!filtered && shape != ATR_ARGS_OLD && shape != ATR_ARGS_OLD_NMEMB) {
+		on_alloc(c, ti, k, ev, shape);
+		return;
+	}
 	struct lv_block rb = {0};
 	int rel = 0;
 	if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
@@ -2175,7 +2191,7 @@ RP_HOT void conv_call(struct conv *c, const struct source *sc, uint32_t ti,
 	else if (shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
 		on_realloc(c, ti, k, ev, rel, &rb);
 	else
-		on_alloc(c, ti, k, ev);
+		on_alloc(c, ti, k, ev, shape);
 }
 
 /* One event: 1 to go on, 0 when the conversion ends here (--to, out of
@@ -2203,7 +2219,8 @@ static int conv_event(struct conv *c, const struct source *sc, const struct atr_
 	} else if (atr_is_xcall(ev->type)) {
 		st->xcalls++;
 		if (c->in_window)
-			think_before(c, ti, ev->type, ev->ts, ev->duration, ev->flags);
+			think_before(c, ti, ev->type, ev->type != ATR_T_MUNMAP, ev->ts,
+				     ev->duration, ev->flags);
 		on_xcall(c, ti, ev);
 	} else {
 		on_meta(c, ti, ev);
@@ -2219,9 +2236,9 @@ static int conv_event(struct conv *c, const struct source *sc, const struct atr_
 static inline void call_prefetch(const struct lv_set *set, const struct atr_call *k)
 {
 	if (k->ptr)
-		lv_prefetch(set, k->ptr);
+		lv_prefetch_lg(set, k->ptr, LV_LG_FULL);
 	if (k->ret && k->ret != k->ptr)
-		lv_prefetch(set, k->ret);
+		lv_prefetch_lg(set, k->ret, LV_LG_FULL);
 }
 
 /* The unfiltered conversion of one process on this thread: its calls as
@@ -2244,35 +2261,55 @@ static int conv_direct(struct conv *c, struct source *sc, struct rp_cpipe *pipe)
 			return r;
 		/* the counters stay in registers through the batch: every
 		   record but a release is a call (records, calls) */
-		uint64_t before = st->records, nrec = before, last = c->last_ts, lost = 0;
+		uint64_t before = st->records, nrec = before, lost = 0;
 		c->batch = calls;
 		c->seq_base = sc->calls_seq;
-		size_t i;
-		if (pipe) /* the reader's prefetch hook is off: its thread's cache */
-			for (i = 0; i < LV_AHEAD && i < n; i++)
-				call_prefetch(&c->live, &calls[i]);
-		for (i = 0; i < n; i++) {
-			const struct atr_call *k = &calls[i];
-			if (pipe && i + LV_AHEAD < n)
-				call_prefetch(&c->live, &calls[i + LV_AHEAD]);
-			if (k->type != RP_EV_REALLOC_RELEASE) {
-				if (__builtin_expect(!nrec++, 0))
-					c->first_ts = k->ts;
-				last = k->ts;
-			}
-			uint32_t ti = thread_of(c, k->thread, k->tid);
-			if (__builtin_expect(ti == RP_NONE || c->nomem, 0)) {
-				lost = k->type != RP_EV_REALLOC_RELEASE; /* not converted */
+		for (size_t j = 0; !before && j < n; j++)
+			if (calls[j].type != RP_EV_REALLOC_RELEASE) {
+				c->first_ts = calls[j].ts;
 				break;
 			}
-			c->th[ti].last_seq = nrec;
+		/* the live set's entries LV_AHEAD records ahead (the reader's
+		   prefetch hook fetched a whole batch's at once as it decoded
+		   it, more misses at a time than the core takes: the prefetch
+		   instruction stalled) */
+		size_t i;
+		for (i = 0; i < LV_AHEAD && i < n; i++)
+			call_prefetch(&c->live, &calls[i]);
+		/* the reader hands out a thread's records in runs: its index
+		   is looked up, and its last_seq stored, once per run */
+		uint32_t serial = UINT32_MAX, ti = RP_NONE;
+		for (i = 0; i < n; i++) {
+			const struct atr_call *k = &calls[i];
+			if (i + LV_AHEAD < n)
+				call_prefetch(&c->live, &calls[i + LV_AHEAD]);
+			nrec += k->type != RP_EV_REALLOC_RELEASE;
+			if (__builtin_expect(k->thread != serial, 0)) {
+				if (ti != RP_NONE)
+					c->th[ti].last_seq =
+					    nrec - (k->type != RP_EV_REALLOC_RELEASE);
+				serial = k->thread;
+				ti = thread_of(c, k->thread, k->tid);
+				if (__builtin_expect(ti == RP_NONE || c->nomem, 0)) {
+					lost = k->type != RP_EV_REALLOC_RELEASE; /* not converted */
+					ti = RP_NONE;
+					break;
+				}
+			}
 			conv_call(c, sc, ti, k, NULL, 0);
 			if (__builtin_expect(c->nomem, 0))
 				break;
 		}
+		if (ti != RP_NONE)
+			c->th[ti].last_seq = nrec;
+		/* the latest stamp: the last call counted */
+		for (size_t j = i < n ? i + 1 : n; j-- > 0;)
+			if (calls[j].type != RP_EV_REALLOC_RELEASE) {
+				c->last_ts = calls[j].ts;
+				break;
+			}
 		st->records = nrec;
 		st->calls += nrec - before - lost;
-		c->last_ts = last;
 		if (i < n)
 			return 0;
 		sc->calls_seq += nrec - before;
@@ -2308,9 +2345,10 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.page = pg > 0 ? (uint64_t)pg : 4096;
 	lv_init(&c.live, 0); /* convert counts unknown frees itself */
 	lv_init(&c.rel, 0);
-	/* the live set's entries of coming events are fetched ahead: by the
-	 * reader while it walks its decoded blocks, by lv_ahead for a dj
-	 * trace, by the pipe (below) */
+	/* the live set's entries of coming events are fetched ahead: by
+	 * conv_direct (unfiltered, one process), else by the reader while it
+	 * walks its decoded blocks, by lv_ahead for a dj trace, by the pipe
+	 * (below); c.live has full entries (the handlers' _lg forms) */
 	struct lv_ahead ah;
 	lv_ahead_init(&ah, src_next, &sc, &c.live);
 	c.filtered = o->keep || o->have_from || o->have_to;
@@ -2347,6 +2385,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		c.join_ticks = UINT64_MAX / 2;
 		c.share_ticks = UINT64_MAX / 2;
 	}
+	c.gap_ticks = c.floor_ticks < c.join_ticks ? c.floor_ticks : c.join_ticks;
 	if ((rc = awl_writer_open(out, &c.w, eb, el)) < 0) {
 		src_close(&sc);
 		return rc;
@@ -2356,11 +2395,10 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	/* the reader writes the file's info when it ends: read before */
 	c.total_hint = in ? in->records_hint : 0;
 	c.t0 = c.last_prog = t0;
-	/* the trace is read on this thread, its reader prefetching the live
-	 * set's entries; or on a second thread (rp_pipe.h), which then
-	 * prefetches on this one (the reader's hook would touch the live set
-	 * from the other thread).  From here to rp_pipe_stop the source is
-	 * the pipe's. */
+	/* the trace is read on this thread; or on a second thread
+	 * (rp_pipe.h), and the live set's entries are prefetched on this one
+	 * (the reader's hook would touch the live set from the other thread).
+	 * From here to rp_pipe_stop the source is the pipe's. */
 	struct rp_pipe *pipe = NULL;
 	struct rp_cpipe *cpipe = NULL;
 	int nthreads = o->threads;
@@ -2379,7 +2417,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	else {
 		pipe = NULL;
 		if (sc.it) {
-			atr_iter_set_prefetch(sc.it, lv_prefetch_hook, &c.live);
+			if (c.filtered) /* conv_direct prefetches by itself */
+				atr_iter_set_prefetch(sc.it, lv_prefetch_hook, &c.live);
 			sc.narrow = 1;
 			sc.orig.f = sc.f;
 		}
