@@ -226,6 +226,47 @@ static int mm_remove(struct an_arenas *a, uint64_t p, uint64_t *chunk)
 	return 1;
 }
 
+/* A chunk released by thread `thread`: it may go to that thread's tcache. */
+static int note_freed(struct an_arenas *a, uint64_t p, uint32_t thread)
+{
+	if (!p)
+		return 0;
+	if (util_hmap_count(&a->freed[0]) >= AN_ARENAS_FREED_GEN) {
+		struct util_hmap old = a->freed[1];
+		a->freed[1] = a->freed[0];
+		util_hmap_clear(&old);
+		a->freed[0] = old;
+	}
+	util_hmap_remove(&a->freed[1], p, NULL);
+	return util_hmap_insert(&a->freed[0], p, thread, NULL) < 0 ? -1 : 0;
+}
+
+/* Does this allocation say which arena its thread uses?  Not if it may
+ * have come from the thread's tcache, which holds chunks of any arena
+ * that the thread freed (a cross-thread free puts another arena's chunk
+ * there), nor if it is a realloc of a block, which glibc serves from the
+ * block's own arena.  calloc and blocks above the tcache's largest size
+ * never come from a tcache; a chunk last freed by another thread cannot
+ * be in this one's. */
+static int arena_evidence(struct an_arenas *a, const struct atr_event *ev)
+{
+	uint64_t by = 0;
+	int g = util_hmap_lookup(&a->freed[0], ev->ret, &by)   ? 0
+		: util_hmap_lookup(&a->freed[1], ev->ret, &by) ? 1
+							       : -1;
+	/* kept when another thread allocates the chunk: its record may come
+	   before the freeing thread's in stamp order, and the chunk's next
+	   free replaces the entry anyway */
+	if (g >= 0 && by == ev->thread)
+		util_hmap_remove(&a->freed[g], ev->ret, NULL);
+	if ((ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY) && ev->ptr)
+		return 0;
+	if (g < 0 || by != ev->thread || ev->type == ATR_T_CALLOC)
+		return 1;
+	uint64_t req = ev->usable != UINT64_MAX ? ev->usable : ev->size;
+	return req > AN_GLIBC_TCACHE_MAX;
+}
+
 static int on_alloc(struct an_arenas *a, const struct atr_event *ev, struct an_arena_thr *t)
 {
 	uint64_t p = ev->ret;
@@ -256,13 +297,16 @@ static int on_alloc(struct an_arenas *a, const struct atr_event *ev, struct an_a
 		return -1;
 	struct an_arena *ar = &a->arenas[ai];
 	ar->allocs++;
+	int evidence = arena_evidence(a, ev);
+	if (!evidence)
+		a->tcache_skipped++;
 	if (!ar->first_thread) {
 		ar->first_ts = ev->ts;
 		ar->first_thread = ev->thread;
 		ar->first_tid = ev->tid;
 	}
 	/* a thread joins an arena's list when it moves there (below) */
-	if ((!t || t->cur != ai) && arena_add_thread(ar, ev->thread))
+	if (evidence && (!t || t->cur != ai) && arena_add_thread(ar, ev->thread))
 		return -1;
 	if (!ar->main && ev->usable != UINT64_MAX) {
 		uint64_t v;
@@ -273,7 +317,7 @@ static int on_alloc(struct an_arenas *a, const struct atr_event *ev, struct an_a
 				a->heaps[v].extent = ext;
 		}
 	}
-	if (t && t->cur != ai) {
+	if (evidence && t && t->cur != ai) {
 		if (a->nmoves < AN_ARENAS_LIST_CAP && !PUSH(a->moves, a->nmoves, a->capmoves)) {
 			struct an_arena_move *m = &a->moves[a->nmoves++];
 			m->ts = ev->ts;
@@ -325,6 +369,8 @@ static int step(struct an_arenas *a, const struct atr_event *ev)
 		int ai = arena_of_ptr(a, ev->ptr);
 		if (mm_remove(a, ev->ptr, &chunk))
 			mm_freed(a, ev, chunk);
+		else if (note_freed(a, ev->ptr, ev->thread))
+			return -1;
 		if (ev->ptr && (ev->flags & ATR_FLAG_TIMED))
 			note_time(a, t, ai, ev->duration);
 		return 0;
@@ -337,13 +383,19 @@ static int step(struct an_arenas *a, const struct atr_event *ev)
 		return 0;
 	case ATR_T_REALLOC:
 	case ATR_T_REALLOCARRAY: {
+		int old_mmapped = t && t->rel_ptr == ev->ptr && t->rel_chunk;
 		if (ev->ptr && !ev->ret && ev->size == 0) {
 			/* realloc(p, 0) is free(p) in glibc */
-			if (t && t->rel_ptr == ev->ptr && t->rel_chunk)
+			if (old_mmapped)
 				mm_freed(a, ev, t->rel_chunk);
 		} else if (ev->ret && ev->ret == ev->ptr) {
 			mm_remove(a, ev->ptr, &chunk); /* resized in place (mremap) */
 		}
+		/* a moved or freed heap chunk went through _int_free: maybe
+		   into this thread's tcache */
+		if (ev->ptr && ev->ret != ev->ptr && !old_mmapped && (ev->ret || ev->size == 0) &&
+		    note_freed(a, ev->ptr, ev->thread))
+			return -1;
 		if (t)
 			t->rel_ptr = t->rel_chunk = 0;
 		int ai = on_alloc(a, ev, t);
@@ -469,5 +521,7 @@ void an_arenas_free(struct an_arenas *a)
 	lv_destroy(&a->mm);
 	util_hmap_destroy(&a->heap_idx);
 	util_hmap_destroy(&a->arena_idx);
+	util_hmap_destroy(&a->freed[0]);
+	util_hmap_destroy(&a->freed[1]);
 	memset(a, 0, sizeof(*a));
 }

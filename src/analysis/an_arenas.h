@@ -119,7 +119,20 @@ struct an_arenas {
 	struct lv_set mm;	    /* live mmapped chunks (size: the chunk's) */
 	struct util_hmap heap_idx;  /* heap start -> index */
 	struct util_hmap arena_idx; /* ar_ptr -> index */
+	/* chunks freed into a thread's tcache may come back to that thread
+	   whatever their arena: address -> serial of the thread that freed
+	   it last, in two generations of AN_ARENAS_FREED_GEN entries */
+	struct util_hmap freed[2];
+	uint64_t tcache_skipped; /* allocations not taken as arena evidence */
 };
+
+/* Entries per generation of an_arenas.freed: a chunk that stays in a
+ * tcache while 2^19 to 2^20 other chunk addresses are freed is
+ * forgotten. */
+#define AN_ARENAS_FREED_GEN (1u << 19)
+/* glibc's largest tcache request (tidx2usize(63), 64-bit): a larger
+ * allocation never comes from a tcache. */
+#define AN_GLIBC_TCACHE_MAX 1032u
 
 /* 0, ATR_E_USAGE when the trace has no chunk flags (not glibc, or an older
  * recorder), or a negative atr_err.  Free a with an_arenas_free() in any

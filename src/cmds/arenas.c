@@ -258,6 +258,8 @@ static void print_json(struct json_writer *w, const atr_file *f, const struct an
 	json_end_array(w);
 	json_key(w, "moves_dropped");
 	json_u64(w, a->moves_dropped);
+	json_key(w, "allocs_maybe_tcache");
+	json_u64(w, a->tcache_skipped);
 	json_key(w, "sbrk_bytes");
 	json_i64(w, a->sbrk_bytes);
 	json_key(w, "brk_known");

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`alloctrace arenas --json` against glibc's own malloc_info XML.
 
-usage: test_arenas.py [--build DIR] CASE...  (timing, plain; or --list: tests/atr_runner.py)
+usage: test_arenas.py [--build DIR] CASE...  (timing, plain, xfree; or --list: tests/atr_runner.py)
 
 arena_prog (tests/arenas/arena_prog.c) runs under `alloctrace record` with
 GLIBC_TUNABLES=glibc.malloc.arena_max=3 and 6 threads alive at once, so
@@ -139,7 +139,42 @@ def run_case(c):
                                                                 exp["mmap_threshold"])
 
 
-CASES = {"timing": run_case, "plain": run_case}
+def run_xfree(c):
+    """xfree: threads free each other's blocks (their tcaches then hold
+    other arenas' chunks): no moves, one worker per non-main arena."""
+    at = c.alloctrace
+    prog = c.prog("xfree_prog", "arenas")
+    out = os.path.join(c.tmp, "trace")
+    env = dict(os.environ)
+    env.pop("GLIBC_TUNABLES", None)
+    r = subprocess.run([at, "record", "-o", out, "--no-rss", "--", prog], env=env,
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail("record failed: %s %s" % (r.stdout, r.stderr))
+    traces = glob.glob(os.path.join(out, "*.atr"))
+    if len(traces) != 1:
+        fail("expected one trace, got %r" % traces)
+    r = subprocess.run([at, "arenas", "--json", traces[0]], capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode != 0:
+        fail("arenas --json: %s" % r.stderr)
+    j = json.loads(r.stdout)
+    moves = sum(1 for t in j["threads"] for m in t["moves"] if m["from"] is not None)
+    if moves:
+        fail("%d moves, expected none (tcache hits of other arenas' chunks)" % moves)
+    workers = [ar for ar in j["arenas"] if not ar["main"]]
+    if len(workers) != 4 or any(len(ar["threads"]) != 1 for ar in workers):
+        fail("non-main arenas and their threads: %r (expected 4 with one each)"
+             % [ar["threads"] for ar in workers])
+    if len({ar["threads"][0] for ar in workers}) != 4:
+        fail("a thread in two arenas: %r" % [ar["threads"] for ar in workers])
+    if j["allocs_maybe_tcache"] < 1000:
+        fail("only %d allocations taken as tcache hits" % j["allocs_maybe_tcache"])
+    return "4 arenas, one thread each, %d allocations maybe from a tcache" % (
+        j["allocs_maybe_tcache"])
+
+
+CASES = {"timing": run_case, "plain": run_case, "xfree": run_xfree}
 
 if __name__ == "__main__":
     sys.exit(atr_runner.main(CASES, __doc__, tmp_prefix="atr-arenas-"))
