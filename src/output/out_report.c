@@ -699,13 +699,17 @@ int out_print_report_text(struct an_session *c, enum an_by by, size_t top, int f
 	struct an_session_account acc;
 	if (an_session_rss_account(c, &acc) == 0) {
 		char d[UTIL_FMT_BUF], e[UTIL_FMT_BUF];
+		/* rest < 0: live blocks with pages never written (large
+		   blocks are mapped lazily), not a negative overhead */
 		printf("  %-18s at peak RSS %s (%" PRIu64 ".%03" PRIu64 " s) = heap live %s + "
-		       "mappings %s + %s%s rest (allocator overhead, code, stacks)\n",
+		       "mappings %s %s %s %s\n",
 		       "RSS account", util_fmt_bytes(a, sizeof(a), acc.rss), acc.t_ns / 1000000000u,
 		       acc.t_ns % 1000000000u / 1000000u, util_fmt_bytes(b, sizeof(b), acc.heap),
-		       util_fmt_bytes(d, sizeof(d), acc.mapped), acc.rest < 0 ? "-" : "",
+		       util_fmt_bytes(d, sizeof(d), acc.mapped), acc.rest < 0 ? "-" : "+",
 		       util_fmt_bytes(e, sizeof(e),
-				      acc.rest < 0 ? (uint64_t)-acc.rest : (uint64_t)acc.rest));
+				      acc.rest < 0 ? (uint64_t)-acc.rest : (uint64_t)acc.rest),
+		       acc.rest < 0 ? "at least, not resident (allocated, never written)"
+				    : "rest (allocator overhead, code, stacks)");
 	}
 	if (r->sample_rate)
 		printf("  %-18s not known in a sampled trace\n", "temporary");
