@@ -1,5 +1,6 @@
 /* test_verdict.c - compare's verdict line (golden strings): change and
- * range from paired runs, rounding, the one-run form. */
+ * range from paired runs, rounding, the one-run form; the ideal-RSS
+ * clause. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "output/out_compare.h"
 #include "replay/rp_verdict.h"
 
 static void line_of(const char *name, const double *wall, const double *bw, const double *rss,
@@ -47,10 +49,30 @@ static void test_golden(void **state)
 		    v.ideal_mib == 8.0);
 }
 
+/* The ideal RSS is a floor only for blocks that are written: below the
+ * first column's Max RSS the clause says why. */
+static void test_ideal(void **state)
+{
+	(void)state;
+	char b[160];
+	double rss[3] = {7.4, 7.6, 7.8};
+	struct out_compare_col c;
+	memset(&c, 0, sizeof(c));
+	c.v[CMP_M_RSS] = rss;
+	c.ideal_mib = 8.2;
+	assert_string_equal(out_compare_ideal_text(&c, 3, b, sizeof(b)),
+			    "ideal RSS (live bytes at their peak) 8.2 MiB, above it: pages of live "
+			    "blocks never written are not resident");
+	c.ideal_mib = 7.6;
+	assert_string_equal(out_compare_ideal_text(&c, 3, b, sizeof(b)),
+			    "the floor (ideal RSS) is 7.6 MiB");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_golden),
+	    cmocka_unit_test(test_ideal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

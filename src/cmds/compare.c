@@ -431,11 +431,13 @@ int cmd_compare(int argc, char **argv)
 			}
 			printf("\n");
 		}
+		char ideal[160];
 		printf("\nverdict: predicted run time (replay wall time, think time included%s) "
 		       "and Max RSS\n"
-		       "against %s: %.0f ms, %.1f MiB Max RSS; the floor (ideal RSS) is %.1f MiB\n",
+		       "against %s: %.0f ms, %.1f MiB Max RSS; %s\n",
 		       timing && !strcmp(timing, "off") ? "" : "; --timing off disturbs it least",
-		       cols[0].spec, vd[0].time_ms, vd[0].rss_mib, cols[0].ideal_mib);
+		       cols[0].spec, vd[0].time_ms, vd[0].rss_mib,
+		       out_compare_ideal_text(&cols[0], runs, ideal, sizeof(ideal)));
 		for (int k = 1; k < ncol; k++)
 			printf("  %s\n", cols[k].verdict);
 	}

@@ -37,6 +37,21 @@ void out_compare_stats(const double *v, int n, double *med, double *mn, double *
 	*med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
+const char *out_compare_ideal_text(const struct out_compare_col *c0, int runs, char *buf,
+				   size_t len)
+{
+	double med, mn, mx;
+	out_compare_stats(c0->v[CMP_M_RSS], runs, &med, &mn, &mx);
+	if (med < c0->ideal_mib)
+		snprintf(buf, len,
+			 "ideal RSS (live bytes at their peak) %.1f MiB, above it: pages of live "
+			 "blocks never written are not resident",
+			 c0->ideal_mib);
+	else
+		snprintf(buf, len, "the floor (ideal RSS) is %.1f MiB", c0->ideal_mib);
+	return buf;
+}
+
 /* ---- compare --html: one page, inline SVG, no script ------------------- */
 
 static const char *const palette[] = {"#3366cc", "#dc3912", "#109618", "#ff9900",
@@ -187,8 +202,10 @@ int out_compare_write_html(const char *path, const char *wl, struct out_compare_
 	      "against ",
 	      o);
 	util_fputs_html(o, cols[0].spec, SIZE_MAX);
-	fprintf(o, "; the floor (ideal RSS) is %.1f MiB</p>\n<ul class=\"verdict\">\n",
-		cols[0].ideal_mib);
+	char ideal[160];
+	fputs("; ", o);
+	util_fputs_html(o, out_compare_ideal_text(&cols[0], runs, ideal, sizeof(ideal)), SIZE_MAX);
+	fputs("</p>\n<ul class=\"verdict\">\n", o);
 	for (int k = 1; k < ncol; k++) {
 		fputs("<li>", o);
 		util_fputs_html(o, cols[k].verdict, SIZE_MAX);

@@ -39,6 +39,12 @@ struct out_compare_col {
 /* Median, min and max of n (1..256) values. */
 void out_compare_stats(const double *v, int n, double *med, double *mn, double *mx);
 
+/* The verdict's ideal-RSS clause for the first column: "the floor (ideal
+ * RSS) is N MiB", or, when the column's median Max RSS is below it (live
+ * blocks with pages never written), a clause that says so.  Into buf. */
+const char *out_compare_ideal_text(const struct out_compare_col *c0, int runs, char *buf,
+				   size_t len);
+
 /* compare --html: one page, inline SVG, no script.  0, or ATR_E_IO /
  * ATR_E_WRITE with the message (path and cause) in errbuf. */
 int out_compare_write_html(const char *path, const char *wl, struct out_compare_col *cols, int ncol,
