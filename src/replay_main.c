@@ -3,7 +3,7 @@
  * checked the options.  It links only the replay engine, the workload
  * reader and what they need (no symbolizer, no libdw/libelf/zlib...), so
  * the replay process maps little beside the allocator and the workload:
- * its Max RSS is compared with the program's (docs/ARCHITECTURE.md
+ * its Max RSS is compared with the program's (docs/INTERNALS.md
  * "Replay", bench/replay/RESULTS.md). */
 #include <getopt.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 """atr_runner.py - what every test runner shares, so that a runner holds
-only its cases (docs/ARCHITECTURE.md, "How to add a test").
+only its cases (docs/CONTRIBUTING.md, "How to add a test").
 
 A runner is a script with a docstring, a dict of cases and one line:
 

@@ -1,7 +1,7 @@
 /* replay.c - `alloctrace replay WORKLOAD [options]` and the seed's
  * `trace_run WORKLOAD`: the options are checked here, then the lean
  * runner (src/replay_main.c) replays in this process's place, under the
- * allocator (docs/ARCHITECTURE.md "Replay"). */
+ * allocator (docs/INTERNALS.md "Replay"). */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdio.h>

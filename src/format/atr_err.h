@@ -1,5 +1,5 @@
 /* atr_err.h - the one error convention of the libraries (zstd's; see
- * docs/ARCHITECTURE.md, "Errors").
+ * docs/CONTRIBUTING.md, "Errors").
  *
  * An entry point returns an int: >= 0 on success (0, or a count), a
  * negative enum atr_err on failure.  atr_isError() tests it, atr_errstr()

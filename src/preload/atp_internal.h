@@ -3,7 +3,7 @@
  * Rules for everything in src/preload/: no stdio, no locks and no syscalls
  * on the hot path, never call the malloc family except through g.real
  * while the thread's guard is set, save errno around anything that can
- * change it.  See docs/ARCHITECTURE.md ("The recorder").
+ * change it.  See docs/INTERNALS.md ("The recorder").
  */
 #ifndef ATP_INTERNAL_H
 #define ATP_INTERNAL_H

@@ -3,7 +3,7 @@
  * allocator and executes the runner) and the lean runner
  * `alloctrace-replay` (src/replay_main.c: parses the same options again and
  * replays in its own process, which maps no more than the replay needs:
- * docs/ARCHITECTURE.md "Replay").  Prints to stdout and stderr as a
+ * docs/INTERNALS.md "Replay").  Prints to stdout and stderr as a
  * command does; never exits. */
 #ifndef RC_REPLAY_H
 #define RC_REPLAY_H
