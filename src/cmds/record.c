@@ -621,7 +621,6 @@ static int make_spool(char *out, size_t len)
 	return 0;
 }
 
-/* The one summary line. */
 /* att_attach's progress and warnings, as it goes. */
 static void attach_note(void *arg, enum att_note kind, const char *msg)
 {
@@ -634,12 +633,27 @@ static void attach_note(void *arg, enum att_note kind, const char *msg)
 		fprintf(stderr, "%s: %s\n", util_msg_prog(), msg);
 }
 
+/* The summary line: every process while there are few, else the
+ * busiest ones and a count of the rest (a shell wrapper or a build forks
+ * dozens of small processes). */
+#define REPORT_LIST_MAX 6
+
+struct proc_calls {
+	uint32_t pid, exec_seq;
+	uint64_t calls;
+};
+
+static int by_calls_desc(const void *a, const void *b)
+{
+	const struct proc_calls *x = a, *y = b;
+	return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
+}
+
 static int report(const char *dir)
 {
 	char **paths;
 	size_t n;
 	char eb[512];
-	struct util_buf detail = {0};
 	uint64_t total = 0;
 	size_t procs = 0;
 	int rc = 0;
@@ -647,6 +661,9 @@ static int report(const char *dir)
 		paths = NULL;
 		n = 0;
 	}
+	struct proc_calls *pc = calloc(n ? n : 1, sizeof(*pc));
+	if (!pc)
+		util_die_nomem();
 	for (size_t i = 0; i < n; i++) {
 		atr_file *f;
 		uint64_t c = 0;
@@ -660,21 +677,39 @@ static int report(const char *dir)
 			rc = 1;
 		}
 		const struct atr_info *in = atr_get_info(f);
-		util_buf_printf(&detail, "%spid %" PRIu32, procs ? ", " : "", in->pid);
-		if (in->exec_seq)
-			util_buf_printf(&detail, " (exec %" PRIu32 ")", in->exec_seq);
-		util_buf_printf(&detail, ": %" PRIu64 " calls", c);
+		pc[procs].pid = in->pid;
+		pc[procs].exec_seq = in->exec_seq;
+		pc[procs].calls = c;
 		total += c;
 		procs++;
 		atr_close(f);
 	}
 	atr_list_free(paths, n);
+	size_t shown = procs;
+	if (procs > REPORT_LIST_MAX) {
+		qsort(pc, procs, sizeof(*pc), by_calls_desc);
+		shown = REPORT_LIST_MAX - 1;
+	}
+	struct util_buf detail = {0};
+	uint64_t rest = total;
+	for (size_t i = 0; i < shown; i++) {
+		util_buf_printf(&detail, "%spid %" PRIu32, i ? ", " : "", pc[i].pid);
+		if (pc[i].exec_seq)
+			util_buf_printf(&detail, " (exec %" PRIu32 ")", pc[i].exec_seq);
+		util_buf_printf(&detail, ": %" PRIu64 " calls", pc[i].calls);
+		rest -= pc[i].calls;
+	}
+	if (shown < procs)
+		util_buf_printf(&detail,
+				", %zu more: %" PRIu64 " calls; alloctrace info %s lists them",
+				procs - shown, rest, dir);
 	fprintf(stderr, "%s: recorded %" PRIu64 " calls in %zu process(es) to %s", util_msg_prog(),
 		total, procs, dir);
 	if (procs)
 		fprintf(stderr, " (%s)", detail.data ? detail.data : "");
 	fputc('\n', stderr);
 	util_buf_free(&detail);
+	free(pc);
 	return rc;
 }
 
