@@ -69,7 +69,7 @@ if command -v "$HEAPTRACK" >/dev/null 2>&1; then HAVE_HEAPTRACK=1; else
     NOTES+=("heaptrack SKIPPED: \`$HEAPTRACK\` not in PATH."); fi
 
 TOOLS=(untraced)
-[[ $HAVE_ALLOCTRACE == 1 ]] && TOOLS+=(alloctrace alloctrace_timing)
+[[ $HAVE_ALLOCTRACE == 1 ]] && TOOLS+=(alloctrace alloctrace_later alloctrace_timing)
 [[ $HAVE_MTRACE == 1 ]] && TOOLS+=(mtrace)
 [[ $HAVE_HEAPTRACK == 1 ]] && TOOLS+=(heaptrack)
 
@@ -181,7 +181,7 @@ ATR=$WORK/x.atr MTR=$WORK/mtrace.txt HTP=$WORK/ht
 
 trace_file_of() {
     case $1 in
-    alloctrace | alloctrace_timing) echo "$ATR" ;;
+    alloctrace | alloctrace_later | alloctrace_timing) echo "$ATR" ;;
     mtrace) echo "$MTR" ;;
     heaptrack) compgen -G "$HTP.*" | head -n1 || true ;;
     *) echo "" ;;
@@ -200,6 +200,9 @@ run_one() {
     untraced) ;;
     alloctrace) envs=("LD_PRELOAD=$ALLOCTRACE_LIB" "ALLOCTRACE_FILE=$ATR") ;;
     alloctrace_timing) envs=("LD_PRELOAD=$ALLOCTRACE_LIB" "ALLOCTRACE_FILE=$ATR" "ALLOCTRACE_TIMING=1") ;;
+    # what `record` sets: full blocks copied raw, encoded after the program
+    # (record's compaction, not timed here: the file stays raw, ~20 B/call)
+    alloctrace_later) envs=("LD_PRELOAD=$ALLOCTRACE_LIB" "ALLOCTRACE_FILE=$ATR" "ALLOCTRACE_ENCODE=later") ;;
     mtrace) envs=("LD_PRELOAD=$MTRACE_LIB $WORK/libmtrace_start.so" "MALLOC_TRACE=$MTR") ;;
     heaptrack) cmd=("$HEAPTRACK" -o "$HTP" "${cmd[@]}") ;;
     esac
@@ -260,7 +263,7 @@ run_one() {
                 raw=$(gzip -dc "$tfile" 2>/dev/null | wc -c || true)
             fi
             ;;
-        alloctrace | alloctrace_timing)
+        alloctrace | alloctrace_later | alloctrace_timing)
             if [[ $HAVE_ALLOCTRACE_BIN == 1 ]]; then
                 if "$ALLOCTRACE_BIN" info "$tfile" --json >"$WORK/info-$c-$tool.json" 2>"$WORK/info.err"; then
                     tool_count=$(grep -o -E '"(total_calls)"[[:space:]]*:[[:space:]]*[0-9]+' \
@@ -327,6 +330,7 @@ label() {
     untraced) echo "untraced" ;;
     alloctrace) echo "alloctrace" ;;
     alloctrace_timing) echo "alloctrace (TIMING=1)" ;;
+    alloctrace_later) echo "alloctrace (ENCODE=later, as record; raw file)" ;;
     mtrace) echo "glibc mtrace" ;;
     heaptrack) echo "heaptrack (zstd)" ;;
     esac
