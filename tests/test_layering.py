@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """test_layering.py - every room of src/ includes only its own headers and
-those of the rooms below it (docs/ARCHITECTURE.md, src/CMakeLists.txt):
+those of the rooms below it (docs/ARCHITECTURE.md, src/CMakeLists.txt), and
+docs/INTERNALS.md names every source file of every room:
 
   platform <- util <- format <- liveset <- analysis, replay <- replaycmd (<- replay_main.c);
   format <- attach <- output, clickhouse <- cmds <- main.c
@@ -65,6 +66,15 @@ def main():
     if len(room_of) < 20:
         print("FAIL: found only %d headers under %s" % (len(room_of), src))
         return 1
+    # docs/ARCHITECTURE.md promises that docs/INTERNALS.md names every
+    # source file of every room: a new file needs its line there
+    with open(os.path.join(a.src, "docs", "INTERNALS.md")) as fh:
+        internals = fh.read()
+    for room in ALLOWED:
+        for f in sorted(os.listdir(os.path.join(src, room))):
+            stem, ext = os.path.splitext(f)
+            if ext in (".c", ".h") and stem not in internals:
+                bad.append("%s/%s: not named in docs/INTERNALS.md" % (room, f))
     for b in bad:
         print("FAIL: " + b)
     if bad:
