@@ -70,6 +70,12 @@ def main():
     # source file of every room: a new file needs its line there
     with open(os.path.join(a.src, "docs", "INTERNALS.md")) as fh:
         internals = fh.read()
+    # ... and stays a five-minute read (about 250 words a minute)
+    with open(os.path.join(a.src, "docs", "ARCHITECTURE.md")) as fh:
+        words = len(fh.read().split())
+    if words > 1500:
+        bad.append("docs/ARCHITECTURE.md: %d words, more than a five-minute read (1,500): "
+                   "move the detail to docs/INTERNALS.md" % words)
     for room in ALLOWED:
         for f in sorted(os.listdir(os.path.join(src, room))):
             stem, ext = os.path.splitext(f)
