@@ -56,6 +56,7 @@ struct atr_file {
 	ZSTD_DCtx *dctx;
 	uint8_t *zbuf, *dbuf; /* a frame's payload and its decompressed bytes */
 	size_t zcap, dcap;
+	size_t zpop;	   /* bytes of zbuf populated (util_populate: ready) */
 	uint8_t **moddata; /* copies of MODULE payloads (build ids live here) */
 	size_t nmoddata;
 	uint64_t trunc_calls;	      /* v2: calls of frames cut off by the file end */
@@ -950,6 +951,7 @@ struct atr_cur {
 	 * stays valid while the next one is decoded */
 	uint8_t *buf[2];
 	size_t cap[2];
+	size_t pop[2]; /* bytes of each populated (ready) */
 	int which;
 	/* the buffer holding the payload of the event handed to the
 	 * iterator last (-1: none; it stays valid while the next one is
@@ -1069,6 +1071,7 @@ static void cur_free(struct atr_cur *c)
 	free(c->buf[1]);
 	c->buf[0] = c->buf[1] = NULL;
 	c->cap[0] = c->cap[1] = 0;
+	c->pop[0] = c->pop[1] = 0;
 }
 
 static int cur_corrupt(atr_file *f, const struct atr_cur *c, const char *what, uint64_t v)
@@ -1090,6 +1093,19 @@ static int grow(uint8_t **p, size_t *cap, size_t need)
 	*p = n;
 	*cap = need;
 	return 0;
+}
+
+/* The first len bytes of a buffer (grown to them) about to be written
+ * whole: its pages not mapped yet (beyond *pop, which realloc keeps valid)
+ * are mapped in one system call, not one page fault each (on the benchmark
+ * VM a fault costs ~10 us: a fifth of info's CPU on cc1plus's trace,
+ * bench/RESULTS.md). */
+static void ready(uint8_t *buf, size_t *pop, size_t len)
+{
+	if (len <= *pop)
+		return;
+	util_populate(buf + *pop, len - *pop);
+	*pop = len;
 }
 
 static int frame_bad(atr_file *f, uint64_t off, const char *what, const char *why)
@@ -1114,7 +1130,11 @@ static int cur_load_lazy(atr_file *f, struct atr_cur *c, int w, uint32_t used, u
 			return ATR_E_NOMEM;
 		if (!f->dctx && !(f->dctx = ZSTD_createDCtx()))
 			return ATR_E_NOMEM;
+		ready(f->zbuf, &f->zpop, csize);
 		src_read(f, c->off + ATR_BLOCK_HEADER_SIZE, f->zbuf, csize);
+		unsigned long long cs = ZSTD_getFrameContentSize(f->zbuf, csize);
+		if (cs <= n)
+			ready(c->buf[w], &c->pop[w], (size_t)cs);
 		size_t r = ZSTD_decompressDCtx(f->dctx, c->buf[w], n, f->zbuf, csize);
 		if (ZSTD_isError(r))
 			return frame_bad(f, c->off, "zstd: ", ZSTD_getErrorName(r));
@@ -1619,6 +1639,7 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 						free(c->buf[x]);
 						c->buf[x] = NULL;
 						c->cap[x] = 0;
+						c->pop[x] = 0;
 					}
 				return 0;
 			}
