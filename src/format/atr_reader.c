@@ -2028,21 +2028,24 @@ static inline void heap_rekey(atr_iter *it)
 	it->heap[0].thr = h->thread;
 }
 
+/* Entry i sifted down: the smaller child moves up into the hole while it
+ * is below the entry (keys are unique: the thread is part of it). */
 static void heap_down(struct atr_iter *it, uint32_t i)
 {
+	struct hent *h = it->heap, x = h[i];
+	uint32_t n = it->hn;
 	for (;;) {
-		uint32_t l = 2 * i + 1, m = i;
-		if (l < it->hn && heap_less(&it->heap[l], &it->heap[m]))
-			m = l;
-		if (l + 1 < it->hn && heap_less(&it->heap[l + 1], &it->heap[m]))
+		uint32_t l = 2 * i + 1, m = l;
+		if (l >= n)
+			break;
+		if (l + 1 < n && heap_less(&h[l + 1], &h[l]))
 			m = l + 1;
-		if (m == i)
-			return;
-		struct hent tmp = it->heap[i];
-		it->heap[i] = it->heap[m];
-		it->heap[m] = tmp;
+		if (!heap_less(&h[m], &x))
+			break;
+		h[i] = h[m];
 		i = m;
 	}
+	h[i] = x;
 }
 
 int atr_iter_new(atr_file *f, atr_iter **out)
@@ -2557,8 +2560,10 @@ static inline __attribute__((always_inline)) int nar_rec(struct atr_cur *c, stru
 	return 1;
 }
 
-/* run_direct's loop, pf a constant (with or without the prefetch hook). */
-static inline __attribute__((always_inline)) void run_loop(struct atr_cur *c, struct run *u, int pf)
+/* run_direct's loop, pf a constant (with or without the prefetch hook):
+ * 1 if it stopped at a record it decoded but did not take (now the ring's
+ * next: the bound, or no room for a realloc's two records), else 0. */
+static inline __attribute__((always_inline)) int run_loop(struct atr_cur *c, struct run *u, int pf)
 {
 	struct v2_state *s = &c->vs;
 	struct nar z = {.p = c->rb.p,
@@ -2580,9 +2585,9 @@ static inline __attribute__((always_inline)) void run_loop(struct atr_cur *c, st
 	else if (u->bts)
 		z.tlim = u->bts - 1;
 	else
-		return; /* nothing is taken */
+		return 0; /* nothing is taken */
 	if (c->rb.end - z.p < V2_REC_MAX)
-		return;
+		return 0;
 	const uint8_t *safe = c->rb.end - V2_REC_MAX;
 	int kept = 0;
 	while (z.o < z.oend && z.p <= safe) {
@@ -2620,20 +2625,20 @@ static inline __attribute__((always_inline)) void run_loop(struct atr_cur *c, st
 	u->prev = z.prev;
 	u->last = z.last;
 	u->n = (size_t)(z.o - u->o);
+	return kept;
 }
 
 /* Records of a lazy frame decoded straight into the run (no ring), while
  * they are calls with default flags at least V2_REC_MAX bytes before the
  * frame's end that decode and are taken (nar_rec); cur_fill decodes the
  * others into the ring. */
-static void run_direct(struct atr_cur *c, struct run *u)
+static int run_direct(struct atr_cur *c, struct run *u)
 {
 	if (c->rb.end - c->rb.p < V2_REC_MAX || (*c->rb.p & 0xfu) - 1u >= ATR_T_CALL_LAST)
-		return;
+		return 0;
 	if (c->pf)
-		run_loop(c, u, 1);
-	else
-		run_loop(c, u, 0);
+		return run_loop(c, u, 1);
+	return run_loop(c, u, 0);
 }
 
 /* Compact records of cursor c's v2 frame (after the head handed out),
@@ -2658,8 +2663,8 @@ static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t
 		if (c->rh == c->rt) {
 			if (c->rdone)
 				break;
-			run_direct(c, &u);
-			if (u.n == room)
+			/* stopped at a record run_take would not take either */
+			if (run_direct(c, &u) || u.n == room)
 				break;
 			cur_fill(c);
 			if (c->rh == c->rt)

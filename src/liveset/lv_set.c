@@ -57,9 +57,13 @@ static void *tab_alloc(size_t len, size_t *map_len)
 		/* a growth writes all over it: its pages mapped at once
 		 * (util_populate; a fault each was 10 us on the VM, a third
 		 * of info's page faults on cc1plus's trace) */
-		void *t = calloc(1, len);
-		if (t && len >= LV_POPULATE_BYTES)
+		if (len < LV_POPULATE_BYTES)
+			return calloc(1, len);
+		void *t = malloc(len); /* calloc would fault them in as it zeroes */
+		if (t) {
 			util_populate(t, len);
+			memset(t, 0, len);
+		}
 		return t;
 	}
 	/* 2 MiB aligned, so that every page of it can be a huge page */
