@@ -2028,11 +2028,14 @@ static inline void heap_rekey(atr_iter *it)
 	it->heap[0].thr = h->thread;
 }
 
-/* Entry i sifted down: the smaller child moves up into the hole while it
- * is below the entry (keys are unique: the thread is part of it). */
-static void heap_down(struct atr_iter *it, uint32_t i)
+/* x placed at entry i and sifted down: the smaller child moves up into
+ * the hole while it is below x (keys are unique: the thread is part of
+ * it).  x comes in registers: a key just stored field by field and loaded
+ * again whole waits for the stores (store-to-load forwarding fails: half
+ * of heap_down's samples on xfreebench's trace). */
+static void heap_down_x(struct atr_iter *it, uint32_t i, struct hent x)
 {
-	struct hent *h = it->heap, x = h[i];
+	struct hent *h = it->heap;
 	uint32_t n = it->hn;
 	for (;;) {
 		uint32_t l = 2 * i + 1, m = l;
@@ -2046,6 +2049,11 @@ static void heap_down(struct atr_iter *it, uint32_t i)
 		i = m;
 	}
 	h[i] = x;
+}
+
+static void heap_down(struct atr_iter *it, uint32_t i)
+{
+	heap_down_x(it, i, it->heap[i]);
 }
 
 int atr_iter_new(atr_file *f, atr_iter **out)
@@ -2283,7 +2291,11 @@ struct run {
 	struct atr_call *o;
 	size_t n, room;
 	uint64_t bts;
-	uint32_t bthr, serial, tid;
+	uint32_t bthr;
+	/* serial | tid << 32 (struct atr_call's thread, tid): stored and
+	 * loaded whole (two 4-byte stores read back as one 8-byte load wait
+	 * for the stores: a fifth of cur_run's samples on xfreebench) */
+	uint64_t thr;
 	uint64_t prev, last, inv, taken;
 };
 
@@ -2303,7 +2315,7 @@ static inline __attribute__((always_inline)) int run_take(struct run *u, const s
 		if (tend < ts)
 			tend = ts;
 	}
-	if (!key_below(tend, u->serial, u->bts, u->bthr))
+	if (!key_below(tend, (uint32_t)u->thr, u->bts, u->bthr))
 		return 0;
 	int released = rea && q->x && q->a != q->x && (q->a || q->size == 0);
 	if (released && u->n + 2 > u->room)
@@ -2316,8 +2328,7 @@ static inline __attribute__((always_inline)) int run_take(struct run *u, const s
 	unsigned flags = q->v1b & ATR_FLAG_MASK;
 	struct atr_call *e = &u->o[u->n++];
 	e->ts = ts;
-	e->thread = u->serial;
-	e->tid = u->tid;
+	memcpy(&e->thread, &u->thr, 8);
 	e->type = (uint8_t)type;
 	e->flags = (uint8_t)flags;
 	e->stack_id = (uint32_t)q->stack;
@@ -2371,8 +2382,8 @@ static inline __attribute__((always_inline)) int run_take(struct run *u, const s
 		return 1;
 	u->o[u->n] = *e;
 	*e = (struct atr_call){.type = ATR_EV_REALLOC_RELEASE,
-			       .thread = u->serial,
-			       .tid = u->tid,
+			       .thread = (uint32_t)u->thr,
+			       .tid = (uint32_t)(u->thr >> 32),
 			       .ts = ts,
 			       .ptr = q->x};
 	u->n++;
@@ -2578,9 +2589,9 @@ static inline __attribute__((always_inline)) int run_loop(struct atr_cur *c, str
 			.oend = u->o + u->room,
 			.prev = u->prev,
 			.last = u->last,
-			.thr = u->serial | (uint64_t)u->tid << 32};
+			.thr = u->thr};
 	/* key_below(ts, serial, bts, bthr) as one comparison */
-	if (u->serial < u->bthr)
+	if ((uint32_t)u->thr < u->bthr)
 		z.tlim = u->bts;
 	else if (u->bts)
 		z.tlim = u->bts - 1;
@@ -2655,8 +2666,7 @@ static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t
 			.room = room,
 			.bts = bts,
 			.bthr = bthr,
-			.serial = f->thr[c->t].serial,
-			.tid = c->tid,
+			.thr = f->thr[c->t].serial | (uint64_t)c->tid << 32,
 			.prev = c->prev_ts,
 			.last = c->last_ts};
 	while (u.n < room && !c->res_pending) {
@@ -2811,16 +2821,20 @@ int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *
 			*n = k;
 			return 1;
 		}
+		struct hent x;
 		if (r > 0) {
-			it->heap[0].ts = head->ts;
-			it->heap[0].thr = head->thread;
-			if (it->hn > 1 && key_below(head->ts, head->thread, bts, bthr))
+			x = (struct hent){head->ts, head->thread, t};
+			if (it->hn > 1 && key_below(x.ts, x.thr, bts, bthr)) {
+				it->heap[0] = x;
 				continue; /* still the smallest */
+			}
+		} else {
+			x = it->heap[--it->hn];
 		}
-		if (r == 0)
-			it->heap[0] = it->heap[--it->hn];
 		if (it->hn > 1)
-			heap_down(it, 0);
+			heap_down_x(it, 0, x);
+		else
+			it->heap[0] = x;
 		it->bvalid = 0;
 	}
 	*n = k;
