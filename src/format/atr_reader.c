@@ -948,7 +948,8 @@ struct atr_cur {
 	const uint8_t *b; /* its first byte */
 	/* v2: decoded blocks (a FRAME's encoded bytes, or with v2_words its
 	 * v1 words), two so that the event handed out last (its payload)
-	 * stays valid while the next one is decoded */
+	 * stays valid while the next one is decoded (otherwise the next one
+	 * goes to the same buffer) */
 	uint8_t *buf[2];
 	size_t cap[2];
 	size_t pop[2]; /* bytes of each populated (ready) */
@@ -1162,11 +1163,15 @@ static int cur_load_lazy(atr_file *f, struct atr_cur *c, int w, uint32_t used, u
 }
 
 /* v2: read (and for a FRAME decompress and decode) the unit at c->off into
- * the cursor's next buffer, as a v1 block: 64 header bytes, then records
- * (a FRAME without v2_words: cur_load_lazy). */
+ * the cursor's buffer, as a v1 block: 64 header bytes, then records (a
+ * FRAME without v2_words: cur_load_lazy).  The buffer of the frame before
+ * is used again unless it holds the payload of the event handed out last
+ * (ew): one buffer's pages and lines per thread, not two (xfreebench's
+ * trace: max RSS 10.7 -> 7.6 MB, cachegrind's last-level write misses
+ * -41% on a smaller one). */
 static int cur_load_v2(atr_file *f, struct atr_cur *c)
 {
-	int w = c->which ^ 1;
+	int w = c->which;
 	if (w == c->ew)
 		w ^= 1;
 	c->which = w;
