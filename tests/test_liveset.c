@@ -357,6 +357,107 @@ static void test_rules(void **state)
 	lv_destroy(&s);
 }
 
+/* lv_calls (a batch in one call, its common cases in registers) against
+ * lv_call one record at a time: random streams of every kind of record
+ * (frees of live and unknown blocks, free(NULL), failed allocations,
+ * duplicates, reallocs in place, moved and failed, releases, address 0),
+ * dense enough to grow the table and to switch it to scattered homes, in
+ * batches of 1 to 80; the totals and every live block must agree. */
+static void run_calls_batch(int sizes, uint64_t span, unsigned stride, size_t n)
+{
+	struct lv_set a, b;
+	if (sizes) {
+		lv_init_sizes(&a, 0);
+		lv_init_sizes(&b, 0);
+	} else {
+		lv_init(&a, 0);
+		lv_init(&b, 0);
+	}
+	struct atr_call *c = calloc(n, sizeof(*c));
+	assert_non_null(c);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = rng(), p = (r >> 8) % span * stride, q = (r >> 40) % span * stride;
+		c[i].ts = i;
+		c[i].size = 1 + (r >> 20) % 4000;
+		switch (r % 16) {
+		case 0:
+		case 1:
+		case 2:
+		case 3:
+		case 4:
+			c[i].type = ATR_T_FREE;
+			c[i].ptr = p;
+			break;
+		case 5:
+			c[i].type = ATR_T_FREE; /* free(NULL) */
+			break;
+		case 6:
+			c[i].type = ATR_T_REALLOC;
+			c[i].ptr = p;
+			c[i].ret = (r >> 60) & 1 ? p : (r >> 61) & 1 ? q : 0;
+			break;
+		case 7:
+			c[i].type = ATR_EV_REALLOC_RELEASE;
+			c[i].ptr = p;
+			break;
+		case 8:
+			c[i].type = ATR_T_CALLOC;
+			c[i].ret = (r >> 60) ? p : 0; /* some fail */
+			break;
+		case 9:
+			c[i].type = ATR_T_MEMALIGN;
+			c[i].ret = p; /* address 0 now and then (p is 0) */
+			break;
+		default:
+			c[i].type = ATR_T_MALLOC;
+			c[i].ret = p;
+			break;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(lv_call(&a, &c[i]), 0);
+	for (size_t i = 0; i < n;) {
+		size_t k = 1 + rng() % 80;
+		k = k < n - i ? k : n - i;
+		assert_int_equal(lv_calls(&b, &c[i], k), 0);
+		i += k;
+	}
+	assert_int_equal(a.blocks, b.blocks);
+	assert_int_equal(a.count, b.count);
+	assert_int_equal(a.bytes, b.bytes);
+	assert_int_equal(a.peak_bytes, b.peak_bytes);
+	assert_int_equal(a.peak_ts, b.peak_ts);
+	assert_int_equal(a.dup_allocs, b.dup_allocs);
+	assert_int_equal(a.unknown_frees, b.unknown_frees);
+	assert_int_equal(a.cap, b.cap);
+	assert_int_equal(a.grain, b.grain);
+	for (uint64_t k = 0; k < span; k++) {
+		const struct lv_block *x = lv_find(&a, k * stride);
+		uint64_t xs = x ? x->size : 0, xw = x ? x->when : 0;
+		int xl = x != NULL;
+		const struct lv_block *y = lv_find(&b, k * stride);
+		assert_int_equal(xl, y != NULL);
+		if (y) {
+			assert_int_equal(xs, y->size);
+			assert_int_equal(xw, y->when);
+		}
+	}
+	free(c);
+	lv_destroy(&a);
+	lv_destroy(&b);
+}
+
+static void test_calls_batch(void **state)
+{
+	(void)state;
+	for (int sizes = 0; sizes < 2; sizes++) {
+		run_calls_batch(sizes, 5000, 48, 200000);   /* growth, nearby homes */
+		run_calls_batch(sizes, 300, 16, 50000);	    /* a small, busy set */
+		run_calls_batch(sizes, 20000, 1, 200000);   /* denser than 1 per 8 bytes */
+		run_calls_batch(sizes, 4000, 4096, 100000); /* one block per page */
+	}
+}
+
 /* A source whose payload buffer is overwritten by every call, as the
  * reader's may be: lv_ahead must hand out its own copies. */
 struct src {
@@ -422,10 +523,11 @@ static void test_ahead(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_basic),      cmocka_unit_test(test_random_small),
-	    cmocka_unit_test(test_random_big), cmocka_unit_test(test_random_sizes),
-	    cmocka_unit_test(test_dense),      cmocka_unit_test(test_zeroed),
-	    cmocka_unit_test(test_rules),      cmocka_unit_test(test_ahead),
+	    cmocka_unit_test(test_basic),	cmocka_unit_test(test_random_small),
+	    cmocka_unit_test(test_random_big),	cmocka_unit_test(test_random_sizes),
+	    cmocka_unit_test(test_dense),	cmocka_unit_test(test_zeroed),
+	    cmocka_unit_test(test_rules),	cmocka_unit_test(test_ahead),
+	    cmocka_unit_test(test_calls_batch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

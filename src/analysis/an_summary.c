@@ -88,29 +88,34 @@ static inline void count_call(struct an_summary *s, struct an_thread_stat *th, u
 static void count_calls(struct an_summary *s, const struct atr_call *calls, size_t n,
 			const struct th_index *x)
 {
-	uint64_t records = s->records, free_null = s->free_null;
+	/* the first record that counts (a release does not): it sets the
+	 * trace's first stamp, and its thread differs from serial's start */
+	size_t i0 = 0;
+	while (i0 < n && calls[i0].type == ATR_EV_REALLOC_RELEASE)
+		i0++;
+	if (i0 == n)
+		return;
+	if (!s->records)
+		s->first_ts = calls[i0].ts;
+	uint64_t free_null = s->free_null;
 	uint64_t requested = s->bytes_requested, failed = s->failed, last_ts = s->last_ts;
 	uint64_t by_type[ATR_T_CALL_LAST + 1] = {0};
 	struct an_thread_stat *th = NULL;
-	uint32_t serial = 0;
+	uint32_t serial = calls[i0].thread ^ 1;
 	uint64_t th_calls = 0, th_bytes = 0;
-	int have = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = i0; i < n; i++) {
 		const struct atr_call *cl = &calls[i];
 		unsigned type = cl->type;
 		if (type == ATR_EV_REALLOC_RELEASE)
 			continue;
-		if (!records++)
-			s->first_ts = cl->ts;
 		last_ts = cl->ts;
 		by_type[type]++;
-		if (!have || cl->thread != serial) {
+		if (cl->thread != serial) {
 			if (th) {
 				th->calls += th_calls;
 				th->bytes += th_bytes;
 			}
 			th_calls = th_bytes = 0;
-			have = 1;
 			serial = cl->thread;
 			th = thread_at(s, x, serial);
 			if (th && !th->tid)
@@ -134,8 +139,8 @@ static void count_calls(struct an_summary *s, const struct atr_call *calls, size
 		s->calls[t] += by_type[t];
 		total += by_type[t];
 	}
-	s->total_calls += total;
-	s->records = records;
+	s->total_calls += total; /* the records counted: every one a call */
+	s->records += total;
 	s->free_null = free_null;
 	s->bytes_requested = requested;
 	s->failed = failed;

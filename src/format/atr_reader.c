@@ -56,6 +56,7 @@ struct atr_file {
 	ZSTD_DCtx *dctx;
 	uint8_t *zbuf, *dbuf; /* a frame's payload and its decompressed bytes */
 	size_t zcap, dcap;
+	size_t zpop;	   /* bytes of zbuf populated (util_populate: ready) */
 	uint8_t **moddata; /* copies of MODULE payloads (build ids live here) */
 	size_t nmoddata;
 	uint64_t trunc_calls;	      /* v2: calls of frames cut off by the file end */
@@ -947,9 +948,11 @@ struct atr_cur {
 	const uint8_t *b; /* its first byte */
 	/* v2: decoded blocks (a FRAME's encoded bytes, or with v2_words its
 	 * v1 words), two so that the event handed out last (its payload)
-	 * stays valid while the next one is decoded */
+	 * stays valid while the next one is decoded (otherwise the next one
+	 * goes to the same buffer) */
 	uint8_t *buf[2];
 	size_t cap[2];
+	size_t pop[2]; /* bytes of each populated (ready) */
 	int which;
 	/* the buffer holding the payload of the event handed to the
 	 * iterator last (-1: none; it stays valid while the next one is
@@ -1069,6 +1072,7 @@ static void cur_free(struct atr_cur *c)
 	free(c->buf[1]);
 	c->buf[0] = c->buf[1] = NULL;
 	c->cap[0] = c->cap[1] = 0;
+	c->pop[0] = c->pop[1] = 0;
 }
 
 static int cur_corrupt(atr_file *f, const struct atr_cur *c, const char *what, uint64_t v)
@@ -1090,6 +1094,19 @@ static int grow(uint8_t **p, size_t *cap, size_t need)
 	*p = n;
 	*cap = need;
 	return 0;
+}
+
+/* The first len bytes of a buffer (grown to them) about to be written
+ * whole: its pages not mapped yet (beyond *pop, which realloc keeps valid)
+ * are mapped in one system call, not one page fault each (on the benchmark
+ * VM a fault costs ~10 us: a fifth of info's CPU on cc1plus's trace,
+ * bench/RESULTS.md). */
+static void ready(uint8_t *buf, size_t *pop, size_t len)
+{
+	if (len <= *pop)
+		return;
+	util_populate(buf + *pop, len - *pop);
+	*pop = len;
 }
 
 static int frame_bad(atr_file *f, uint64_t off, const char *what, const char *why)
@@ -1114,7 +1131,11 @@ static int cur_load_lazy(atr_file *f, struct atr_cur *c, int w, uint32_t used, u
 			return ATR_E_NOMEM;
 		if (!f->dctx && !(f->dctx = ZSTD_createDCtx()))
 			return ATR_E_NOMEM;
+		ready(f->zbuf, &f->zpop, csize);
 		src_read(f, c->off + ATR_BLOCK_HEADER_SIZE, f->zbuf, csize);
+		unsigned long long cs = ZSTD_getFrameContentSize(f->zbuf, csize);
+		if (cs <= n)
+			ready(c->buf[w], &c->pop[w], (size_t)cs);
 		size_t r = ZSTD_decompressDCtx(f->dctx, c->buf[w], n, f->zbuf, csize);
 		if (ZSTD_isError(r))
 			return frame_bad(f, c->off, "zstd: ", ZSTD_getErrorName(r));
@@ -1142,11 +1163,15 @@ static int cur_load_lazy(atr_file *f, struct atr_cur *c, int w, uint32_t used, u
 }
 
 /* v2: read (and for a FRAME decompress and decode) the unit at c->off into
- * the cursor's next buffer, as a v1 block: 64 header bytes, then records
- * (a FRAME without v2_words: cur_load_lazy). */
+ * the cursor's buffer, as a v1 block: 64 header bytes, then records (a
+ * FRAME without v2_words: cur_load_lazy).  The buffer of the frame before
+ * is used again unless it holds the payload of the event handed out last
+ * (ew): one buffer's pages and lines per thread, not two (xfreebench's
+ * trace: max RSS 10.7 -> 7.6 MB, cachegrind's last-level write misses
+ * -41% on a smaller one). */
 static int cur_load_v2(atr_file *f, struct atr_cur *c)
 {
-	int w = c->which ^ 1;
+	int w = c->which;
 	if (w == c->ew)
 		w ^= 1;
 	c->which = w;
@@ -1619,6 +1644,7 @@ static int cur_next(atr_file *f, struct atr_cur *c, struct atr_event *ev)
 						free(c->buf[x]);
 						c->buf[x] = NULL;
 						c->cap[x] = 0;
+						c->pop[x] = 0;
 					}
 				return 0;
 			}
@@ -2007,21 +2033,32 @@ static inline void heap_rekey(atr_iter *it)
 	it->heap[0].thr = h->thread;
 }
 
-static void heap_down(struct atr_iter *it, uint32_t i)
+/* x placed at entry i and sifted down: the smaller child moves up into
+ * the hole while it is below x (keys are unique: the thread is part of
+ * it).  x comes in registers: a key just stored field by field and loaded
+ * again whole waits for the stores (store-to-load forwarding fails: half
+ * of heap_down's samples on xfreebench's trace). */
+static void heap_down_x(struct atr_iter *it, uint32_t i, struct hent x)
 {
+	struct hent *h = it->heap;
+	uint32_t n = it->hn;
 	for (;;) {
-		uint32_t l = 2 * i + 1, m = i;
-		if (l < it->hn && heap_less(&it->heap[l], &it->heap[m]))
-			m = l;
-		if (l + 1 < it->hn && heap_less(&it->heap[l + 1], &it->heap[m]))
+		uint32_t l = 2 * i + 1, m = l;
+		if (l >= n)
+			break;
+		if (l + 1 < n && heap_less(&h[l + 1], &h[l]))
 			m = l + 1;
-		if (m == i)
-			return;
-		struct hent tmp = it->heap[i];
-		it->heap[i] = it->heap[m];
-		it->heap[m] = tmp;
+		if (!heap_less(&h[m], &x))
+			break;
+		h[i] = h[m];
 		i = m;
 	}
+	h[i] = x;
+}
+
+static void heap_down(struct atr_iter *it, uint32_t i)
+{
+	heap_down_x(it, i, it->heap[i]);
 }
 
 int atr_iter_new(atr_file *f, atr_iter **out)
@@ -2259,7 +2296,11 @@ struct run {
 	struct atr_call *o;
 	size_t n, room;
 	uint64_t bts;
-	uint32_t bthr, serial, tid;
+	uint32_t bthr;
+	/* serial | tid << 32 (struct atr_call's thread, tid): stored and
+	 * loaded whole (two 4-byte stores read back as one 8-byte load wait
+	 * for the stores: a fifth of cur_run's samples on xfreebench) */
+	uint64_t thr;
 	uint64_t prev, last, inv, taken;
 };
 
@@ -2279,7 +2320,7 @@ static inline __attribute__((always_inline)) int run_take(struct run *u, const s
 		if (tend < ts)
 			tend = ts;
 	}
-	if (!key_below(tend, u->serial, u->bts, u->bthr))
+	if (!key_below(tend, (uint32_t)u->thr, u->bts, u->bthr))
 		return 0;
 	int released = rea && q->x && q->a != q->x && (q->a || q->size == 0);
 	if (released && u->n + 2 > u->room)
@@ -2292,8 +2333,7 @@ static inline __attribute__((always_inline)) int run_take(struct run *u, const s
 	unsigned flags = q->v1b & ATR_FLAG_MASK;
 	struct atr_call *e = &u->o[u->n++];
 	e->ts = ts;
-	e->thread = u->serial;
-	e->tid = u->tid;
+	memcpy(&e->thread, &u->thr, 8);
 	e->type = (uint8_t)type;
 	e->flags = (uint8_t)flags;
 	e->stack_id = (uint32_t)q->stack;
@@ -2347,8 +2387,8 @@ static inline __attribute__((always_inline)) int run_take(struct run *u, const s
 		return 1;
 	u->o[u->n] = *e;
 	*e = (struct atr_call){.type = ATR_EV_REALLOC_RELEASE,
-			       .thread = u->serial,
-			       .tid = u->tid,
+			       .thread = (uint32_t)u->thr,
+			       .tid = (uint32_t)(u->thr >> 32),
 			       .ts = ts,
 			       .ptr = q->x};
 	u->n++;
@@ -2536,8 +2576,10 @@ static inline __attribute__((always_inline)) int nar_rec(struct atr_cur *c, stru
 	return 1;
 }
 
-/* run_direct's loop, pf a constant (with or without the prefetch hook). */
-static inline __attribute__((always_inline)) void run_loop(struct atr_cur *c, struct run *u, int pf)
+/* run_direct's loop, pf a constant (with or without the prefetch hook):
+ * 1 if it stopped at a record it decoded but did not take (now the ring's
+ * next: the bound, or no room for a realloc's two records), else 0. */
+static inline __attribute__((always_inline)) int run_loop(struct atr_cur *c, struct run *u, int pf)
 {
 	struct v2_state *s = &c->vs;
 	struct nar z = {.p = c->rb.p,
@@ -2552,16 +2594,16 @@ static inline __attribute__((always_inline)) void run_loop(struct atr_cur *c, st
 			.oend = u->o + u->room,
 			.prev = u->prev,
 			.last = u->last,
-			.thr = u->serial | (uint64_t)u->tid << 32};
+			.thr = u->thr};
 	/* key_below(ts, serial, bts, bthr) as one comparison */
-	if (u->serial < u->bthr)
+	if ((uint32_t)u->thr < u->bthr)
 		z.tlim = u->bts;
 	else if (u->bts)
 		z.tlim = u->bts - 1;
 	else
-		return; /* nothing is taken */
+		return 0; /* nothing is taken */
 	if (c->rb.end - z.p < V2_REC_MAX)
-		return;
+		return 0;
 	const uint8_t *safe = c->rb.end - V2_REC_MAX;
 	int kept = 0;
 	while (z.o < z.oend && z.p <= safe) {
@@ -2599,20 +2641,20 @@ static inline __attribute__((always_inline)) void run_loop(struct atr_cur *c, st
 	u->prev = z.prev;
 	u->last = z.last;
 	u->n = (size_t)(z.o - u->o);
+	return kept;
 }
 
 /* Records of a lazy frame decoded straight into the run (no ring), while
  * they are calls with default flags at least V2_REC_MAX bytes before the
  * frame's end that decode and are taken (nar_rec); cur_fill decodes the
  * others into the ring. */
-static void run_direct(struct atr_cur *c, struct run *u)
+static int run_direct(struct atr_cur *c, struct run *u)
 {
 	if (c->rb.end - c->rb.p < V2_REC_MAX || (*c->rb.p & 0xfu) - 1u >= ATR_T_CALL_LAST)
-		return;
+		return 0;
 	if (c->pf)
-		run_loop(c, u, 1);
-	else
-		run_loop(c, u, 0);
+		return run_loop(c, u, 1);
+	return run_loop(c, u, 0);
 }
 
 /* Compact records of cursor c's v2 frame (after the head handed out),
@@ -2629,16 +2671,15 @@ static size_t cur_run(atr_file *f, struct atr_cur *c, struct atr_call *o, size_t
 			.room = room,
 			.bts = bts,
 			.bthr = bthr,
-			.serial = f->thr[c->t].serial,
-			.tid = c->tid,
+			.thr = f->thr[c->t].serial | (uint64_t)c->tid << 32,
 			.prev = c->prev_ts,
 			.last = c->last_ts};
 	while (u.n < room && !c->res_pending) {
 		if (c->rh == c->rt) {
 			if (c->rdone)
 				break;
-			run_direct(c, &u);
-			if (u.n == room)
+			/* stopped at a record run_take would not take either */
+			if (run_direct(c, &u) || u.n == room)
 				break;
 			cur_fill(c);
 			if (c->rh == c->rt)
@@ -2785,16 +2826,20 @@ int atr_iter_next_calls(atr_iter *it, struct atr_call *out, size_t cap, size_t *
 			*n = k;
 			return 1;
 		}
+		struct hent x;
 		if (r > 0) {
-			it->heap[0].ts = head->ts;
-			it->heap[0].thr = head->thread;
-			if (it->hn > 1 && key_below(head->ts, head->thread, bts, bthr))
+			x = (struct hent){head->ts, head->thread, t};
+			if (it->hn > 1 && key_below(x.ts, x.thr, bts, bthr)) {
+				it->heap[0] = x;
 				continue; /* still the smallest */
+			}
+		} else {
+			x = it->heap[--it->hn];
 		}
-		if (r == 0)
-			it->heap[0] = it->heap[--it->hn];
 		if (it->hn > 1)
-			heap_down(it, 0);
+			heap_down_x(it, 0, x);
+		else
+			it->heap[0] = x;
 		it->bvalid = 0;
 	}
 	*n = k;

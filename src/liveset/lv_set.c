@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "util_io.h"
+
 /* Tables up to this many entries (512 KiB) stay at most 1/4 full: probes
  * and backward shifts then mostly stop at the first entry without a
  * mispredicted branch.  Bigger ones go to 1/2: linear probing at 3/4
@@ -13,6 +15,8 @@
 #define LV_SMALL_CAP 16384u
 /* Entries of the old table ahead whose new home grow() prefetches. */
 #define LV_GROW_AHEAD 16
+/* Tables from this size to LV_HUGE_BYTES are populated when allocated. */
+#define LV_POPULATE_BYTES (16u << 10)
 /* Tables from this size on are mapped with MADV_HUGEPAGE. */
 #define LV_HUGE_BYTES (2u << 20)
 
@@ -49,8 +53,19 @@ static void tab_free(void *t, size_t map_len)
 static void *tab_alloc(size_t len, size_t *map_len)
 {
 	*map_len = 0;
-	if (len < LV_HUGE_BYTES)
-		return calloc(1, len);
+	if (len < LV_HUGE_BYTES) {
+		/* a growth writes all over it: its pages mapped at once
+		 * (util_populate; a fault each was 10 us on the VM, a third
+		 * of info's page faults on cc1plus's trace) */
+		if (len < LV_POPULATE_BYTES)
+			return calloc(1, len);
+		void *t = malloc(len); /* calloc would fault them in as it zeroes */
+		if (t) {
+			util_populate(t, len);
+			memset(t, 0, len);
+		}
+		return t;
+	}
 	/* 2 MiB aligned, so that every page of it can be a huge page */
 	size_t over = len + LV_HUGE_BYTES;
 	uint8_t *p = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -546,15 +561,114 @@ int lv_call(struct lv_set *s, const struct atr_call *c)
 	return call_lg(s, c, LV_LG_FULL);
 }
 
+/* lv_calls with entries of 1 << lg bytes: the common cases (a free of a
+ * live block, an allocation of a block that is not live into a table with
+ * room, no long probe) with the table's geometry and the totals in
+ * registers: a store to an entry may alias the set's fields, so through
+ * lv_died_lg / lv_born_lg the compiler loads and stores them around every
+ * record (~15 instructions per record of info).  Anything else (address
+ * 0, a realloc or release, a free of a block that is not live, a replaced
+ * block, a growth) goes to call_lg with the set written back. */
+static inline __attribute__((always_inline)) int
+calls_lg(struct lv_set *s, const struct atr_call *c, size_t n, const unsigned lg)
+{
+	size_t i = 0;
+	while (i < n) {
+		uint8_t *tab = s->tab;
+		size_t mask = s->cap - 1, count = s->count, limit = s->limit;
+		unsigned hs = s->hs, grain = s->grain, region = s->region;
+		uint64_t blocks = s->blocks, bytes = s->bytes, peak = s->peak_bytes,
+			 peak_ts = s->peak_ts;
+#define ENT(j) ((struct lv_block *)(tab + ((j) << lg)))
+#define HOME(p)                                                                                    \
+	(region == LV_REGION ? lv_hash(p, mask, LV_NEARBY_HS, LV_GRAIN, LV_REGION)                 \
+			     : lv_hash(p, mask, hs, grain, region))
+		for (; tab && i < n; i++) {
+			const struct atr_call *x = &c[i];
+			unsigned shape =
+			    x->type == ATR_EV_REALLOC_RELEASE ? 0 : atr_call_args(x->type);
+			if (shape == ATR_ARGS_PTR) {
+				uint64_t ptr = x->ptr;
+				if (!ptr)
+					continue;
+				size_t j = HOME(ptr);
+				struct lv_block *b;
+				for (;; j = (j + 1) & mask) {
+					b = ENT(j);
+					if (b->ptr == ptr || !b->ptr)
+						break;
+				}
+				if (!b->ptr)
+					break; /* not live: lv_unknown */
+				count--;
+				blocks--;
+				bytes -= b->size;
+				/* lv_died_lg's backward shift */
+				size_t hole = j, k = j;
+				for (;;) {
+					k = (k + 1) & mask;
+					const struct lv_block *kb = ENT(k);
+					if (!kb->ptr)
+						break;
+					size_t home = HOME(kb->ptr);
+					if (((k - home) & mask) >= ((k - hole) & mask)) {
+						lv_copy_lg(ENT(hole), kb, 0, lg);
+						hole = k;
+					}
+				}
+				ENT(hole)->ptr = 0;
+				continue;
+			}
+			if (!shape || shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB)
+				break;
+			uint64_t ptr = x->ret;
+			if (!ptr)
+				continue;
+			if (count + 1 > limit)
+				break;
+			size_t j0 = HOME(ptr), j = j0;
+			struct lv_block *b;
+			for (;; j = (j + 1) & mask) {
+				b = ENT(j);
+				if (b->ptr == ptr || !b->ptr)
+					break;
+			}
+			if (b->ptr || ((j - j0) & mask) > LV_PROBE_LIMIT)
+				break; /* replaced, or homes piling up: lv_born_slow */
+			count++;
+			b->ptr = ptr;
+			b->size = x->size;
+			if (lg == LV_LG_FULL) {
+				b->when = x->ts;
+				b->tag = b->owner = 0;
+			}
+			blocks++;
+			bytes += x->size;
+			if (bytes > peak) {
+				peak = bytes;
+				peak_ts = x->ts;
+			}
+		}
+#undef ENT
+#undef HOME
+		s->count = count;
+		s->blocks = blocks;
+		s->bytes = bytes;
+		s->peak_bytes = peak;
+		s->peak_ts = peak_ts;
+		if (i < n) {
+			int r = call_lg(s, &c[i], lg);
+			if (r < 0)
+				return r;
+			i++;
+		}
+	}
+	return 0;
+}
+
 int lv_calls(struct lv_set *s, const struct atr_call *c, size_t n)
 {
-	int r = 0;
-	if (s->lg == LV_LG_SIZES) {
-		for (size_t i = 0; i < n && r >= 0; i++)
-			r = call_lg(s, &c[i], LV_LG_SIZES);
-	} else {
-		for (size_t i = 0; i < n && r >= 0; i++)
-			r = call_lg(s, &c[i], LV_LG_FULL);
-	}
-	return r;
+	if (s->lg == LV_LG_SIZES)
+		return calls_lg(s, c, n, LV_LG_SIZES);
+	return calls_lg(s, c, n, LV_LG_FULL);
 }

@@ -2,7 +2,12 @@
 #include "util_io.h"
 
 #include <errno.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 ssize_t util_pread_full(int fd, void *dst, size_t len, uint64_t off)
 {
@@ -35,4 +40,18 @@ int util_write_all(int fd, const void *src, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+void util_populate(void *p, size_t len)
+{
+	static long page;
+	if (!page)
+		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	uintptr_t a = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+	uintptr_t e = ((uintptr_t)p + len) & ~((uintptr_t)page - 1);
+	if (e > a) {
+		int saved = errno;
+		madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+		errno = saved;
+	}
 }
