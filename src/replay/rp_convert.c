@@ -2261,12 +2261,13 @@ static inline void call_prefetch(const struct lv_set *set, const struct atr_call
 		lv_prefetch_lg(set, k->ret, LV_LG_FULL);
 }
 
-/* The fast path of conv_direct: a thread's run of frees and plain
- * allocations with nothing else to do (no think time written, no WAIT, no
- * TOUCH, no sampled durations, a free slot of its own) converted with
- * its stream's cursor, op count and latest return in registers; anything
- * else goes through conv_call, which sees the state as the fast path left
- * it (frun_store) and writes the same bytes. */
+/* The fast path of conv_direct: the frees and mallocs of a thread's run
+ * of records (no TOUCH op, a known block) converted with its stream's
+ * cursor, op count and latest return in registers; think time that only
+ * adds up, a THINK op, sampled durations and new slots inline; a WAIT, a
+ * join or a shared gap by the handlers' own code, with the run's state
+ * stored around it (frun_store, frun_reload); any other record goes
+ * through conv_call, which writes the same bytes. */
 struct frun {
 	struct cthread *t;
 	struct awl_wthread *wt;
@@ -2396,12 +2397,11 @@ static inline __attribute__((always_inline)) void frun_times(struct conv *c, str
 static inline __attribute__((always_inline)) int
 frun_call(struct conv *c, struct frun *r, uint32_t ti, const struct atr_call *k, uint64_t gap)
 {
+	/* free (the one call of shape ATR_ARGS_PTR) and malloc: by type, no
+	   table lookup of the shape */
 	unsigned type = k->type;
-	if (type > ATR_T_CALL_LAST)
-		return 0;
-	unsigned shape = atr_call_args(type);
 	struct lv_set *live = &c->live;
-	if (shape == ATR_ARGS_PTR) {
+	if (type == ATR_T_FREE) {
 		uint64_t ptr = k->ptr;
 		size_t j;
 		struct lv_block *b;
@@ -2437,7 +2437,7 @@ frun_call(struct conv *c, struct frun *r, uint32_t ti, const struct atr_call *k,
 		return 1;
 	}
 	struct deque *q = &r->t->freeq;
-	if (shape != ATR_ARGS_SIZE || !k->ret || usable_of(k) >= r->touch_min)
+	if (type != ATR_T_MALLOC || !k->ret || usable_of(k) >= r->touch_min)
 		return 0;
 	/* think_before, then on_alloc */
 	frun_times(c, r, ti, k, type, gap);
