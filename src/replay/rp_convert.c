@@ -2518,7 +2518,7 @@ static int conv_direct(struct conv *c, struct source *sc, struct rp_cpipe *pipe)
 		/* the reader hands out a thread's records in runs: its index
 		   is looked up, and its last_seq stored, once per run */
 		uint32_t serial = UINT32_MAX, ti = RP_NONE;
-		int fast_ok = c->in_window;
+		int fast_ok = c->in_window && !c->o->no_fast;
 		uint64_t gap = c->gap_ticks;
 		struct frun fr = {0};
 		for (i = 0; i < n; i++) {
