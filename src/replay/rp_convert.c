@@ -1472,6 +1472,11 @@ RP_COLD void est_learn(struct conv *c, uint32_t ti, unsigned type, uint64_t dura
  * realloc, stamped ts: a timed call teaches the typical time of its type,
  * an untimed one is taken to have lasted that long (an allocation is
  * stamped at its end, a free at its start): *start and *ret move. */
+RP_HOT uint32_t est_of(const struct conv *c, const struct cthread *t, unsigned type)
+{
+	return t->est[type].n >= EST_MIN ? t->est[type].med : c->est_all[type].med;
+}
+
 RP_HOT void est_times(struct conv *c, uint32_t ti, unsigned type, uint64_t ts, uint64_t duration,
 		      unsigned flags, uint64_t *start, uint64_t *ret)
 {
@@ -1479,8 +1484,7 @@ RP_HOT void est_times(struct conv *c, uint32_t ti, unsigned type, uint64_t ts, u
 		est_learn(c, ti, type, duration);
 		return;
 	}
-	const struct cthread *t = &c->th[ti];
-	uint32_t e = t->est[type].n >= EST_MIN ? t->est[type].med : c->est_all[type].med;
+	uint32_t e = est_of(c, &c->th[ti], type);
 	if (type == ATR_T_FREE)
 		*ret = ts + e;
 	else if (ts >= e)
@@ -2277,6 +2281,8 @@ struct frun {
 	   TOUCH ops: conv_call's) */
 	uint64_t touch_lo, touch_min;
 	uint64_t share_min; /* gaps from this long go to think_share */
+	/* sampled durations (est_on): the typical free and malloc (est_of) */
+	uint32_t e_free, e_malloc;
 	uint32_t widx;
 	int on; /* the thread's pending think-time state is clear */
 };
@@ -2299,6 +2305,10 @@ static inline __attribute__((always_inline)) void frun_load(struct conv *c, stru
 	r->touch_lo = c->touch_min ? c->touch_lo : UINT64_MAX;
 	r->touch_min = c->touch_min ? c->touch_min : UINT64_MAX;
 	r->share_min = c->nlive > c->ncpu ? c->share_ticks : UINT64_MAX;
+	if (c->est_on) {
+		r->e_free = est_of(c, t, ATR_T_FREE);
+		r->e_malloc = est_of(c, t, ATR_T_MALLOC);
+	}
 }
 
 static inline __attribute__((always_inline)) void frun_store(const struct frun *r)
@@ -2383,8 +2393,22 @@ static inline __attribute__((always_inline)) void frun_times(struct conv *c, str
 {
 	uint64_t ts = k->ts, start = ts;
 	uint64_t ret = k->flags & ATR_FLAG_TIMED ? ts + k->duration : ts;
-	if (__builtin_expect(c->est_on, 0))
-		est_times(c, ti, type, ts, k->duration, k->flags, &start, &ret);
+	if (__builtin_expect(c->est_on, 0)) {
+		/* est_times with the run's typical free and malloc */
+		if (k->flags & ATR_FLAG_TIMED) {
+			est_learn(c, ti, type, k->duration);
+			r->e_free = est_of(c, r->t, ATR_T_FREE);
+			r->e_malloc = est_of(c, r->t, ATR_T_MALLOC);
+		} else {
+			uint32_t e = type == ATR_T_FREE ? r->e_free : r->e_malloc;
+			if (type == ATR_T_FREE)
+				ret = ts + e;
+			else if (ts >= e)
+				start = ts - e;
+			c->est_calls++;
+			c->est_ticks += e;
+		}
+	}
 	if (__builtin_expect(start > r->ret_ts + gap, 0))
 		frun_think(c, r, ti, start, ret);
 	r->ret_ts = ret;
@@ -2409,7 +2433,7 @@ frun_call(struct conv *c, struct frun *r, uint32_t ti, const struct atr_call *k,
 		    b->size >= r->touch_lo)
 			return 0;
 		/* think_before, then free_block */
-		frun_times(c, r, ti, k, type, gap);
+		frun_times(c, r, ti, k, ATR_T_FREE, gap);
 		uint32_t tag = b->tag;
 		if (__builtin_expect(b->owner != RP_NONE && b->owner != r->widx, 0)) {
 			uint32_t owner = b->owner;
@@ -2440,7 +2464,7 @@ frun_call(struct conv *c, struct frun *r, uint32_t ti, const struct atr_call *k,
 	if (type != ATR_T_MALLOC || !k->ret || usable_of(k) >= r->touch_min)
 		return 0;
 	/* think_before, then on_alloc */
-	frun_times(c, r, ti, k, type, gap);
+	frun_times(c, r, ti, k, ATR_T_MALLOC, gap);
 	struct fslot f;
 	if (__builtin_expect(q->n != 0, 1)) {
 		f = q->v[(q->head + --q->n) & (q->cap - 1)];
