@@ -319,20 +319,31 @@ static int same_bytes(const char *a, const char *b)
 
 /* rp_convert with o's options on 1 and 2 threads: the same result, the
  * same error text, the same workload bytes (or none on an error). */
+/* Two conversions of trace with o's options, *knob = v0 and v1 (a field
+ * of o): their workloads wl[k] (named name.tagK.wl), errors, results and
+ * stats. */
+static void convert_two(const char *trace, const char *name, const char *tag,
+			struct rp_convert_opts *o, int *knob, int v0, int v1, char wl[2][400],
+			char eb[2][512], int rc[2], struct rp_convert_stats st[2])
+{
+	for (int k = 0; k < 2; k++) {
+		char n[40];
+		snprintf(n, sizeof(n), "%.20s.%s%d.wl", name, tag, k);
+		path_in(wl[k], 400, n);
+		*knob = k ? v1 : v0;
+		eb[k][0] = 0;
+		rc[k] = rp_convert(trace, wl[k], o, &st[k], eb[k], 512);
+	}
+}
+
 static int convert_both(const char *trace, const char *name, struct rp_convert_opts *o)
 {
 	char wl[2][400], eb[2][512];
 	int rc[2];
 	struct rp_convert_stats st[2];
-	for (int k = 0; k < 2; k++) {
-		char n[40];
-		snprintf(n, sizeof(n), "%.20s.t%d.wl", name, k + 1);
-		path_in(wl[k], sizeof(wl[k]), n);
-		o->threads = k + 1;
-		eb[k][0] = 0;
-		rc[k] = rp_convert(trace, wl[k], o, &st[k], eb[k], sizeof(eb[k]));
+	convert_two(trace, name, "t", o, &o->threads, 1, 2, wl, eb, rc, st);
+	for (int k = 0; k < 2; k++)
 		assert_int_equal(st[k].read_threads, k);
-	}
 	assert_int_equal(rc[0], rc[1]);
 	assert_string_equal(eb[0], eb[1]);
 	if (rc[0]) {
@@ -419,6 +430,93 @@ static void test_pipe_same(void **state)
 	assert_int_equal(rp_convert(bad, out, &q, &st, eb, sizeof(eb)), rc);
 	assert_non_null(strstr(eb, "pipebad.atr"));
 	assert_non_null(strstr(eb, "unknown record type"));
+}
+
+/* rp_convert with o's options by the fast path and with every call
+ * through the handlers (no_fast): the same result, stats and bytes. */
+static void convert_fast_same(const char *trace, const char *name, struct rp_convert_opts *o)
+{
+	char wl[2][400], eb[2][512];
+	int rc[2];
+	struct rp_convert_stats st[2];
+	convert_two(trace, name, "f", o, &o->no_fast, 0, 1, wl, eb, rc, st);
+	o->no_fast = 0;
+	assert_int_equal(rc[0], 0);
+	assert_int_equal(rc[1], 0);
+	st[0].seconds = st[1].seconds = 0;
+	assert_memory_equal(&st[0], &st[1], sizeof(st[0]));
+	assert_true(same_bytes(wl[0], wl[1]));
+}
+
+/* Two threads: a allocates, b frees a's blocks (WAITs in the fast path's
+ * free) and allocates into its own slots, a allocates into slots stolen
+ * from b (WAITs in its malloc); gaps that add up to THINK ops, gaps past
+ * the join threshold after b's exit, timed and untimed calls (sampled
+ * durations), an allocation of a live block, unknown and NULL frees,
+ * calls of other types between them. */
+static void fast_trace(const char *path, int sampled)
+{
+	struct atw *w = atw_new(1 << 14);
+	if (sampled)
+		atr_put32(atw_header(w) + ATR_H_TIMING_SAMPLE, 4);
+	uint32_t a = atw_thread(w, 51, 1), b = atw_thread(w, 52, 1);
+	uint64_t ts = 1000;
+	for (uint64_t i = 0; i < 3000; i++) {
+		uint64_t p = 0x20000000 + i * 0x40;
+		/* gaps of 0.1 .. 12.8 us */
+		ts += 100ull << (i % 8);
+		int tm = i % 5 == 0;
+		uint64_t mf[3] = {p, atw_size(24 + i % 300, 8), 0}, md = 150, fd = 90;
+		atw_call(w, a, ts, ATR_T_MALLOC, tm ? ATR_FLAG_TIMED : 0, mf, tm ? &md : NULL);
+		if (i % 97 == 5)
+			atw_malloc(w, a, ts += 10, p, 32, 8); /* still live */
+		if (i >= 100 && i < 2000) {
+			uint64_t ff[1] = {p - 100 * 0x40};
+			atw_call(w, b, ts += 50, ATR_T_FREE, i % 3 ? 0 : ATR_FLAG_TIMED, ff,
+				 i % 3 ? NULL : &fd);
+			if (i % 4 == 0)
+				atw_malloc(w, b, ts += 20, 0x40000000 + i * 0x40, 40, 8);
+		}
+		if (i % 211 == 7)
+			atw_free(w, a, ts += 10, 0x7000); /* never allocated */
+		if (i % 173 == 3)
+			atw_free(w, b, ts += 10, 0);
+		if (i % 157 == 11) {
+			uint64_t cf[3] = {0x50000000 + i * 0x40, atw_size(64, 8), 4};
+			atw_call(w, a, ts += 10, ATR_T_CALLOC, 0, cf, NULL);
+		}
+		if (i == 2000)
+			atw_meta(w, b, ts += 10, ATR_T_THREAD_EXIT, 0, NULL, 0);
+		if (i == 2001)
+			ts += 50000000; /* 50 ms: a join of b's exit */
+	}
+	assert_int_equal(atw_write_file(w, path, 0), 0);
+	atw_destroy(w);
+}
+
+/* The fast path of conv_direct (frees and mallocs of a thread's run with
+ * the thread's state in registers) writes what the handlers write. */
+static void test_fast_same(void **state)
+{
+	(void)state;
+	char trace[300];
+	path_in(trace, sizeof(trace), "fpipe.atr");
+	pipe_trace(trace, 5000, 0);
+	struct rp_convert_opts o = {.quiet = 1};
+	convert_fast_same(trace, "fpipe", &o);
+	o.threads = 2;
+	convert_fast_same(trace, "fpipe2", &o);
+	for (int sampled = 0; sampled < 2; sampled++) {
+		path_in(trace, sizeof(trace), "fast.atr");
+		fast_trace(trace, sampled);
+		struct rp_convert_opts f = {.quiet = 1};
+		convert_fast_same(trace, "fast", &f);
+		f.no_joins = 1;
+		f.think_floor_ns = 500;
+		convert_fast_same(trace, "fastfloor", &f);
+		struct rp_convert_opts t = {.quiet = 1, .threads = 2};
+		convert_fast_same(trace, "fast2", &t);
+	}
 }
 
 /* Paths of the built tool and a test program; 0 if any is missing. */
@@ -1377,7 +1475,7 @@ int main(void)
 	    cmocka_unit_test(test_share_gap),	      cmocka_unit_test(test_cpu_gap),
 	    cmocka_unit_test(test_sampled_durations), cmocka_unit_test(test_recorder_gap),
 	    cmocka_unit_test(test_think_shared),      cmocka_unit_test(test_pipe_same),
-	    cmocka_unit_test(test_touch_heap),
+	    cmocka_unit_test(test_touch_heap),	      cmocka_unit_test(test_fast_same),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

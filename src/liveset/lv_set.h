@@ -284,25 +284,29 @@ static inline int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_
 	return lv_born_lg(s, ptr, size, ts, blk, old, LV_LG_FULL);
 }
 
-/* ptr dies: 1 and its block in *out (if out), or 0 if it was not live
- * (nothing is counted: see lv_unknown). */
-static inline __attribute__((always_inline)) int lv_died_lg(struct lv_set *s, uint64_t ptr,
-							    struct lv_block *out, unsigned lg)
+/* ptr's entry (ptr not 0, a set with a table: s->cap), or NULL if it is
+ * not live; *at: its index.  With lv_remove_at, lv_died in two steps
+ * for a pass that looks at the block before it decides. */
+static inline __attribute__((always_inline)) struct lv_block *
+lv_lookup_lg(const struct lv_set *s, uint64_t ptr, size_t *at, unsigned lg)
 {
-	if (__builtin_expect(!ptr || !s->cap, 0))
-		return lv_died_slow(s, ptr, out);
 	size_t mask = s->cap - 1;
-	size_t j = lv_home(s, ptr);
-	struct lv_block *b;
-	for (;; j = (j + 1) & mask) {
-		b = lv_ent_lg(s, j, lg);
-		if (b->ptr == ptr)
-			break;
+	for (size_t j = lv_home(s, ptr);; j = (j + 1) & mask) {
+		struct lv_block *b = lv_ent_lg(s, j, lg);
+		if (b->ptr == ptr) {
+			*at = j;
+			return b;
+		}
 		if (!b->ptr)
-			return 0;
+			return NULL;
 	}
-	if (out)
-		lv_copy_lg(out, b, 1, lg);
+}
+
+/* Removes entry j (b, lv_lookup_lg's) from the set: its block dies. */
+static inline __attribute__((always_inline)) void
+lv_remove_at(struct lv_set *s, size_t j, const struct lv_block *b, unsigned lg)
+{
+	size_t mask = s->cap - 1;
 	s->count--;
 	s->blocks--;
 	s->bytes -= b->size;
@@ -321,6 +325,22 @@ static inline __attribute__((always_inline)) int lv_died_lg(struct lv_set *s, ui
 		}
 	}
 	lv_ent_lg(s, hole, lg)->ptr = 0;
+}
+
+/* ptr dies: 1 and its block in *out (if out), or 0 if it was not live
+ * (nothing is counted: see lv_unknown). */
+static inline __attribute__((always_inline)) int lv_died_lg(struct lv_set *s, uint64_t ptr,
+							    struct lv_block *out, unsigned lg)
+{
+	if (__builtin_expect(!ptr || !s->cap, 0))
+		return lv_died_slow(s, ptr, out);
+	size_t j;
+	struct lv_block *b = lv_lookup_lg(s, ptr, &j, lg);
+	if (!b)
+		return 0;
+	if (out)
+		lv_copy_lg(out, b, 1, lg);
+	lv_remove_at(s, j, b, lg);
 	return 1;
 }
 

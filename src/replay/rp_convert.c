@@ -1459,6 +1459,40 @@ static void est_add(struct rp_est *e, uint64_t d)
 	e->med = s[k / 2];
 }
 
+RP_HOT void think_gap_at(struct conv *c, uint32_t ti, uint64_t start, uint64_t ret);
+
+/* A timed call of thread ti teaches its type's typical time (think_before). */
+RP_COLD void est_learn(struct conv *c, uint32_t ti, unsigned type, uint64_t duration)
+{
+	est_add(&c->th[ti].est[type], duration);
+	est_add(&c->est_all[type], duration);
+}
+
+/* Sampled durations (est_on) for a call of thread ti that is not a
+ * realloc, stamped ts: a timed call teaches the typical time of its type,
+ * an untimed one is taken to have lasted that long (an allocation is
+ * stamped at its end, a free at its start): *start and *ret move. */
+RP_HOT uint32_t est_of(const struct conv *c, const struct cthread *t, unsigned type)
+{
+	return t->est[type].n >= EST_MIN ? t->est[type].med : c->est_all[type].med;
+}
+
+RP_HOT void est_times(struct conv *c, uint32_t ti, unsigned type, uint64_t ts, uint64_t duration,
+		      unsigned flags, uint64_t *start, uint64_t *ret)
+{
+	if (flags & ATR_FLAG_TIMED) {
+		est_learn(c, ti, type, duration);
+		return;
+	}
+	uint32_t e = est_of(c, &c->th[ti], type);
+	if (type == ATR_T_FREE)
+		*ret = ts + e;
+	else if (ts >= e)
+		*start = ts - e;
+	c->est_calls++;
+	c->est_ticks += e;
+}
+
 /* Thread ti makes a call (ev): the time since its previous call returned,
  * less the recorder's own share (think_floor_ns per gap), is think time;
  * gaps add up until they reach RP_THINK_MIN_NS and go out as a THINK op
@@ -1466,29 +1500,19 @@ static void est_add(struct rp_est *e, uint64_t d)
 RP_HOT void think_before(struct conv *c, uint32_t ti, unsigned type, int rea, uint64_t ts,
 			 uint64_t duration, unsigned flags)
 {
-	struct cthread *t = &c->th[ti];
 	/* rea: the reader stamps a realloc with its end (docs/TRACE_FORMAT.md),
 	   and the extended calls but munmap */
 	uint64_t start = rea && ts >= duration ? ts - duration : ts;
 	uint64_t ret = rea || !(flags & ATR_FLAG_TIMED) ? ts : ts + duration;
-	if (__builtin_expect(c->est_on, 0) && !rea && type <= ATR_NCALLS) {
-		/* sampled durations: a timed call teaches the typical time of
-		   its type, an untimed one is taken to have lasted that long
-		   (an allocation is stamped at its end, a free at its start) */
-		if (flags & ATR_FLAG_TIMED) {
-			est_add(&t->est[type], duration);
-			est_add(&c->est_all[type], duration);
-		} else {
-			uint32_t e =
-			    t->est[type].n >= EST_MIN ? t->est[type].med : c->est_all[type].med;
-			if (type == ATR_T_FREE)
-				ret = ts + e;
-			else if (ts >= e)
-				start = ts - e;
-			c->est_calls++;
-			c->est_ticks += e;
-		}
-	}
+	if (__builtin_expect(c->est_on, 0) && !rea && type <= ATR_NCALLS)
+		est_times(c, ti, type, ts, duration, flags, &start, &ret);
+	think_gap_at(c, ti, start, ret);
+}
+
+/* think_before once the call's start and return are known. */
+RP_HOT void think_gap_at(struct conv *c, uint32_t ti, uint64_t start, uint64_t ret)
+{
+	struct cthread *t = &c->th[ti];
 	/* gap_ticks: the smaller of join_ticks and floor_ticks (a gap that
 	   passes neither is no think time: most gaps between calls) */
 	if (t->have_ret && start > t->ret_ts + c->gap_ticks) {
@@ -2241,6 +2265,245 @@ static inline void call_prefetch(const struct lv_set *set, const struct atr_call
 		lv_prefetch_lg(set, k->ret, LV_LG_FULL);
 }
 
+/* The fast path of conv_direct: the frees and mallocs of a thread's run
+ * of records (no TOUCH op, a known block) converted with its stream's
+ * cursor, op count and latest return in registers; think time that only
+ * adds up, a THINK op, sampled durations and new slots inline; a WAIT, a
+ * join or a shared gap by the handlers' own code, with the run's state
+ * stored around it (frun_store, frun_reload); any other record goes
+ * through conv_call, which writes the same bytes. */
+struct frun {
+	struct cthread *t;
+	struct awl_wthread *wt;
+	uint8_t *p, *lim; /* the stream's cursor and the end of its chunk */
+	uint64_t ops, calls, ret_ts;
+	/* blocks from these sizes take touch_release / touch_place (their
+	   TOUCH ops: conv_call's) */
+	uint64_t touch_lo, touch_min;
+	uint64_t share_min; /* gaps from this long go to think_share */
+	/* sampled durations (est_on): the typical free and malloc (est_of) */
+	uint32_t e_free, e_malloc;
+	uint32_t widx;
+	int on; /* the thread's pending think-time state is clear */
+};
+
+/* Thread ti's run state; ok: the conversion's options allow the fast path. */
+static inline __attribute__((always_inline)) void frun_load(struct conv *c, struct frun *r,
+							    uint32_t ti, int ok)
+{
+	struct cthread *t = &c->th[ti];
+	struct awl_wthread *wt = awl_writer_th(c->w, t->widx);
+	r->t = t;
+	r->wt = wt;
+	r->widx = t->widx;
+	r->on = ok && t->have_ret && !t->rec_next && !t->rec_gap && !t->cpu_pending;
+	r->p = wt->buf + wt->len;
+	r->lim = wt->buf + AWL_CHUNK_HDR + AWL_CHUNK_TARGET;
+	r->ops = wt->ops;
+	r->calls = wt->calls;
+	r->ret_ts = t->ret_ts;
+	r->touch_lo = c->touch_min ? c->touch_lo : UINT64_MAX;
+	r->touch_min = c->touch_min ? c->touch_min : UINT64_MAX;
+	r->share_min = c->nlive > c->ncpu ? c->share_ticks : UINT64_MAX;
+	if (c->est_on) {
+		r->e_free = est_of(c, t, ATR_T_FREE);
+		r->e_malloc = est_of(c, t, ATR_T_MALLOC);
+	}
+}
+
+static inline __attribute__((always_inline)) void frun_store(const struct frun *r)
+{
+	r->wt->len = (size_t)(r->p - r->wt->buf);
+	r->wt->ops = r->ops;
+	r->wt->calls = r->calls;
+	r->t->ret_ts = r->ret_ts;
+}
+
+/* Room for an op at r->p, as awl_writer_reserve_th(w, th, 64) makes it
+ * (the chunks end where the handlers would end them). */
+static inline __attribute__((always_inline)) void frun_room(struct conv *c, struct frun *r)
+{
+	if (__builtin_expect(r->p + 64 > r->lim, 0)) {
+		frun_store(r);
+		awl_writer_flush_thread(c->w, r->widx);
+		r->p = r->wt->buf + r->wt->len;
+	}
+}
+
+/* think_before out of line: the fast path's calls that end a gap of
+ * more than gap_ticks (frun_call). */
+RP_COLD void think_gap(struct conv *c, uint32_t ti, uint64_t start, uint64_t ret)
+{
+	think_gap_at(c, ti, start, ret);
+}
+
+/* After a handler wrote to the run's stream or moved its think-time
+ * stamps (frun_store before it). */
+static inline __attribute__((always_inline)) void frun_reload(struct frun *r)
+{
+	struct awl_wthread *wt = r->wt;
+	r->p = wt->buf + wt->len;
+	r->lim = wt->buf + AWL_CHUNK_HDR + AWL_CHUNK_TARGET;
+	r->ops = wt->ops;
+	r->calls = wt->calls;
+	r->ret_ts = r->t->ret_ts;
+}
+
+/* think_before for a call of the run's thread that starts at ts, more
+ * than gap_ticks after its latest return: a gap that only adds to the
+ * thread's think time stays here; a join, a shared gap or a THINK op to
+ * write go to think_before. */
+static inline __attribute__((always_inline)) void
+frun_think(struct conv *c, struct frun *r, uint32_t ti, uint64_t start, uint64_t ret)
+{
+	uint64_t since = start - r->ret_ts; /* > gap_ticks */
+	if (since <= c->join_ticks) {
+		if (since <= c->floor_ticks)
+			return;
+		uint64_t g = since - c->floor_ticks;
+		if (g < r->share_min) {
+			uint64_t tt = r->t->think_ticks + g;
+			if (tt < c->min_ticks) {
+				r->t->think_ticks = tt;
+				return;
+			}
+			/* think_before's THINK op */
+			uint64_t ns = atr_ticks_to_ns_u64(c->f, tt);
+			r->t->think_ticks = 0;
+			if (ns) {
+				frun_room(c, r);
+				uint8_t *p = r->p;
+				*p++ = AWL_OP_THINK;
+				r->p = awl_put_uv_room(p, ns);
+				r->ops++;
+				c->think_total += ns;
+			}
+			return;
+		}
+	}
+	frun_store(r);
+	think_gap(c, ti, start, ret);
+	frun_reload(r);
+}
+
+/* think_before for call k (of type) of the run's thread. */
+static inline __attribute__((always_inline)) void frun_times(struct conv *c, struct frun *r,
+							     uint32_t ti, const struct atr_call *k,
+							     unsigned type, uint64_t gap)
+{
+	uint64_t ts = k->ts, start = ts;
+	uint64_t ret = k->flags & ATR_FLAG_TIMED ? ts + k->duration : ts;
+	if (__builtin_expect(c->est_on, 0)) {
+		/* est_times with the run's typical free and malloc */
+		if (k->flags & ATR_FLAG_TIMED) {
+			est_learn(c, ti, type, k->duration);
+			r->e_free = est_of(c, r->t, ATR_T_FREE);
+			r->e_malloc = est_of(c, r->t, ATR_T_MALLOC);
+		} else {
+			uint32_t e = type == ATR_T_FREE ? r->e_free : r->e_malloc;
+			if (type == ATR_T_FREE)
+				ret = ts + e;
+			else if (ts >= e)
+				start = ts - e;
+			c->est_calls++;
+			c->est_ticks += e;
+		}
+	}
+	if (__builtin_expect(start > r->ret_ts + gap, 0))
+		frun_think(c, r, ti, start, ret);
+	r->ret_ts = ret;
+}
+
+/* Call k of the run's thread ti on the fast path: 1 done, 0 for conv_call
+ * (nothing changed).  gap: c->gap_ticks.  The rare steps (a gap that may
+ * be think time, a WAIT for another thread's last use) are the handlers'
+ * own, with the run's state stored around them. */
+static inline __attribute__((always_inline)) int
+frun_call(struct conv *c, struct frun *r, uint32_t ti, const struct atr_call *k, uint64_t gap)
+{
+	/* free (the one call of shape ATR_ARGS_PTR) and malloc: by type, no
+	   table lookup of the shape */
+	unsigned type = k->type;
+	struct lv_set *live = &c->live;
+	if (type == ATR_T_FREE) {
+		uint64_t ptr = k->ptr;
+		size_t j;
+		struct lv_block *b;
+		if (!ptr || !live->cap || !(b = lv_lookup_lg(live, ptr, &j, LV_LG_FULL)) ||
+		    b->size >= r->touch_lo)
+			return 0;
+		/* think_before, then free_block */
+		frun_times(c, r, ti, k, ATR_T_FREE, gap);
+		uint32_t tag = b->tag;
+		if (__builtin_expect(b->owner != RP_NONE && b->owner != r->widx, 0)) {
+			uint32_t owner = b->owner;
+			uint64_t when = b->when;
+			lv_remove_at(live, j, b, LV_LG_FULL);
+			frun_store(r);
+			emit_wait_slow(c, ti, owner, when);
+			frun_reload(r);
+		} else {
+			lv_remove_at(live, j, b, LV_LG_FULL);
+		}
+		c->recent[c->recent_pos++ % RECENT_FREES] = ptr;
+		frun_room(c, r);
+		uint64_t idx = r->ops++;
+		uint8_t *p = r->p;
+		*p++ = AWL_OP_FREE;
+		r->p = awl_put_uv_room(p, (uint64_t)tag + 1);
+		r->calls++;
+		c->w->calls[AWL_OP_FREE]++;
+		struct fslot f = {.when = idx, .slot = tag, .owner = r->widx};
+		if (dq_push(&r->t->freeq, f) < 0)
+			c->nomem = 1;
+		else
+			c->total_free++;
+		return 1;
+	}
+	struct deque *q = &r->t->freeq;
+	if (type != ATR_T_MALLOC || !k->ret || usable_of(k) >= r->touch_min)
+		return 0;
+	/* think_before, then on_alloc */
+	frun_times(c, r, ti, k, ATR_T_MALLOC, gap);
+	struct fslot f;
+	if (__builtin_expect(q->n != 0, 1)) {
+		f = q->v[(q->head + --q->n) & (q->cap - 1)];
+		c->total_free--;
+	} else {
+		f = slot_new_slow(c, ti);
+		if (c->nomem)
+			return 1;
+	}
+	if (__builtin_expect(f.owner != RP_NONE && f.owner != r->widx, 0)) {
+		frun_store(r);
+		emit_wait_slow(c, ti, f.owner, f.when);
+		frun_reload(r);
+	}
+	frun_room(c, r);
+	uint64_t idx = r->ops++;
+	unsigned op = op_of_type[type];
+	uint8_t *p = r->p;
+	*p++ = (uint8_t)op;
+	p = awl_put_uv_room(p, (uint64_t)f.slot + 1);
+	r->p = awl_put_uv_room(p, k->size);
+	r->calls++;
+	c->w->calls[op]++;
+	struct lv_block *b, old;
+	int got = lv_born_lg(live, k->ret, k->size, idx, &b, &old, LV_LG_FULL);
+	if (__builtin_expect(got < 0, 0)) {
+		c->nomem = 1;
+		return 1;
+	}
+	b->tag = f.slot;
+	b->owner = r->widx;
+	if (__builtin_expect(got == 0, 0)) {
+		frun_store(r);
+		addr_dropped(c, ti, k, NULL, &old);
+		frun_reload(r);
+	}
+	return 1;
+}
+
 /* The unfiltered conversion of one process on this thread: its calls as
  * the reader's compact records (atr_iter_next_calls), each handed to the
  * handlers as it is; the records that come as full events go through
@@ -2279,15 +2542,20 @@ static int conv_direct(struct conv *c, struct source *sc, struct rp_cpipe *pipe)
 		/* the reader hands out a thread's records in runs: its index
 		   is looked up, and its last_seq stored, once per run */
 		uint32_t serial = UINT32_MAX, ti = RP_NONE;
+		int fast_ok = c->in_window && !c->o->no_fast;
+		uint64_t gap = c->gap_ticks;
+		struct frun fr = {0};
 		for (i = 0; i < n; i++) {
 			const struct atr_call *k = &calls[i];
 			if (i + LV_AHEAD < n)
 				call_prefetch(&c->live, &calls[i + LV_AHEAD]);
 			nrec += k->type != RP_EV_REALLOC_RELEASE;
 			if (__builtin_expect(k->thread != serial, 0)) {
-				if (ti != RP_NONE)
+				if (ti != RP_NONE) {
+					frun_store(&fr);
 					c->th[ti].last_seq =
 					    nrec - (k->type != RP_EV_REALLOC_RELEASE);
+				}
 				serial = k->thread;
 				ti = thread_of(c, k->thread, k->tid);
 				if (__builtin_expect(ti == RP_NONE || c->nomem, 0)) {
@@ -2295,13 +2563,20 @@ static int conv_direct(struct conv *c, struct source *sc, struct rp_cpipe *pipe)
 					ti = RP_NONE;
 					break;
 				}
+				frun_load(c, &fr, ti, fast_ok);
 			}
-			conv_call(c, sc, ti, k, NULL, 0);
+			if (!fr.on || !frun_call(c, &fr, ti, k, gap)) {
+				frun_store(&fr);
+				conv_call(c, sc, ti, k, NULL, 0);
+				frun_load(c, &fr, ti, fast_ok);
+			}
 			if (__builtin_expect(c->nomem, 0))
 				break;
 		}
-		if (ti != RP_NONE)
+		if (ti != RP_NONE) {
+			frun_store(&fr);
 			c->th[ti].last_seq = nrec;
+		}
 		/* the latest stamp: the last call counted */
 		for (size_t j = i < n ? i + 1 : n; j-- > 0;)
 			if (calls[j].type != RP_EV_REALLOC_RELEASE) {

@@ -52,6 +52,8 @@ struct rp_convert_opts {
 	int no_share;		 /* 1: no gap is shared among threads outnumbering cores */
 	int no_cpu;		 /* 1: CPU records (the threads' CPU clocks) not used */
 	int no_sampled;		 /* 1: sampled durations not used (est_update) */
+	int no_fast;		 /* 1: every call through the handlers, none by
+				    the fast path (tests: the same bytes) */
 	/* 1: one thread; 2: the trace is read on a second thread (rp_pipe.h;
 	 * not with keep, whose callback reads the source's state); 0: 1.  The
 	 * workload is the same either way. */
