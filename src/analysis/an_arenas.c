@@ -227,10 +227,23 @@ static int mm_remove(struct an_arenas *a, uint64_t p, uint64_t *chunk)
 }
 
 /* A chunk released by thread `thread`: it may go to that thread's tcache. */
-static int note_freed(struct an_arenas *a, uint64_t p, uint32_t thread)
+/* An entry of an_arenas.freed: the serial of the thread that freed the
+ * chunk last; of the one that freed it before, when no allocation of it
+ * came in between in the records' order (FR_PREV); whether an allocation
+ * by another thread came since the last free (FR_TAKEN). */
+#define FR_LAST(v) ((uint32_t)(v))
+#define FR_PREV(v) ((uint32_t)((v) >> 32) & 0x7fffffffu)
+#define FR_TAKEN   (1ull << 63)
+
+static int freed_find(struct an_arenas *a, uint64_t p, uint64_t *v)
 {
-	if (!p)
-		return 0;
+	return util_hmap_lookup(&a->freed[0], p, v)   ? 0
+	       : util_hmap_lookup(&a->freed[1], p, v) ? 1
+						      : -1;
+}
+
+static int freed_put(struct an_arenas *a, uint64_t p, uint64_t v)
+{
 	if (util_hmap_count(&a->freed[0]) >= AN_ARENAS_FREED_GEN) {
 		struct util_hmap old = a->freed[1];
 		a->freed[1] = a->freed[0];
@@ -238,7 +251,24 @@ static int note_freed(struct an_arenas *a, uint64_t p, uint32_t thread)
 		a->freed[0] = old;
 	}
 	util_hmap_remove(&a->freed[1], p, NULL);
-	return util_hmap_insert(&a->freed[0], p, thread, NULL) < 0 ? -1 : 0;
+	return util_hmap_insert(&a->freed[0], p, v, NULL) < 0 ? -1 : 0;
+}
+
+/* A chunk released by thread `thread`: it may go to that thread's tcache.
+ * Two frees of a chunk with no allocation between them mean that the
+ * allocation between them comes later in the records' order: a thread
+ * that allocates a block and hands it on is stamped at its return, the
+ * thread that frees it at its entry, and the counter read that is not
+ * fenced can put the free ~100 ns early (docs/TRACE_FORMAT.md, "Order").
+ * The earlier freer is kept for that allocation. */
+static int note_freed(struct an_arenas *a, uint64_t p, uint32_t thread)
+{
+	if (!p)
+		return 0;
+	uint64_t v, nv = thread;
+	if (freed_find(a, p, &v) >= 0 && !(v & FR_TAKEN))
+		nv |= (uint64_t)(FR_LAST(v) & 0x7fffffffu) << 32;
+	return freed_put(a, p, nv);
 }
 
 /* Does this allocation say which arena its thread uses?  Not if it may
@@ -250,18 +280,26 @@ static int note_freed(struct an_arenas *a, uint64_t p, uint32_t thread)
  * be in this one's. */
 static int arena_evidence(struct an_arenas *a, const struct atr_event *ev)
 {
-	uint64_t by = 0;
-	int g = util_hmap_lookup(&a->freed[0], ev->ret, &by)   ? 0
-		: util_hmap_lookup(&a->freed[1], ev->ret, &by) ? 1
-							       : -1;
-	/* kept when another thread allocates the chunk: its record may come
-	   before the freeing thread's in stamp order, and the chunk's next
-	   free replaces the entry anyway */
-	if (g >= 0 && by == ev->thread)
-		util_hmap_remove(&a->freed[g], ev->ret, NULL);
+	uint64_t v = 0;
+	int g = freed_find(a, ev->ret, &v), mine = 0;
+	if (g >= 0) {
+		if (FR_LAST(v) == ev->thread) {
+			/* the chunk came back to the thread that freed it */
+			util_hmap_remove(&a->freed[g], ev->ret, NULL);
+			mine = 1;
+		} else if (FR_PREV(v) == ev->thread) {
+			/* freed by this thread, allocated again, handed on and
+			   freed by the last one, whose record came first */
+			util_hmap_insert(&a->freed[g], ev->ret, FR_LAST(v), NULL);
+			mine = 1;
+		} else {
+			/* kept: the chunk's next free replaces it */
+			util_hmap_insert(&a->freed[g], ev->ret, FR_LAST(v) | FR_TAKEN, NULL);
+		}
+	}
 	if ((ev->type == ATR_T_REALLOC || ev->type == ATR_T_REALLOCARRAY) && ev->ptr)
 		return 0;
-	if (g < 0 || by != ev->thread || ev->type == ATR_T_CALLOC)
+	if (!mine || ev->type == ATR_T_CALLOC)
 		return 1;
 	uint64_t req = ev->usable != UINT64_MAX ? ev->usable : ev->size;
 	return req > AN_GLIBC_TCACHE_MAX;
