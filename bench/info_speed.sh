@@ -4,7 +4,8 @@
 # (PYTHONMALLOC=malloc), cc1plus -O2 on a preprocessed C++ file, xfreebench
 # (8 threads, cross-thread frees).  Records them once with REC, then RUNS
 # interleaved runs of `info` per binary; prints M records per CPU second
-# (user+sys: the machine is shared), median (min-max), and max RSS.
+# (user+sys from wait4, to the microsecond: the machine is shared),
+# median (min-max), and max RSS.
 #   bench/info_speed.sh ALLOCTRACE_BEFORE ALLOCTRACE_AFTER...
 # WORK (default /tmp/atinfospeed), RUNS (5), PYN (300000 records of JSON),
 # XFREE (1000000 blocks per producer); REC: the alloctrace that records
@@ -33,6 +34,25 @@ if [ ! -d xfree ]; then
 	gcc -O2 -pthread -o xfreebench "$SRC/xfreebench.c"
 	"$REC" record -o xfree -- ./xfreebench 4 "${XFREE:-1000000}" >/dev/null
 fi
+# runtime OUT CMD...: CMD's wall, user and system seconds into OUT, as
+# /usr/bin/time -f "%e %U %S" would write them but from wait4's rusage,
+# to the microsecond: /usr/bin/time prints CPU seconds with two decimals,
+# and one `info` of cc1plus's trace is ~0.03 s.  (Not its max RSS: the
+# rusage of a child that Python forked keeps Python's own high-water
+# mark from before the exec; that comes from one /usr/bin/time run.)
+runtime() {
+	python3 - "$@" <<'PY'
+import os, subprocess, sys, time
+out, cmd = sys.argv[1], sys.argv[2:]
+t0 = time.monotonic()
+p = subprocess.Popen(cmd)
+_, status, ru = os.wait4(p.pid, 0)
+wall = time.monotonic() - t0
+with open(out, "w") as f:
+    f.write("%.6f %.6f %.6f\n" % (wall, ru.ru_utime, ru.ru_stime))
+sys.exit(os.waitstatus_to_exitcode(status))
+PY
+}
 exec 9>/tmp/alloctrace-bench.lock
 flock 9
 uptime
@@ -42,19 +62,20 @@ for t in py cc1plus xfree; do
 	i=0
 	while [ $i -lt "$RUNS" ]; do
 		for b in "$@"; do
-			/usr/bin/time -f "%e %U %S %M" -o "$W/time" env ALLOCTRACE_NO_PROGRESS=1 "$b" info "$t" >/dev/null
+			ALLOCTRACE_NO_PROGRESS=1 runtime "$W/time" "$b" info "$t" >/dev/null
 			cat "$W/time" >>"$W/info.$t.$(echo "$b" | md5sum | cut -c1-8)"
 		done
 		i=$((i + 1))
 	done
 	for b in "$@"; do
-		python3 - "$b" "$t" "$recs" "$W/info.$t.$(echo "$b" | md5sum | cut -c1-8)" <<'PY'
+		rss=$(/usr/bin/time -f "%M" env ALLOCTRACE_NO_PROGRESS=1 "$b" info "$t" 2>&1 >/dev/null | tail -1)
+		python3 - "$b" "$t" "$recs" "$W/info.$t.$(echo "$b" | md5sum | cut -c1-8)" "$rss" <<'PY'
 import statistics, sys
-b, t, recs, path = sys.argv[1:5]
+b, t, recs, path, rss = sys.argv[1:6]
 rows = [list(map(float, l.split())) for l in open(path) if l.strip()]
-cpu = sorted(int(recs) / max(r[1] + r[2], 0.005) / 1e6 for r in rows)
-print("info %-8s %s: %d records, %5.1f M rec/CPU s (%.1f-%.1f), max RSS %d KB, %d runs" %
-      (t, b, int(recs), statistics.median(cpu), cpu[0], cpu[-1], max(r[3] for r in rows), len(rows)))
+cpu = sorted(int(recs) / max(r[1] + r[2], 1e-6) / 1e6 for r in rows)
+print("info %-8s %s: %d records, %5.1f M rec/CPU s (%.1f-%.1f), max RSS %s KB, %d runs" %
+      (t, b, int(recs), statistics.median(cpu), cpu[0], cpu[-1], rss, len(rows)))
 PY
 	done
 done
