@@ -226,7 +226,6 @@ static int mm_remove(struct an_arenas *a, uint64_t p, uint64_t *chunk)
 	return 1;
 }
 
-/* A chunk released by thread `thread`: it may go to that thread's tcache. */
 /* An entry of an_arenas.freed: the serial of the thread that freed the
  * chunk last; of the one that freed it before, when no allocation of it
  * came in between in the records' order (FR_PREV); whether an allocation

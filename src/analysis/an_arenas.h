@@ -120,8 +120,9 @@ struct an_arenas {
 	struct util_hmap heap_idx;  /* heap start -> index */
 	struct util_hmap arena_idx; /* ar_ptr -> index */
 	/* chunks freed into a thread's tcache may come back to that thread
-	   whatever their arena: address -> serial of the thread that freed
-	   it last, in two generations of AN_ARENAS_FREED_GEN entries */
+	   whatever their arena: address -> the threads that freed it last
+	   (an_arenas.c, FR_*), in two generations of AN_ARENAS_FREED_GEN
+	   entries */
 	struct util_hmap freed[2];
 	uint64_t tcache_skipped; /* allocations not taken as arena evidence */
 };

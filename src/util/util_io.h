@@ -18,7 +18,8 @@ int util_write_all(int fd, const void *src, size_t n);
 /* Maps the whole pages of [p, p + len) now, writable, in one system call
  * (MADV_POPULATE_WRITE), for memory that is about to be written all over:
  * a fresh anonymous page costs ~10 us as a page fault on the benchmark VM
- * and ~2 us populated (bench/RESULTS.md, "info: fixed costs").  A hint: a
+ * and ~2 us populated (bench/RESULTS.md, "info: page faults, thread switches, the live set in
+ * registers").  A hint: a
  * kernel without it (before 5.14) faults the pages in as before. */
 void util_populate(void *p, size_t len);
 
