@@ -4,6 +4,8 @@
  * and max RSS.  Built and run by bench/encode_later.py.
  *
  * usage: compactcost LEVEL FILE...   (the files are rewritten)
+ * COMPACT_THREADS (environment): compressing threads (default: one per
+ * CPU, as record).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,10 +21,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int level = atoi(argv[1]), bad = 0;
+	const char *th = getenv("COMPACT_THREADS");
+	int threads = th ? atoi(th) : 0;
 	for (int i = 2; i < argc; i++) {
 		uint64_t before = 0, after = 0;
 		char err[512] = "";
-		int r = atr_compact(argv[i], level, &before, &after, err, sizeof err);
+		int r = atr_compact(argv[i], level, threads, &before, &after, err, sizeof err);
 		printf("file %s %d %llu %llu %s\n", argv[i], r, (unsigned long long)before,
 		       (unsigned long long)after, err);
 		bad |= r < 0;

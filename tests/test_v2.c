@@ -193,6 +193,20 @@ static void test_round_trip(void **state)
 	}
 }
 
+static uint8_t *slurp_path(const char *path, size_t *len)
+{
+	FILE *fp = fopen(path, "rb");
+	assert_non_null(fp);
+	fseek(fp, 0, SEEK_END);
+	long n = ftell(fp);
+	fseek(fp, 0, SEEK_SET);
+	uint8_t *b = malloc((size_t)n + 1);
+	assert_int_equal(fread(b, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	*len = (size_t)n;
+	return b;
+}
+
 /* Compaction (atr_compact.h): the staging blocks become FRAMEs (and at a
  * level > 0 every frame is recompressed), the file shrinks, and every
  * event, count, stack and module reads as in the v1 original.  A compacted file has nothing left to
@@ -218,7 +232,9 @@ static void test_compact(void **state)
 			assert_int_equal(write(fd, v2, l2), (ssize_t)l2);
 			close(fd);
 			uint64_t before = 0, after = 0;
-			int r = atr_compact(tmp, clevel, &before, &after, err, sizeof err);
+			/* compressing in the caller's thread and on 3 */
+			int r = atr_compact(tmp, clevel, k % 3 ? 3 : 1, &before, &after, err,
+					    sizeof err);
 			if (r < 0)
 				fail_msg("%s: %s", corpus[i], err);
 			if (r == 1) {
@@ -228,7 +244,8 @@ static void test_compact(void **state)
 			}
 			same_events(v1, len, NULL, 0, tmp);
 			/* nothing left to gain at that level */
-			assert_int_equal(atr_compact(tmp, clevel, NULL, NULL, err, sizeof err), 0);
+			assert_int_equal(atr_compact(tmp, clevel, 0, NULL, NULL, err, sizeof err),
+					 0);
 			unlink(tmp);
 			free(v2);
 		}
@@ -239,7 +256,7 @@ static void test_compact(void **state)
 		assert_int_equal(write(fd, v1, len), (ssize_t)len);
 		close(fd);
 		char err[512];
-		assert_int_equal(atr_compact(tmp, 0, NULL, NULL, err, sizeof err), 0);
+		assert_int_equal(atr_compact(tmp, 0, 0, NULL, NULL, err, sizeof err), 0);
 		unlink(tmp);
 		free(v1);
 	}
@@ -311,10 +328,21 @@ static void test_compact_merge(void **state)
 	uint8_t *v1 = many_blocks_v1(30000, &len), *v2;
 	char err[512] = "";
 	assert_int_equal(atr_v1_to_v2(v1, len, 1, &v2, &l2, err, sizeof err), 0);
-	char *tmp = write_tmp(v2, l2);
+	char *tmp = write_tmp(v2, l2), *tmp1 = write_tmp(v2, l2);
 	uint64_t before, after;
-	assert_int_equal(atr_compact(tmp, 3, &before, &after, err, sizeof err), 1);
+	assert_int_equal(atr_compact(tmp, 3, 3, &before, &after, err, sizeof err), 1);
 	assert_true(after < before);
+	/* frames compressed by 3 threads are written in order: the bytes of
+	 * the caller's thread alone */
+	assert_int_equal(atr_compact(tmp1, 3, 1, NULL, NULL, err, sizeof err), 1);
+	size_t ln, ln1;
+	uint8_t *c3 = slurp_path(tmp, &ln), *c1 = slurp_path(tmp1, &ln1);
+	assert_int_equal(ln, ln1);
+	assert_memory_equal(c3, c1, ln);
+	free(c3);
+	free(c1);
+	unlink(tmp1);
+	free(tmp1);
 	same_events(v1, len, NULL, 0, tmp);
 	atr_file *a, *b;
 	assert_int_equal(atr_open_buffer(v2, l2, "v2", &a, err, sizeof err), 0);
@@ -349,29 +377,15 @@ static void test_compact_merge(void **state)
 	assert_int_equal(fread(h, 1, sizeof h, fp), sizeof h);
 	fclose(fp);
 	assert_int_equal(atr_get32(h + ATR_H_COMPACT_LEVEL), 3);
-	assert_int_equal(atr_compact(tmp, 3, NULL, NULL, err, sizeof err), 0);
-	assert_int_equal(atr_compact(tmp, 30, NULL, NULL, err, sizeof err), ATR_E_USAGE);
+	assert_int_equal(atr_compact(tmp, 3, 0, NULL, NULL, err, sizeof err), 0);
+	assert_int_equal(atr_compact(tmp, 30, 0, NULL, NULL, err, sizeof err), ATR_E_USAGE);
 	/* merged frames recompressed again at another level */
-	assert_int_equal(atr_compact(tmp, 12, NULL, NULL, err, sizeof err), 1);
+	assert_int_equal(atr_compact(tmp, 12, 2, NULL, NULL, err, sizeof err), 1);
 	same_events(v1, len, NULL, 0, tmp);
 	unlink(tmp);
 	free(tmp);
 	free(v1);
 	free(v2);
-}
-
-static uint8_t *slurp_path(const char *path, size_t *len)
-{
-	FILE *fp = fopen(path, "rb");
-	assert_non_null(fp);
-	fseek(fp, 0, SEEK_END);
-	long n = ftell(fp);
-	fseek(fp, 0, SEEK_SET);
-	uint8_t *b = malloc((size_t)n + 1);
-	assert_int_equal(fread(b, 1, (size_t)n, fp), (size_t)n);
-	fclose(fp);
-	*len = (size_t)n;
-	return b;
 }
 
 /* A frame whose payload is damaged: the file is not replaced (the
@@ -391,7 +405,7 @@ static void test_compact_damaged_and_killed(void **state)
 	uint32_t cs = atr_get32(v2 + off + ATR_U_CSIZE);
 	v2[off + ATR_BLOCK_HEADER_SIZE + cs / 2] ^= 0x40;
 	char *tmp = write_tmp(v2, l2);
-	int r = atr_compact(tmp, 3, NULL, NULL, err, sizeof err);
+	int r = atr_compact(tmp, 3, 0, NULL, NULL, err, sizeof err);
 	assert_true(r <= 0);
 	uint8_t *c = slurp_path(tmp, &lc);
 	assert_int_equal(lc, l2);
@@ -407,7 +421,7 @@ static void test_compact_damaged_and_killed(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (!pid)
-		_exit(atr_compact(tmp, 19, NULL, NULL, err, sizeof err) == 1 ? 0 : 1);
+		_exit(atr_compact(tmp, 19, 0, NULL, NULL, err, sizeof err) == 1 ? 0 : 1);
 	struct stat st;
 	struct timespec ms = {0, 1000000};
 	for (int i = 0; i < 20000 && stat(part, &st) != 0; i++)
@@ -421,7 +435,7 @@ static void test_compact_damaged_and_killed(void **state)
 	assert_memory_equal(c, v2, l2);
 	free(c);
 	same_events(v1, len, NULL, 0, tmp);
-	assert_int_equal(atr_compact(tmp, 3, NULL, NULL, err, sizeof err), 1);
+	assert_int_equal(atr_compact(tmp, 3, 0, NULL, NULL, err, sizeof err), 1);
 	same_events(v1, len, NULL, 0, tmp);
 	assert_int_not_equal(stat(part, &st), 0);
 	unlink(tmp);

@@ -377,7 +377,7 @@ static void col_compact(struct col *cs, struct col_file *f)
 			close(cs->c[i]->fd);
 		close(cs->lfd);
 		char eb[512] = "";
-		int r = atr_compact(f->path, cs->level, NULL, NULL, eb, sizeof eb);
+		int r = atr_compact(f->path, cs->level, 0, NULL, NULL, eb, sizeof eb);
 		if (r < 0)
 			util_err("collect: %s (the file is unchanged)", eb);
 		_exit(r < 0);

@@ -601,7 +601,7 @@ static void compact_dir(const char *dir, int level)
 		memcpy(&pid, h + ATR_H_PID, 4);
 		if (pid && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
 			continue; /* still running */
-		if (atr_compact(p, level, NULL, NULL, eb, sizeof eb) < 0)
+		if (atr_compact(p, level, 0, NULL, NULL, eb, sizeof eb) < 0)
 			util_err("record: %s (the file is unchanged)", eb);
 	}
 	if (d)

@@ -4,6 +4,7 @@
 #include "atr_compact.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,20 +195,55 @@ static int unit_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* One output frame's work: encode, compress at the level, decode again
+ * to check.  Independent of every other frame, so several run at once
+ * (ATR_COMPACT_THREADS); the frames are written in the order they were
+ * collected, so the file is the same bytes with any number of threads. */
+struct rz_job {
+	uint8_t *acc;		   /* its records (fmax) */
+	size_t alen;		   /* their bytes */
+	uint8_t tmpl[ATR_U_CSIZE]; /* magic .. pid of the run's first unit */
+	uint64_t seq;
+	uint8_t *out;  /* the FRAME (ocap) */
+	size_t outlen; /* its bytes, once done */
+	int state;     /* RZ_IDLE, RZ_QUEUED, RZ_RUNNING, RZ_DONE */
+	int rc;	       /* 0, or -1 with err */
+	uint64_t no;   /* its number in the order of collection */
+	char err[512];
+};
+enum { RZ_IDLE = 0, RZ_QUEUED, RZ_RUNNING, RZ_DONE };
+
+/* What compressing a frame needs besides the frame: one per thread that
+ * compresses */
+struct rz_tools {
+	uint8_t *enc, *chk; /* encoding (ecap), the frame decoded again (fmax) */
+	ZSTD_CCtx *cc;
+	ZSTD_DCtx *dc;
+};
+
 struct rz {
 	uint64_t features;
 	uint32_t bs;
-	size_t fmax;		   /* records per output frame, at most */
-	uint8_t *acc;		   /* the run of records being collected (fmax) */
-	size_t alen, nunits;	   /* its bytes, the units it came from */
-	uint8_t tmpl[ATR_U_CSIZE]; /* magic .. pid of the run's first unit */
-	uint8_t *in;		   /* one input unit (icap) */
-	uint8_t *enc;		   /* an encoding (ecap) */
-	uint8_t *out;		   /* an output FRAME (ocap) */
-	uint8_t *chk;		   /* the output frame decoded again (fmax) */
+	int level;
+	size_t fmax;   /* records per output frame, at most */
+	size_t nunits; /* units the current run came from */
+	uint8_t *in;   /* one input unit (icap) */
+	uint8_t *ienc; /* an input frame decompressed (ecap) */
+	ZSTD_DCtx *idc;
 	size_t icap, ecap, ocap;
-	ZSTD_CCtx *cc;
-	ZSTD_DCtx *dc;
+	/* jobs[no % njobs] holds frame number no; frames sub .. are being
+	 * collected (sub) or compressed, wr is the next to write */
+	struct rz_job *jobs, *cur;
+	size_t njobs;
+	uint64_t sub, wr;
+	pthread_t *th;
+	size_t want, nth;	/* workers asked for, running */
+	struct rz_tools *tools; /* [0]: the caller's; [1 + i]: worker i's */
+	size_t tools_n;		/* workers tools[] was made for */
+	struct rz_worker_arg *wargs;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stop;
 	int in_fd, out_fd;
 	uint64_t seq, nout; /* seq of the next output frame; frames written */
 	char *err;
@@ -215,48 +251,136 @@ struct rz {
 	const char *path;
 };
 
-/* Write the run collected so far as one FRAME.  0, or -1 with err set. */
+static void job_run(const struct rz *z, struct rz_job *j, const struct rz_tools *t)
+{
+	struct atr_v2_meta m = {0}, m2 = {0};
+	size_t elen = 0;
+	j->rc = -1;
+	if (j->alen && !(elen = atr_v2_encode(j->acc, j->alen, z->features, t->enc, z->ecap, &m))) {
+		snprintf(j->err, sizeof j->err, "%s: thread %u: records do not encode", z->path,
+			 (unsigned)atr_get32(j->tmpl + ATR_B_THREAD));
+		return;
+	}
+	uint8_t *payload = j->out + ATR_BLOCK_HEADER_SIZE;
+	size_t plen =
+	    ZSTD_compress2(t->cc, payload, z->ocap - ATR_BLOCK_HEADER_SIZE - 8, t->enc, elen);
+	if (ZSTD_isError(plen)) {
+		snprintf(j->err, sizeof j->err, "%s: zstd: %s", z->path, ZSTD_getErrorName(plen));
+		return;
+	}
+	/* read back what a reader will read */
+	const char *why = "";
+	size_t dlen = ZSTD_decompressDCtx(t->dc, t->enc, z->ecap, payload, plen);
+	long got = ZSTD_isError(dlen)
+		       ? -1
+		       : atr_v2_decode(t->enc, dlen, z->features, t->chk, z->fmax, &m2, &why);
+	if (got != (long)j->alen || memcmp(t->chk, j->acc, j->alen) != 0 ||
+	    m2.records != m.records || m2.calls != m.calls) {
+		snprintf(j->err, sizeof j->err,
+			 "%s: thread %u: a recompressed frame does not decode to its records%s%s",
+			 z->path, (unsigned)atr_get32(j->tmpl + ATR_B_THREAD), *why ? ": " : "",
+			 why);
+		return;
+	}
+	j->outlen = frame_header(j->out, j->tmpl, j->seq, (uint32_t)j->alen, &m, plen);
+	j->rc = 0;
+}
+
+struct rz_worker_arg {
+	struct rz *z;
+	size_t i;
+};
+
+static void *rz_worker(void *arg)
+{
+	struct rz *z = ((struct rz_worker_arg *)arg)->z;
+	const struct rz_tools *t = &z->tools[1 + ((struct rz_worker_arg *)arg)->i];
+	pthread_mutex_lock(&z->mu);
+	for (;;) {
+		/* the oldest queued frame first: the writer waits for it */
+		struct rz_job *j = NULL;
+		for (size_t i = 0; i < z->njobs; i++)
+			if (z->jobs[i].state == RZ_QUEUED && (!j || z->jobs[i].no < j->no))
+				j = &z->jobs[i];
+		if (!j) {
+			if (z->stop)
+				break;
+			pthread_cond_wait(&z->cv, &z->mu);
+			continue;
+		}
+		j->state = RZ_RUNNING;
+		pthread_mutex_unlock(&z->mu);
+		job_run(z, j, t);
+		pthread_mutex_lock(&z->mu);
+		j->state = RZ_DONE;
+		pthread_cond_broadcast(&z->cv);
+	}
+	pthread_mutex_unlock(&z->mu);
+	return NULL;
+}
+
+/* Write frame z->wr (compressed by then, or compressed here).  0, or -1
+ * with err set. */
+static int rz_write_next(struct rz *z)
+{
+	struct rz_job *j = &z->jobs[z->wr % z->njobs];
+	if (z->nth) {
+		pthread_mutex_lock(&z->mu);
+		while (j->state != RZ_DONE)
+			pthread_cond_wait(&z->cv, &z->mu);
+		j->state = RZ_IDLE; /* the workers scan the states */
+		pthread_mutex_unlock(&z->mu);
+	} else {
+		job_run(z, j, &z->tools[0]);
+		j->state = RZ_IDLE;
+	}
+	z->wr++;
+	if (j->rc < 0) {
+		snprintf(z->err, z->errlen, "%s", j->err);
+		return -1;
+	}
+	if (util_write_all(z->out_fd, j->out, j->outlen) < 0) {
+		snprintf(z->err, z->errlen, "%s.compact: %s", z->path, strerror(errno));
+		return -1;
+	}
+	z->nout++;
+	return 0;
+}
+
+/* The run collected so far becomes frame z->sub: queued for a worker (or
+ * compressed when it is written, without workers), and the next run
+ * goes into a free job, writing the oldest frame first if none is. */
 static int rz_flush(struct rz *z)
 {
 	if (!z->nunits)
 		return 0;
-	struct atr_v2_meta m = {0}, m2 = {0};
-	size_t elen = 0;
-	if (z->alen && !(elen = atr_v2_encode(z->acc, z->alen, z->features, z->enc, z->ecap, &m))) {
-		snprintf(z->err, z->errlen, "%s: thread %u: records do not encode", z->path,
-			 (unsigned)atr_get32(z->tmpl + ATR_B_THREAD));
-		return -1;
-	}
-	uint8_t *h = z->out, *payload = z->out + ATR_BLOCK_HEADER_SIZE;
-	size_t plen =
-	    ZSTD_compress2(z->cc, payload, z->ocap - ATR_BLOCK_HEADER_SIZE - 8, z->enc, elen);
-	if (ZSTD_isError(plen)) {
-		snprintf(z->err, z->errlen, "%s: zstd: %s", z->path, ZSTD_getErrorName(plen));
-		return -1;
-	}
-	/* read back what a reader will read */
-	const char *why = "";
-	size_t dlen = ZSTD_decompressDCtx(z->dc, z->enc, z->ecap, payload, plen);
-	long got = ZSTD_isError(dlen)
-		       ? -1
-		       : atr_v2_decode(z->enc, dlen, z->features, z->chk, z->fmax, &m2, &why);
-	if (got != (long)z->alen || memcmp(z->chk, z->acc, z->alen) != 0 ||
-	    m2.records != m.records || m2.calls != m.calls) {
-		snprintf(z->err, z->errlen,
-			 "%s: thread %u: a recompressed frame does not decode to its records%s%s",
-			 z->path, (unsigned)atr_get32(z->tmpl + ATR_B_THREAD), *why ? ": " : "",
-			 why);
-		return -1;
-	}
-	size_t len = frame_header(h, z->tmpl, z->seq, (uint32_t)z->alen, &m, plen);
-	if (util_write_all(z->out_fd, h, len) < 0) {
-		snprintf(z->err, z->errlen, "%s.compact: %s", z->path, strerror(errno));
-		return -1;
+	struct rz_job *j = z->cur;
+	j->seq = z->seq;
+	j->no = z->sub++;
+	if (z->nth) {
+		pthread_mutex_lock(&z->mu);
+		j->state = RZ_QUEUED;
+		pthread_cond_broadcast(&z->cv);
+		pthread_mutex_unlock(&z->mu);
+	} else {
+		j->state = RZ_QUEUED;
 	}
 	z->seq++;
-	z->nout++;
-	z->alen = 0;
 	z->nunits = 0;
+	while (z->sub - z->wr >= z->njobs)
+		if (rz_write_next(z) < 0)
+			return -1;
+	z->cur = &z->jobs[z->sub % z->njobs];
+	z->cur->alen = 0;
+	return 0;
+}
+
+/* Every frame collected so far written.  0, or -1 with err set. */
+static int rz_drain(struct rz *z)
+{
+	while (z->wr < z->sub)
+		if (rz_write_next(z) < 0)
+			return -1;
 	return 0;
 }
 
@@ -280,7 +404,7 @@ static int rz_add(struct rz *z, const struct unit *u)
 		uint32_t csize = atr_get32(z->in + ATR_U_CSIZE);
 		if (used > z->fmax || csize > z->icap - ATR_BLOCK_HEADER_SIZE)
 			return 0;
-		if (z->alen + used > z->fmax && rz_flush(z) < 0) /* it uses z->enc */
+		if (z->cur->alen + used > z->fmax && rz_flush(z) < 0)
 			return -1;
 		if (read_at(z->in_fd, u->off + ATR_BLOCK_HEADER_SIZE, z->in + ATR_BLOCK_HEADER_SIZE,
 			    csize) < 0)
@@ -288,25 +412,25 @@ static int rz_add(struct rz *z, const struct unit *u)
 		const uint8_t *enc = z->in + ATR_BLOCK_HEADER_SIZE;
 		size_t elen = csize;
 		if (z->features & ATR_FEAT_ZSTD) {
-			elen = ZSTD_decompressDCtx(z->dc, z->enc, z->ecap, enc, csize);
+			elen = ZSTD_decompressDCtx(z->idc, z->ienc, z->ecap, enc, csize);
 			if (ZSTD_isError(elen))
 				return 0;
-			enc = z->enc;
+			enc = z->ienc;
 		}
 		struct atr_v2_meta m;
 		const char *why;
-		if (atr_v2_decode(enc, elen, z->features, z->acc + z->alen, used, &m, &why) !=
-		    (long)used)
+		if (atr_v2_decode(enc, elen, z->features, z->cur->acc + z->cur->alen, used, &m,
+				  &why) != (long)used)
 			return 0;
 	}
 	if (src) {
-		if (z->alen + used > z->fmax && rz_flush(z) < 0)
+		if (z->cur->alen + used > z->fmax && rz_flush(z) < 0)
 			return -1;
-		memcpy(z->acc + z->alen, src, used);
+		memcpy(z->cur->acc + z->cur->alen, src, used);
 	}
 	if (!z->nunits)
-		memcpy(z->tmpl, z->in, sizeof z->tmpl);
-	z->alen += used;
+		memcpy(z->cur->tmpl, z->in, sizeof z->cur->tmpl);
+	z->cur->alen += used;
 	z->nunits++;
 	return 1;
 ioerr:
@@ -337,19 +461,60 @@ static int recompress(struct rz *z, struct unit *u, size_t n, int level)
 	z->icap = ATR_BLOCK_HEADER_SIZE + (ib > z->bs ? ib : z->bs);
 	z->ecap = ATR_V2_ENC_BOUND(z->fmax);
 	z->ocap = ATR_BLOCK_HEADER_SIZE + ZSTD_compressBound(z->ecap) + 8;
-	z->acc = malloc(z->fmax);
-	z->chk = malloc(z->fmax);
 	z->in = malloc(z->icap);
-	z->enc = malloc(z->ecap);
-	z->out = malloc(z->ocap);
-	z->cc = ZSTD_createCCtx();
-	z->dc = ZSTD_createDCtx();
-	if (!z->acc || !z->chk || !z->in || !z->enc || !z->out || !z->cc || !z->dc) {
+	z->ienc = malloc(z->ecap);
+	z->idc = ZSTD_createDCtx();
+	/* one frame compressing per worker and one being collected */
+	z->njobs = z->want + 1;
+	z->jobs = calloc(z->njobs, sizeof *z->jobs);
+	z->tools = calloc(1 + z->want, sizeof *z->tools);
+	z->tools_n = z->want;
+	int bad = !z->in || !z->ienc || !z->idc || !z->jobs || !z->tools;
+	for (size_t i = 0; !bad && i < z->njobs; i++) {
+		struct rz_job *j = &z->jobs[i];
+		j->acc = malloc(z->fmax);
+		j->out = malloc(z->ocap);
+		bad = !j->acc || !j->out;
+	}
+	for (size_t i = 0; !bad && i < 1 + z->want; i++) {
+		struct rz_tools *t = &z->tools[i];
+		t->enc = malloc(z->ecap);
+		t->chk = malloc(z->fmax);
+		t->cc = ZSTD_createCCtx();
+		t->dc = ZSTD_createDCtx();
+		bad = !t->enc || !t->chk || !t->cc || !t->dc;
+		if (!bad) {
+			ZSTD_CCtx_setParameter(t->cc, ZSTD_c_compressionLevel, level);
+			ZSTD_CCtx_setParameter(t->cc, ZSTD_c_checksumFlag, 1);
+		}
+	}
+	if (bad) {
 		snprintf(z->err, z->errlen, "%s: out of memory", z->path);
 		return -1;
 	}
-	ZSTD_CCtx_setParameter(z->cc, ZSTD_c_compressionLevel, level);
-	ZSTD_CCtx_setParameter(z->cc, ZSTD_c_checksumFlag, 1);
+	z->cur = &z->jobs[0];
+	if (z->want) {
+		z->th = calloc(z->want, sizeof *z->th);
+		z->wargs = calloc(z->want, sizeof *z->wargs);
+		size_t started = 0;
+		if (z->th && z->wargs && pthread_mutex_init(&z->mu, NULL) == 0) {
+			if (pthread_cond_init(&z->cv, NULL) == 0) {
+				while (started < z->want) {
+					z->wargs[started] = (struct rz_worker_arg){z, started};
+					if (pthread_create(&z->th[started], NULL, rz_worker,
+							   &z->wargs[started]) != 0)
+						break;
+					started++;
+				}
+				if (!started)
+					pthread_cond_destroy(&z->cv);
+			}
+			if (!started)
+				pthread_mutex_destroy(&z->mu);
+		}
+		/* fewer workers than asked still work; none: compress here */
+		z->nth = started;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (!i || u[i].thread != u[i - 1].thread) {
 			if (rz_flush(z) < 0)
@@ -365,18 +530,40 @@ static int recompress(struct rz *z, struct unit *u, size_t n, int level)
 		if (r <= 0)
 			return r;
 	}
-	return rz_flush(z) < 0 ? -1 : 1;
+	return rz_flush(z) < 0 || rz_drain(z) < 0 ? -1 : 1;
 }
 
 static void rz_free(struct rz *z)
 {
-	free(z->acc);
-	free(z->chk);
+	if (z->nth) {
+		pthread_mutex_lock(&z->mu);
+		z->stop = 1;
+		pthread_cond_broadcast(&z->cv);
+		pthread_mutex_unlock(&z->mu);
+		for (size_t i = 0; i < z->nth; i++)
+			pthread_join(z->th[i], NULL);
+		pthread_cond_destroy(&z->cv);
+		pthread_mutex_destroy(&z->mu);
+	}
+	free(z->th);
+	free(z->wargs);
+	for (size_t i = 0; z->jobs && i < z->njobs; i++) {
+		free(z->jobs[i].acc);
+		free(z->jobs[i].out);
+	}
+	free(z->jobs);
+	/* the workers' slots too: they were allocated before the workers */
+	for (size_t i = 0; z->tools && i < 1 + z->tools_n; i++) {
+		struct rz_tools *t = &z->tools[i];
+		free(t->enc);
+		free(t->chk);
+		ZSTD_freeCCtx(t->cc);
+		ZSTD_freeDCtx(t->dc);
+	}
+	free(z->tools);
 	free(z->in);
-	free(z->enc);
-	free(z->out);
-	ZSTD_freeCCtx(z->cc);
-	ZSTD_freeDCtx(z->dc);
+	free(z->ienc);
+	ZSTD_freeDCtx(z->idc);
 }
 
 /* What a reader makes of a file: calls (from the index and the staging
@@ -396,8 +583,8 @@ static int facts(const char *path, uint64_t v[3], char *err, size_t errlen)
 	return r;
 }
 
-int atr_compact(const char *path, int level, uint64_t *before, uint64_t *after, char *err,
-		size_t errlen)
+int atr_compact(const char *path, int level, int threads, uint64_t *before, uint64_t *after,
+		char *err, size_t errlen)
 {
 	if (level < 0 || level > ZSTD_maxCLevel()) {
 		snprintf(err, errlen, "compaction level %d: not in 0..%d", level, ZSTD_maxCLevel());
@@ -435,7 +622,20 @@ int atr_compact(const char *path, int level, uint64_t *before, uint64_t *after, 
 	char tmp[4096];
 	snprintf(tmp, sizeof tmp, "%s.compact", path);
 	struct cbuf c = {0};
-	struct rz z = {.features = features, .bs = bs, .err = err, .errlen = errlen, .path = path};
+	if (threads <= 0) {
+		long nc = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = nc < 1			 ? 1
+			  : nc > ATR_COMPACT_THREADS_MAX ? ATR_COMPACT_THREADS_MAX
+							 : (int)nc;
+	}
+	struct rz z = {.features = features,
+		       .bs = bs,
+		       .level = level,
+		       /* with one thread the caller's compresses */
+		       .want = threads > 1 ? (size_t)threads : 0,
+		       .err = err,
+		       .errlen = errlen,
+		       .path = path};
 	struct unit *uu = NULL;
 	uint8_t *hdr = malloc(ATR_HEADER_SIZE);
 	int in_fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -30,6 +30,13 @@
  * `--compact-level`): bench/RESULTS.md has the sweep it was chosen by. */
 #define ATR_COMPACT_LEVEL_DEFAULT 9
 
+/* Frames are compressed by this many threads at most (threads <= 0: one
+ * per online CPU, up to this): ~5 MiB each at level 9 (two frames' worth
+ * of buffers and a zstd context), the frames written in order, so the
+ * file is the same bytes with any number (bench/RESULTS.md, "Compaction
+ * on every core"). */
+#define ATR_COMPACT_THREADS_MAX 8
+
 /* Only for a file no process writes any more (the caller checks that its
  * pid is gone).  level 0: frames stay as written, staging blocks become
  * frames as the recorder would have flushed them.  level 1..22: besides,
@@ -41,7 +48,7 @@
  * *after are the file sizes), 0 (left alone: version 1, nothing to gain,
  * too big, or a file a reader would report as damaged: the evidence
  * stays), or a negative atr_err with err filled (the file is unchanged). */
-int atr_compact(const char *path, int level, uint64_t *before, uint64_t *after, char *err,
-		size_t errlen);
+int atr_compact(const char *path, int level, int threads, uint64_t *before, uint64_t *after,
+		char *err, size_t errlen);
 
 #endif
