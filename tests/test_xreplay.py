@@ -23,8 +23,8 @@ Cases:
               not applicable (jemalloc exports neither), the rest is made.
   runner      `alloctrace replay` executes the lean runner alloctrace-replay
               (src/replay_main.c): the runner needs no library but libc,
-              libzstd and libm (not libdw, libelf, zlib ... that alloctrace
-              maps: they are in the replay's Max RSS), refuses to run
+              libzstd and libm (not zlib and every command's code, which
+              alloctrace maps: they would be in the replay's Max RSS), refuses to run
               without `alloctrace replay`, and the replay's calls are made
               in its process image (recorded: the root's last exec image).
 

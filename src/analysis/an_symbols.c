@@ -9,11 +9,7 @@
 
 #include "util_hmap.h"
 
-#ifdef ATR_HAVE_LIBDW
-#include <dwarf.h>
-#include <elfutils/libdw.h>
-#include <elfutils/libdwfl.h>
-#endif
+#include "an_libdw.h"
 #ifdef ATR_HAVE_LIBIBERTY
 #include <libiberty/demangle.h>
 #endif
@@ -183,7 +179,7 @@ void an_symbols_free(struct an_symbols *s)
 	for (size_t i = 0; i < s->nmods; i++) {
 		struct sym_mod *sm = &s->mods[i];
 		if (sm->dwfl)
-			dwfl_end(sm->dwfl);
+			DW(dwfl_end)(sm->dwfl);
 		for (size_t k = 0; k < sm->ncis; k++)
 			free(sm->cis[k].r);
 		free(sm->cis);
@@ -204,38 +200,29 @@ void an_symbols_free(struct an_symbols *s)
 }
 
 #ifdef ATR_HAVE_LIBDW
-static char *debuginfo_path = NULL; /* elfutils' default: /usr/lib/debug */
-
-static const Dwfl_Callbacks dw_callbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &debuginfo_path,
-};
-
 /* Report one file for module m; 1 if it is usable (build-id matches or
  * nothing to compare), 0 otherwise (and nothing is kept). */
 static int try_file(struct sym_mod *sm, const struct atr_module *m, const char *file)
 {
-	if (access(file, R_OK) != 0)
+	if (access(file, R_OK) != 0 || an_dw_load() != 0)
 		return 0;
-	Dwfl *d = dwfl_begin(&dw_callbacks);
+	Dwfl *d = DW(dwfl_begin)(&an_dw_offline);
 	if (!d)
 		return 0;
-	dwfl_report_begin(d);
-	Dwfl_Module *dm = dwfl_report_elf(d, an_basename(m->path), file, -1, m->bias, true);
-	dwfl_report_end(d, NULL, NULL);
+	DW(dwfl_report_begin)(d);
+	Dwfl_Module *dm = DW(dwfl_report_elf)(d, an_basename(m->path), file, -1, m->bias, true);
+	DW(dwfl_report_end)(d, NULL, NULL);
 	if (!dm) {
-		dwfl_end(d);
+		DW(dwfl_end)(d);
 		return 0;
 	}
 	if (m->build_id_len) {
 		const unsigned char *bits;
 		GElf_Addr va;
-		int n = dwfl_module_build_id(dm, &bits, &va);
+		int n = DW(dwfl_module_build_id)(dm, &bits, &va);
 		if (n > 0 &&
 		    ((unsigned)n != m->build_id_len || memcmp(bits, m->build_id, (size_t)n))) {
-			dwfl_end(d); /* a different build of that file */
+			DW(dwfl_end)(d); /* a different build of that file */
 			return 0;
 		}
 	}
@@ -329,11 +316,11 @@ static const char *die_raw_name(Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
 	const char *n = NULL;
-	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
-	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
-		n = dwarf_formstring(&a);
-	if (!n && dwarf_attr_integrate(die, DW_AT_name, &a))
-		n = dwarf_formstring(&a);
+	if (DW(dwarf_attr_integrate)(die, DW_AT_linkage_name, &a) ||
+	    DW(dwarf_attr_integrate)(die, DW_AT_MIPS_linkage_name, &a))
+		n = DW(dwarf_formstring)(&a);
+	if (!n && DW(dwarf_attr_integrate)(die, DW_AT_name, &a))
+		n = DW(dwarf_formstring)(&a);
 	return n;
 }
 
@@ -341,17 +328,17 @@ static const char *call_file(Dwarf_Files *files, size_t nfiles, Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word idx;
-	if (!files || !dwarf_attr(die, DW_AT_call_file, &a) || dwarf_formudata(&a, &idx) != 0 ||
-	    idx >= nfiles)
+	if (!files || !DW(dwarf_attr)(die, DW_AT_call_file, &a) ||
+	    DW(dwarf_formudata)(&a, &idx) != 0 || idx >= nfiles)
 		return NULL;
-	return dwarf_filesrc(files, idx, NULL, NULL);
+	return DW(dwarf_filesrc)(files, idx, NULL, NULL);
 }
 
 static unsigned call_line(Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word v;
-	if (!dwarf_attr(die, DW_AT_call_line, &a) || dwarf_formudata(&a, &v) != 0)
+	if (!DW(dwarf_attr)(die, DW_AT_call_line, &a) || DW(dwarf_formudata)(&a, &v) != 0)
 		return 0;
 	return (unsigned)v;
 }
@@ -361,7 +348,7 @@ static unsigned call_line(Dwarf_Die *die)
  * line table's for the innermost, the call site for the others), then the
  * real function.  The same walk as elfutils' eu-addr2line -i: the DIE
  * containing a is found with dwarf_getscopes, its physical parents with
- * dwarf_getscopes_die (dwarf_getscopes itself continues into the abstract
+ * DW(dwarf_getscopes_die)(dwarf_getscopes itself continues into the abstract
  * origin's scopes after the first inlined level). */
 static int add_range(struct cu_index *ci, Dwarf_Addr lo, Dwarf_Addr hi, Dwarf_Off die)
 {
@@ -382,24 +369,24 @@ static int add_range(struct cu_index *ci, Dwarf_Addr lo, Dwarf_Addr hi, Dwarf_Of
 static int index_dies(struct cu_index *ci, Dwarf_Die *parent, unsigned depth)
 {
 	Dwarf_Die c;
-	if (depth > 64 || dwarf_child(parent, &c) != 0)
+	if (depth > 64 || DW(dwarf_child)(parent, &c) != 0)
 		return 0;
 	do {
-		int tag = dwarf_tag(&c);
+		int tag = DW(dwarf_tag)(&c);
 		if (tag == DW_TAG_subprogram) {
 			Dwarf_Addr base, lo, hi;
 			ptrdiff_t off = 0;
-			while ((off = dwarf_ranges(&c, off, &base, &lo, &hi)) > 0)
-				if (hi > lo && add_range(ci, lo, hi, dwarf_dieoffset(&c)) < 0)
+			while ((off = DW(dwarf_ranges)(&c, off, &base, &lo, &hi)) > 0)
+				if (hi > lo && add_range(ci, lo, hi, DW(dwarf_dieoffset)(&c)) < 0)
 					return -1;
 		}
 		/* code-less scopes and functions may hold more functions */
 		if ((tag == DW_TAG_subprogram || tag == DW_TAG_namespace ||
 		     tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
 		     tag == DW_TAG_union_type || tag == DW_TAG_lexical_block) &&
-		    dwarf_haschildren(&c) && index_dies(ci, &c, depth + 1) < 0)
+		    DW(dwarf_haschildren)(&c) && index_dies(ci, &c, depth + 1) < 0)
 			return -1;
-	} while (dwarf_siblingof(&c, &c) == 0);
+	} while (DW(dwarf_siblingof)(&c, &c) == 0);
 	return 0;
 }
 
@@ -411,7 +398,7 @@ static int cmp_range(const void *a, const void *b)
 
 static struct cu_index *cu_index_of(struct sym_mod *sm, Dwarf_Die *cu)
 {
-	uint64_t idx, key = dwarf_dieoffset(cu);
+	uint64_t idx, key = DW(dwarf_dieoffset)(cu);
 	if (util_hmap_lookup(&sm->cus, key, &idx))
 		return &sm->cis[idx];
 	if (sm->ncis == sm->capcis) {
@@ -451,8 +438,8 @@ static int find_function(struct sym_mod *sm, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf
 	for (size_t i = lo, k = 0; i-- > 0 && k < 64; k++)
 		if (pc < ci->r[i].hi) {
 			Dwarf_Addr bias;
-			Dwarf *dw = dwfl_module_getdwarf(sm->mod, &bias);
-			return dw && dwarf_offdie(dw, ci->r[i].die, out) ? 0 : -1;
+			Dwarf *dw = DW(dwfl_module_getdwarf)(sm->mod, &bias);
+			return dw && DW(dwarf_offdie)(dw, ci->r[i].die, out) ? 0 : -1;
 		}
 	return -1;
 }
@@ -469,20 +456,20 @@ static int inline_chain(Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die *out, int cap)
 	for (unsigned depth = 0; depth < 256 && n < AN_MAX_INLINE + 1; depth++) {
 		Dwarf_Die c;
 		int found = 0;
-		if (dwarf_child(&cur, &c) == 0)
+		if (DW(dwarf_child)(&cur, &c) == 0)
 			do {
-				int tag = dwarf_tag(&c);
+				int tag = DW(dwarf_tag)(&c);
 				if ((tag == DW_TAG_inlined_subroutine ||
 				     tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
 				     tag == DW_TAG_catch_block) &&
-				    dwarf_haspc(&c, pc) > 0) {
+				    DW(dwarf_haspc)(&c, pc) > 0) {
 					cur = c;
 					if (tag == DW_TAG_inlined_subroutine)
 						tmp[n++] = c;
 					found = 1;
 					break;
 				}
-			} while (dwarf_siblingof(&c, &c) == 0);
+			} while (DW(dwarf_siblingof)(&c, &c) == 0);
 		if (!found)
 			break;
 	}
@@ -502,11 +489,11 @@ static unsigned resolve_dw(struct an_symbols *s, struct sym_mod *sm, Dwarf_Addr 
 	unsigned n = 0;
 	const char *file = NULL;
 	int line = 0;
-	Dwfl_Line *dl = dwfl_module_getsrc(sm->mod, a);
+	Dwfl_Line *dl = DW(dwfl_module_getsrc)(sm->mod, a);
 	if (dl)
-		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+		file = DW(dwfl_lineinfo)(dl, NULL, &line, NULL, NULL, NULL);
 	Dwarf_Addr bias = 0;
-	Dwarf_Die *cu = dwfl_module_addrdie(sm->mod, a, &bias);
+	Dwarf_Die *cu = DW(dwfl_module_addrdie)(sm->mod, a, &bias);
 	Dwarf_Die chain[AN_MAX_INLINE + 1], fn;
 	int ns = 0;
 	if (cu && find_function(sm, cu, a - bias, &fn) == 0)
@@ -514,9 +501,10 @@ static unsigned resolve_dw(struct an_symbols *s, struct sym_mod *sm, Dwarf_Addr 
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
 	Dwarf_Attribute cda;
-	const char *comp_dir = cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &cda)) : NULL;
+	const char *comp_dir =
+	    cu ? DW(dwarf_formstring)(DW(dwarf_attr)(cu, DW_AT_comp_dir, &cda)) : NULL;
 	file = full_path(s, comp_dir, file);
-	if (ns > 0 && dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
+	if (ns > 0 && DW(dwarf_getsrcfiles)(cu, &files, &nfiles) != 0)
 		files = NULL;
 	for (int i = 0; i < ns && n + 1 < cap; i++) {
 		struct an_frame *fr = &out[n++];
@@ -526,8 +514,8 @@ static unsigned resolve_dw(struct an_symbols *s, struct sym_mod *sm, Dwarf_Addr 
 		/* binutils takes a DIE's linkage name, else its name, and the
 		 * ELF symbol only where DWARF has nothing */
 		const char *nm = die_raw_name(&chain[i]);
-		if (dwarf_tag(&chain[i]) == DW_TAG_subprogram) {
-			fr->function = user_name(s, nm ? nm : dwfl_module_addrname(sm->mod, a));
+		if (DW(dwarf_tag)(&chain[i]) == DW_TAG_subprogram) {
+			fr->function = user_name(s, nm ? nm : DW(dwfl_module_addrname)(sm->mod, a));
 			break;
 		}
 		fr->function = user_name(s, nm);
@@ -538,7 +526,7 @@ static unsigned resolve_dw(struct an_symbols *s, struct sym_mod *sm, Dwarf_Addr 
 	}
 	if (n == 0) {
 		out[0] = *base;
-		out[0].function = user_name(s, dwfl_module_addrname(sm->mod, a));
+		out[0].function = user_name(s, DW(dwfl_module_addrname)(sm->mod, a));
 		out[0].file = file;
 		out[0].line = line > 0 ? (unsigned)line : 0;
 		n = 1;
