@@ -1410,9 +1410,13 @@ static void test_touch_budget(void **state)
 /* tests/progs/touchpages heap: 16 blocks of 64 pages of glibc's heap at
  * one address, the first with 63 pages written, the others with 1.  The
  * trace counts 64 resident pages at every release (the first block's
- * pages stay resident under the others); the workload's TOUCH ops say
- * what each block made resident itself: 64 pages for the first, one
- * page (its header's) for the others. */
+ * pages stay resident under the others).  The first block's count is
+ * its own (its pages were fresh): 64 pages.  The others' counts cannot
+ * tell one page written from 64 (every page was resident before), so
+ * their TOUCH ops take the share of their size class's blocks whose
+ * counts could tell, here the first block's: 64 pages too, what a
+ * program that fills its buffers needs (git's pack-objects,
+ * bench/fidelity/RESULTS.md), not this one, which writes one. */
 static void test_touch_heap(void **state)
 {
 	(void)state;
@@ -1444,7 +1448,7 @@ static void test_touch_heap(void **state)
 	convert_ok(trace, wl, &st);
 	assert_int_equal(st.touch_ops, N);
 	assert_int_equal(st.touch_counted, N);
-	assert_true(st.touch_prior_pages >= (uint64_t)(N - 1) * (PAGES - 2));
+	assert_true(st.touch_prior_pages <= (uint64_t)N); /* none set aside but rounding */
 	awl_file *f;
 	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
 	struct awl_stream s;
@@ -1453,10 +1457,8 @@ static void test_touch_heap(void **state)
 	int touches = 0;
 	while (awl_stream_next(&s, &op) > 0)
 		if (op.code == AWL_OP_TOUCH) {
-			if (touches++ == 0)
-				assert_true(op.a >= 4 * (PAGES - 1) + 1);
-			else
-				assert_int_equal(op.a, 4 * 1 + 1);
+			assert_true(op.a >= 4 * (PAGES - 1) + 1);
+			touches++;
 		}
 	awl_stream_free(&s);
 	awl_close(f);

@@ -571,13 +571,20 @@ static void heap_after(struct conv *c, uint64_t first, uint64_t span, uint64_t n
  * page) were before its allocation: if the pages it wrote fell
  * independently of those, res = w + before - w x before / span, so
  * w = (res - before) / (1 - before / span); at least 1 (its header's
- * page) when res is not 0, at most res.  Every page resident before: no
- * information, the size class's share (else res). */
-static uint64_t touch_own(struct conv *c, uint64_t size, uint64_t lo, uint64_t span, uint64_t res)
+ * page) when res is not 0, at most res.  With more than 3/4 of its pages
+ * resident before, the count says little (any w gives res near span: a
+ * program that fills its buffers and one that writes a byte of each look
+ * the same), so the size class's share of the chunks that said more
+ * (else that formula).  *informative: 1 if the count said more. */
+static uint64_t touch_own(struct conv *c, uint64_t size, uint64_t lo, uint64_t span, uint64_t res,
+			  int *informative)
 {
 	uint64_t first = lo / (c->page_kib * 1024), before = heap_before(c, first, span);
 	uint64_t room = span * TOUCH_ONE - before, w;
-	if (res * TOUCH_ONE <= before) {
+	*informative = room * 4 >= span * TOUCH_ONE;
+	if (!*informative && (w = touch_share(c, size, span)) != UINT64_MAX) {
+		w = w > res ? res : w < 1 && res ? 1 : w;
+	} else if (res * TOUCH_ONE <= before) {
 		w = res != 0;
 	} else if (room >= TOUCH_ONE) {
 		w = ((res * TOUCH_ONE - before) * span + room / 2) / room;
@@ -604,17 +611,20 @@ RP_COLD void touch_release_op(struct conv *c, const struct lv_block *b, const st
 	mark &= ~TOUCH_HEAP;
 	if (ev && ev->span_pages) {
 		uint64_t w = ev->resident_pages;
+		int informative = 1;
 		if (heap) {
 			/* the pages the block can span (a span the trace
 			   overstates must not make the model walk it) */
 			uint64_t span = ev->span_pages, most = b->size / pg + 3;
 			span = span < most ? span : most;
-			w = touch_own(c, b->size, lo, span, w < span ? w : span);
+			w = touch_own(c, b->size, lo, span, w < span ? w : span, &informative);
 		}
 		kib = w * c->page_kib + 1;
-		int k = 63 - __builtin_clzll(b->size | 1);
-		c->est_res[k] += w;
-		c->est_span[k] += ev->span_pages;
+		if (informative) {
+			int k = 63 - __builtin_clzll(b->size | 1);
+			c->est_res[k] += w;
+			c->est_span[k] += ev->span_pages;
+		}
 		c->st->touch_counted++;
 	} else {
 		kib = ev ? touch_estimate(c, b->size) : 0;
