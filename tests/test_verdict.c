@@ -68,11 +68,41 @@ static void test_ideal(void **state)
 			    "the floor (ideal RSS) is 7.6 MiB");
 }
 
+/* The caution under the verdict: the first column's replay (median wall
+ * time) against the traced run, only when think time was spent. */
+static void test_caution(void **state)
+{
+	(void)state;
+	char b[400];
+	double wall[3] = {2900, 3100, 3000};
+	struct out_compare_col c;
+	memset(&c, 0, sizeof(c));
+	c.spec = (char *)"glibc";
+	c.v[CMP_M_WALL] = wall;
+	c.trace_ms = 1250;
+	c.wait_ms = 3 * 1900;
+	c.think_ms = 3 * 1975;
+	assert_string_equal(
+	    out_compare_caution_text(&c, 3, b, sizeof(b)),
+	    "caution: under glibc the replay took 2.4x the traced run (1250 ms) and "
+	    "its threads spent 1900 ms waiting for one another's ops: the time "
+	    "changes above may not hold for this program");
+	c.trace_ms = 2500; /* 1.2x: no caution */
+	assert_null(out_compare_caution_text(&c, 3, b, sizeof(b)));
+	c.trace_ms = 1250;
+	c.think_ms = 0; /* --think off: the wall time predicts nothing */
+	assert_null(out_compare_caution_text(&c, 3, b, sizeof(b)));
+	c.think_ms = 1;
+	c.trace_ms = 0; /* a workload without the traced run's length */
+	assert_null(out_compare_caution_text(&c, 3, b, sizeof(b)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_golden),
 	    cmocka_unit_test(test_ideal),
+	    cmocka_unit_test(test_caution),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,6 +140,12 @@ static int run_one(const char *wl, struct out_compare_col *c, const char *touch,
 			c->count[3] = v;
 		else if (!strcmp(key, "ideal_rss_peak_bytes"))
 			c->ideal_mib = (double)v / 1048576.0;
+		else if (!strcmp(key, "trace_duration_us"))
+			c->trace_ms = (double)v / 1000.0;
+		else if (!strcmp(key, "wait_us"))
+			c->wait_ms += (double)v / 1000.0;
+		else if (!strcmp(key, "think_us"))
+			c->think_ms += (double)v / 1000.0;
 	}
 	(void)other_n;
 	out[CMP_M_OTHER] = other;
@@ -361,6 +367,14 @@ int cmd_compare(int argc, char **argv)
 		json_u64(&w, (uint64_t)runs);
 		json_key(&w, "ideal_rss_mib");
 		json_double(&w, cols[0].ideal_mib);
+		json_key(&w, "traced_run_ms");
+		json_double(&w, cols[0].trace_ms);
+		char caution[400];
+		json_key(&w, "caution");
+		if (out_compare_caution_text(&cols[0], runs, caution, sizeof(caution)))
+			json_string(&w, caution);
+		else
+			json_null(&w);
 		json_key(&w, "allocators");
 		json_begin_array(&w);
 		for (int k = 0; k < ncol; k++) {
@@ -440,6 +454,9 @@ int cmd_compare(int argc, char **argv)
 		       out_compare_ideal_text(&cols[0], runs, ideal, sizeof(ideal)));
 		for (int k = 1; k < ncol; k++)
 			printf("  %s\n", cols[k].verdict);
+		char caution[400];
+		if (out_compare_caution_text(&cols[0], runs, caution, sizeof(caution)))
+			printf("%s\n", caution);
 	}
 	free(vd);
 	if (!rc && html) {

@@ -37,6 +37,21 @@ void out_compare_stats(const double *v, int n, double *med, double *mn, double *
 	*med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
+const char *out_compare_caution_text(const struct out_compare_col *c0, int runs, char *buf,
+				     size_t len)
+{
+	double med, mn, mx;
+	out_compare_stats(c0->v[CMP_M_WALL], runs, &med, &mn, &mx);
+	if (c0->trace_ms <= 0 || c0->think_ms <= 0 || med <= 1.5 * c0->trace_ms)
+		return NULL;
+	snprintf(buf, len,
+		 "caution: under %s the replay took %.1fx the traced run (%.0f ms) and its threads "
+		 "spent %.0f ms waiting for one another's ops: the time changes above may not hold "
+		 "for this program",
+		 c0->spec, med / c0->trace_ms, c0->trace_ms, c0->wait_ms / runs);
+	return buf;
+}
+
 const char *out_compare_ideal_text(const struct out_compare_col *c0, int runs, char *buf,
 				   size_t len)
 {
@@ -212,6 +227,12 @@ int out_compare_write_html(const char *path, const char *wl, struct out_compare_
 		fputs("</li>\n", o);
 	}
 	fputs("</ul>\n", o);
+	char caution[400];
+	if (out_compare_caution_text(&cols[0], runs, caution, sizeof(caution))) {
+		fputs("<p>", o);
+		util_fputs_html(o, caution, SIZE_MAX);
+		fputs("</p>\n", o);
+	}
 	static const int shown[] = {CMP_M_WALL, CMP_M_CPU, CMP_M_CALLS, CMP_M_RSS};
 	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++)
 		html_bars(o, cols, ncol, runs, shown[i]);

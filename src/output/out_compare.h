@@ -33,6 +33,9 @@ struct out_compare_col {
 	double *v[CMP_NMETRIC]; /* runs */
 	uint64_t count[4];
 	double ideal_mib;  /* the workload's ideal RSS */
+	double trace_ms;   /* the traced run, first to last record */
+	double wait_ms;	   /* the replays' waits for other threads' ops, summed over runs */
+	double think_ms;   /* think time spent, summed over runs */
 	char verdict[256]; /* rp_verdict_line: "NAME: -9% time (+-2%), +14% Max RSS" */
 };
 
@@ -44,6 +47,12 @@ void out_compare_stats(const double *v, int n, double *med, double *mn, double *
  * blocks with pages never written), a clause that says so.  Into buf. */
 const char *out_compare_ideal_text(const struct out_compare_col *c0, int runs, char *buf,
 				   size_t len);
+
+/* When the first column's replay took more than 1.5x the traced run
+ * (think time on), a caution that its time ratios may not hold for this
+ * program, into buf; else NULL (bench/fidelity/RESULTS.md: python-threads). */
+const char *out_compare_caution_text(const struct out_compare_col *c0, int runs, char *buf,
+				     size_t len);
 
 /* compare --html: one page, inline SVG, no script.  0, or ATR_E_IO /
  * ATR_E_WRITE with the message (path and cause) in errbuf. */

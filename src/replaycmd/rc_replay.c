@@ -415,7 +415,8 @@ static void print_kv(const struct rp_result *r)
 		       type_names[k], avg(&r->st[k]));
 	for (unsigned k = 0; k < RP_NXOPS; k++)
 		printf("done_%s %" PRIu64 "\n", awl_op_name(AWL_OP_XFIRST + k), r->x[k].done);
-	printf("mapped_kb %" PRIu64 "\n", r->map_bytes / 1024);
+	printf("mapped_kb %" PRIu64 "\ntrace_duration_us %" PRIu64 "\nwait_us %" PRIu64 "\n",
+	       r->map_bytes / 1024, r->trace_duration_ns / 1000, r->wait_ns / 1000);
 }
 
 int rc_replay_parse(int argc, char **argv, rc_getopt_fn getopt_fn, struct rc_args *a)
