@@ -89,6 +89,11 @@ static void test_caution(void **state)
 	    "changes above may not hold for this program");
 	c.trace_ms = 2500; /* 1.2x: no caution */
 	assert_null(out_compare_caution_text(&c, 3, b, sizeof(b)));
+	double shortw[3] = {20, 24, 22};
+	c.v[CMP_M_WALL] = shortw;
+	c.trace_ms = 5; /* 4.4x, but 17 ms: thread starts, not waits */
+	assert_null(out_compare_caution_text(&c, 3, b, sizeof(b)));
+	c.v[CMP_M_WALL] = wall;
 	c.trace_ms = 1250;
 	c.think_ms = 0; /* --think off: the wall time predicts nothing */
 	assert_null(out_compare_caution_text(&c, 3, b, sizeof(b)));

@@ -42,7 +42,9 @@ const char *out_compare_caution_text(const struct out_compare_col *c0, int runs,
 {
 	double med, mn, mx;
 	out_compare_stats(c0->v[CMP_M_WALL], runs, &med, &mn, &mx);
-	if (c0->trace_ms <= 0 || c0->think_ms <= 0 || med <= 1.5 * c0->trace_ms)
+	/* a short run's replay is mostly the threads' start: 20 ms of slack */
+	if (c0->trace_ms <= 0 || c0->think_ms <= 0 || med <= 1.5 * c0->trace_ms ||
+	    med - c0->trace_ms < 20)
 		return NULL;
 	snprintf(buf, len,
 		 "caution: under %s the replay took %.1fx the traced run (%.0f ms) and its threads "

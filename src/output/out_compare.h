@@ -48,8 +48,8 @@ void out_compare_stats(const double *v, int n, double *med, double *mn, double *
 const char *out_compare_ideal_text(const struct out_compare_col *c0, int runs, char *buf,
 				   size_t len);
 
-/* When the first column's replay took more than 1.5x the traced run
- * (think time on), a caution that its time ratios may not hold for this
+/* When the first column's replay took more than 1.5x the traced run, and
+ * 20 ms more (think time on), a caution that its time ratios may not hold for this
  * program, into buf; else NULL (bench/fidelity/RESULTS.md: python-threads). */
 const char *out_compare_caution_text(const struct out_compare_col *c0, int runs, char *buf,
 				     size_t len);
