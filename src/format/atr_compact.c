@@ -197,7 +197,7 @@ static int unit_cmp(const void *a, const void *b)
 
 /* One output frame's work: encode, compress at the level, decode again
  * to check.  Independent of every other frame, so several run at once
- * (ATR_COMPACT_THREADS); the frames are written in the order they were
+ * (atr_compact's threads); the frames are written in the order they were
  * collected, so the file is the same bytes with any number of threads. */
 struct rz_job {
 	uint8_t *acc;		   /* its records (fmax) */
@@ -214,8 +214,9 @@ struct rz_job {
 enum { RZ_IDLE = 0, RZ_QUEUED, RZ_RUNNING, RZ_DONE };
 
 /* What compressing a frame needs besides the frame: one per thread that
- * compresses */
+ * compresses (a worker's argument) */
 struct rz_tools {
+	struct rz *z;
 	uint8_t *enc, *chk; /* encoding (ecap), the frame decoded again (fmax) */
 	ZSTD_CCtx *cc;
 	ZSTD_DCtx *dc;
@@ -224,7 +225,6 @@ struct rz_tools {
 struct rz {
 	uint64_t features;
 	uint32_t bs;
-	int level;
 	size_t fmax;   /* records per output frame, at most */
 	size_t nunits; /* units the current run came from */
 	uint8_t *in;   /* one input unit (icap) */
@@ -238,9 +238,7 @@ struct rz {
 	uint64_t sub, wr;
 	pthread_t *th;
 	size_t want, nth;	/* workers asked for, running */
-	struct rz_tools *tools; /* [0]: the caller's; [1 + i]: worker i's */
-	size_t tools_n;		/* workers tools[] was made for */
-	struct rz_worker_arg *wargs;
+	struct rz_tools *tools; /* [0]: the caller's; [1 + i]: worker i's (want) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop;
@@ -286,15 +284,10 @@ static void job_run(const struct rz *z, struct rz_job *j, const struct rz_tools 
 	j->rc = 0;
 }
 
-struct rz_worker_arg {
-	struct rz *z;
-	size_t i;
-};
-
 static void *rz_worker(void *arg)
 {
-	struct rz *z = ((struct rz_worker_arg *)arg)->z;
-	const struct rz_tools *t = &z->tools[1 + ((struct rz_worker_arg *)arg)->i];
+	const struct rz_tools *t = arg;
+	struct rz *z = t->z;
 	pthread_mutex_lock(&z->mu);
 	for (;;) {
 		/* the oldest queued frame first: the writer waits for it */
@@ -468,7 +461,6 @@ static int recompress(struct rz *z, struct unit *u, size_t n, int level)
 	z->njobs = z->want + 1;
 	z->jobs = calloc(z->njobs, sizeof *z->jobs);
 	z->tools = calloc(1 + z->want, sizeof *z->tools);
-	z->tools_n = z->want;
 	int bad = !z->in || !z->ienc || !z->idc || !z->jobs || !z->tools;
 	for (size_t i = 0; !bad && i < z->njobs; i++) {
 		struct rz_job *j = &z->jobs[i];
@@ -478,6 +470,7 @@ static int recompress(struct rz *z, struct unit *u, size_t n, int level)
 	}
 	for (size_t i = 0; !bad && i < 1 + z->want; i++) {
 		struct rz_tools *t = &z->tools[i];
+		t->z = z;
 		t->enc = malloc(z->ecap);
 		t->chk = malloc(z->fmax);
 		t->cc = ZSTD_createCCtx();
@@ -495,25 +488,10 @@ static int recompress(struct rz *z, struct unit *u, size_t n, int level)
 	z->cur = &z->jobs[0];
 	if (z->want) {
 		z->th = calloc(z->want, sizeof *z->th);
-		z->wargs = calloc(z->want, sizeof *z->wargs);
-		size_t started = 0;
-		if (z->th && z->wargs && pthread_mutex_init(&z->mu, NULL) == 0) {
-			if (pthread_cond_init(&z->cv, NULL) == 0) {
-				while (started < z->want) {
-					z->wargs[started] = (struct rz_worker_arg){z, started};
-					if (pthread_create(&z->th[started], NULL, rz_worker,
-							   &z->wargs[started]) != 0)
-						break;
-					started++;
-				}
-				if (!started)
-					pthread_cond_destroy(&z->cv);
-			}
-			if (!started)
-				pthread_mutex_destroy(&z->mu);
-		}
 		/* fewer workers than asked still work; none: compress here */
-		z->nth = started;
+		while (z->th && z->nth < z->want &&
+		       pthread_create(&z->th[z->nth], NULL, rz_worker, &z->tools[1 + z->nth]) == 0)
+			z->nth++;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!i || u[i].thread != u[i - 1].thread) {
@@ -542,18 +520,15 @@ static void rz_free(struct rz *z)
 		pthread_mutex_unlock(&z->mu);
 		for (size_t i = 0; i < z->nth; i++)
 			pthread_join(z->th[i], NULL);
-		pthread_cond_destroy(&z->cv);
-		pthread_mutex_destroy(&z->mu);
 	}
 	free(z->th);
-	free(z->wargs);
 	for (size_t i = 0; z->jobs && i < z->njobs; i++) {
 		free(z->jobs[i].acc);
 		free(z->jobs[i].out);
 	}
 	free(z->jobs);
-	/* the workers' slots too: they were allocated before the workers */
-	for (size_t i = 0; z->tools && i < 1 + z->tools_n; i++) {
+	/* the workers' too: they were allocated before the workers started */
+	for (size_t i = 0; z->tools && i < 1 + z->want; i++) {
 		struct rz_tools *t = &z->tools[i];
 		free(t->enc);
 		free(t->chk);
@@ -630,7 +605,8 @@ int atr_compact(const char *path, int level, int threads, uint64_t *before, uint
 	}
 	struct rz z = {.features = features,
 		       .bs = bs,
-		       .level = level,
+		       .mu = PTHREAD_MUTEX_INITIALIZER,
+		       .cv = PTHREAD_COND_INITIALIZER,
 		       /* with one thread the caller's compresses */
 		       .want = threads > 1 ? (size_t)threads : 0,
 		       .err = err,
