@@ -594,7 +594,7 @@ static void compact_dir(const char *dir, int level)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
-	uint64_t total = 0, t0 = plat_mono_ns();
+	uint64_t total = 0, saved = 0, t0 = plat_mono_ns();
 	size_t files = 0;
 	while (d && (de = readdir(d)) != NULL) {
 		struct stat st;
@@ -631,26 +631,19 @@ static void compact_dir(const char *dir, int level)
 		memcpy(&pid, h + ATR_H_PID, 4);
 		if (pid && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
 			continue; /* still running */
-		if (atr_compact(p, level, 0, NULL, NULL, eb, sizeof eb) < 0)
+		uint64_t before = 0, after = 0;
+		int r = atr_compact(p, level, 0, &before, &after, eb, sizeof eb);
+		if (r < 0)
 			util_err("record: %s (the file is unchanged)", eb);
+		else if (r == 1)
+			saved += before - after;
 	}
 	if (d)
 		closedir(d);
-	if (note) {
-		uint64_t after = 0;
-		d = opendir(dir);
-		while (d && (de = readdir(d)) != NULL) {
-			struct stat st;
-			char p[PATH_MAX + 256];
-			snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-			if (is_atr_name(de->d_name) && stat(p, &st) == 0)
-				after += (uint64_t)st.st_size;
-		}
-		if (d)
-			closedir(d);
+	if (note)
 		fprintf(stderr, "%s: compacted in %.1f s: %s\n", util_msg_prog(),
-			(double)(plat_mono_ns() - t0) * 1e-9, util_fmt_bytes(b2, sizeof b2, after));
-	}
+			(double)(plat_mono_ns() - t0) * 1e-9,
+			util_fmt_bytes(b2, sizeof b2, total - saved));
 }
 
 /* The library's spool directory (-o tcp://): staging blocks. */
