@@ -959,6 +959,78 @@ static void test_cpu_gap(void **state)
 	}
 }
 
+/* A hand-off (think_handoff): thread a blocks (a CPU record: off its CPU
+ * for most of its gap, a voluntary switch) while b runs, and resumes 50 us
+ * after b's last call, as a thread does when b hands it a lock or the GIL.
+ * a's stream: the on-CPU time that does not fit after the wake-up as think
+ * time, a WAIT for all of b's ops, the wake-up (50 us) as think time.  Not
+ * a hand-off: no voluntary switch (preempted), b's last call in the gap's
+ * first half, more than RP_HANDOFF_MAX_NS before a's call, --no-handoffs. */
+static void test_handoff_gap(void **state)
+{
+	(void)state;
+	char trace[300], wl[300], eb[512];
+	path_in(trace, sizeof(trace), "handoff.atr");
+	path_in(wl, sizeof(wl), "handoff.wl");
+	enum { HANDOFF, NO_HANDOFFS, PREEMPTED, EARLY, LATE, NVAR };
+	for (int v = 0; v < NVAR; v++) {
+		/* a's gap: 1 ms (LATE: 5 ms), 60 us of it on the CPU */
+		uint64_t resume = v == LATE ? 5000010 : 1000010;
+		uint64_t b_last = v == EARLY ? 400000 : v == LATE ? 3000000 : resume - 50000;
+		struct atw *w = atw_new(4096);
+		atr_put32(atw_header(w) + ATR_H_NCPU, 2);
+		uint32_t a = atw_thread(w, 11, 1);
+		uint64_t c0[3] = {40000, 3, 0}, c1[3] = {100000, v == PREEMPTED ? 3 : 4, 0};
+		atw_meta(w, a, 10, ATR_T_CPU, 0, c0, 24); /* the baseline */
+		atw_malloc(w, a, 10, 0x1000, 16, 8);
+		uint32_t b = atw_thread(w, 12, 20);
+		atw_malloc(w, b, 100000, 0x2000, 16, 8);
+		atw_free(w, b, b_last, 0x2000);
+		atw_meta(w, a, resume, ATR_T_CPU, 0, c1, 24);
+		atw_free(w, a, resume, 0x1000);
+		assert_int_equal(atw_write_file(w, trace, 0), 0);
+		atw_destroy(w);
+		struct rp_convert_stats st;
+		struct rp_convert_opts o = {.quiet = 1, .no_handoffs = v == NO_HANDOFFS};
+		assert_int_equal(rp_convert(trace, wl, &o, &st, eb, sizeof(eb)), 0);
+		uint64_t full = resume - 10;
+		assert_int_equal(st.handoffs, v == HANDOFF);
+		assert_int_equal(st.handoff_ns, v == HANDOFF ? full - 60000 : 0);
+		assert_int_equal(st.cpu_kept, v != HANDOFF);
+		awl_file *f;
+		assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+		assert_int_equal(awl_verify(f, eb, sizeof(eb)), 0);
+		struct awl_stream s;
+		struct awl_op op;
+		uint64_t think[2] = {0, 0}, wait_b = 0;
+		assert_int_equal(awl_stream_init(f, 0, &s), 0);
+		while (awl_stream_next(&s, &op) > 0) {
+			if (op.code == AWL_OP_THINK)
+				think[wait_b != 0] += op.a;
+			if (op.code == AWL_OP_WAIT && op.a == 1)
+				wait_b = op.b;
+		}
+		awl_stream_free(&s);
+		uint64_t b_ops = awl_get_thread(f, 1)->ops;
+		awl_close(f);
+		if (v == HANDOFF) {
+			assert_int_equal(wait_b, b_ops);
+			assert_int_equal(think[0], 10000);
+			assert_int_equal(think[1], 50000);
+		} else {
+			/* b's free of a's block is not a's concern: no WAIT */
+			assert_int_equal(wait_b, 0);
+			assert_int_equal(think[0], full);
+		}
+		struct rp_opts ro = {.touch = RP_TOUCH_FIRST, .dry_run = 1, .think = RP_THINK_OFF};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		assert_int_equal(rp_replay(wl, &ro, r, eb, sizeof(eb)), 0);
+		assert_int_equal(r->st[AWL_OP_MALLOC].count, 2);
+		assert_int_equal(r->st[AWL_OP_FREE].count, 2);
+		free(r);
+	}
+}
+
 /* Sampled durations (docs/TRACE_FORMAT.md): a malloc stamped at its end
  * (100 ns), 1000 ns of work, a free stamped at its start (200 ns), 500 ns
  * of work, 100 times; every 4th malloc and free timed, from the first.  With the header's
@@ -1468,16 +1540,17 @@ static void test_touch_heap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_calls),	      cmocka_unit_test(test_cross_thread_order),
-	    cmocka_unit_test(test_bad_input),	      cmocka_unit_test(test_recorded_threads),
-	    cmocka_unit_test(test_recorded_waves),    cmocka_unit_test(test_v1_fixture),
-	    cmocka_unit_test(test_think_time),	      cmocka_unit_test(test_mapping_model),
-	    cmocka_unit_test(test_touch_resident),    cmocka_unit_test(test_writer_patch),
-	    cmocka_unit_test(test_touch_budget),      cmocka_unit_test(test_join_gap),
-	    cmocka_unit_test(test_share_gap),	      cmocka_unit_test(test_cpu_gap),
-	    cmocka_unit_test(test_sampled_durations), cmocka_unit_test(test_recorder_gap),
-	    cmocka_unit_test(test_think_shared),      cmocka_unit_test(test_pipe_same),
-	    cmocka_unit_test(test_touch_heap),	      cmocka_unit_test(test_fast_same),
+	    cmocka_unit_test(test_all_calls),	   cmocka_unit_test(test_cross_thread_order),
+	    cmocka_unit_test(test_bad_input),	   cmocka_unit_test(test_recorded_threads),
+	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
+	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
+	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
+	    cmocka_unit_test(test_touch_budget),   cmocka_unit_test(test_join_gap),
+	    cmocka_unit_test(test_share_gap),	   cmocka_unit_test(test_cpu_gap),
+	    cmocka_unit_test(test_handoff_gap),	   cmocka_unit_test(test_sampled_durations),
+	    cmocka_unit_test(test_recorder_gap),   cmocka_unit_test(test_think_shared),
+	    cmocka_unit_test(test_pipe_same),	   cmocka_unit_test(test_touch_heap),
+	    cmocka_unit_test(test_fast_same),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -11,7 +11,11 @@ reality resolves a difference (the min-max ranges of the configuration and
 of glibc do not overlap).
 
     bench/fidelity/run.sh [--build DIR] [--work DIR] [--runs N] [--programs a,b]
-                          [--thirdparty BINDIR]
+                          [--thirdparty BINDIR] [--convert-args 'ARGS']
+
+--convert-args passes ARGS to `alloctrace convert` (for example
+--no-handoffs, to measure a rule of convert's by its absence); convert's
+own summary lines go to the JSON (per program: "convert").
 
 --thirdparty adds the allocator benchmarks of issue 19 (larson,
 xmalloc-test, mimalloc's test-stress, alloc-test), built by
@@ -31,6 +35,7 @@ import fcntl
 import re
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -244,7 +249,7 @@ def env_for(extra, preload, tunables):
     return e
 
 
-def trace_and_convert(at, name, argv, extra, work):
+def trace_and_convert(at, name, argv, extra, work, convert_args):
     tr = os.path.join(work, "tr-" + name)
     shutil.rmtree(tr, ignore_errors=True)
     subprocess.run([at, "record", "-o", tr, "--"] + argv, env=env_for(extra, None, None), cwd=work, check=True,
@@ -252,10 +257,10 @@ def trace_and_convert(at, name, argv, extra, work):
     info = json.loads(subprocess.run([at, "info", "--json", tr], capture_output=True, text=True, check=True).stdout)
     big = max(info["processes"], key=lambda p: sum(p["calls"].values()))
     wl = os.path.join(work, name + ".wl")
-    subprocess.run([at, "convert", big["path"], "-o", wl, "--quiet", "--no-progress"], check=True, cwd=work,
-                   stderr=subprocess.DEVNULL)
+    conv = subprocess.run([at, "convert", big["path"], "-o", wl, "--quiet", "--no-progress"] + convert_args,
+                          check=True, cwd=work, stderr=subprocess.PIPE, text=True)
     shutil.rmtree(tr)
-    return wl, sum(big["calls"].values()), big.get("threads", 1)
+    return wl, sum(big["calls"].values()), big.get("threads", 1), conv.stderr.splitlines()
 
 
 def summarize(v):
@@ -270,6 +275,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--programs", default="")
     ap.add_argument("--lock", default="/tmp/alloctrace-bench.lock", help="flock file ('' for none)")
+    ap.add_argument("--convert-args", default="", help="more arguments for alloctrace convert")
     ap.add_argument("--thirdparty", help="BINDIR of bench/fidelity/thirdparty.sh: add its programs")
     a = ap.parse_args()
     at = os.path.abspath(os.path.join(a.build, "alloctrace"))
@@ -287,7 +293,8 @@ def main():
            "runs": a.runs, "programs": {}}
     for name, (argv, extra, desc) in progs.items():
         print("fidelity: %s" % name, file=sys.stderr, flush=True)
-        wl, calls, threads = trace_and_convert(at, name, argv, extra, a.work)
+        wl, calls, threads, conv_notes = trace_and_convert(at, name, argv, extra, a.work,
+                                                           shlex.split(a.convert_args))
         real = {c[0]: [] for c in CONFIGS}
         for r in range(a.runs):  # the lock is taken per round: other jobs measure in between
             with Lock(a.lock):
@@ -300,7 +307,7 @@ def main():
                                       "off", "--json"], capture_output=True, text=True, check=True).stdout
         cmp = {x["allocator"]: x for x in json.loads(cmp_out)["allocators"]}
         p = {"argv": argv, "env": extra, "description": desc, "calls": calls, "threads": threads,
-             "fixed_work": name in FIXED_WORK, "real": {}, "replay": {}}
+             "fixed_work": name in FIXED_WORK, "convert": conv_notes, "real": {}, "replay": {}}
         metrics = ("wall_s", "cpu_s", "maxrss_mib") + (("op_ns",) if name in RATE else ())
         for cname, _, _, col in CONFIGS:
             p["real"][cname] = {k: summarize([x[k] for x in real[cname]]) for k in metrics}

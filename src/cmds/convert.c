@@ -20,7 +20,7 @@ static void convert_usage(FILE *out)
 	    out,
 	    "usage: alloctrace convert TRACE -o WORKLOAD [--pid PID | --merge] [filters]\n"
 	    "                          [--think-floor NS] [--no-joins] [--no-share] [--no-cpu]\n"
-	    "                          [--no-sampled]\n"
+	    "                          [--no-handoffs] [--no-sampled]\n"
 	    "                          [--threads N] [--quiet] [--no-progress]\n"
 	    "Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
 	    "trace, docs/DJ_COMPAT.md) into a workload\n"
@@ -35,6 +35,10 @@ static void convert_usage(FILE *out)
 	    "      --no-joins     keep every gap as think time (default: a gap of 500 us\n"
 	    "                     or more ending soon after another thread's exit is a\n"
 	    "                     wait for that exit)\n"
+	    "      --no-handoffs  keep blocked gaps as think time (default: a long gap in\n"
+	    "                     which the thread blocked, with no more threads busy than\n"
+	    "                     CPUs, ending within 1 ms after another thread's call, is a\n"
+	    "                     wait for that thread: a lock or the GIL handed over)\n"
 	    "      --no-share     keep long gaps whole (default: a gap of 100 us or more\n"
 	    "                     while more threads made calls than the traced process\n"
 	    "                     had CPUs counts only CPUs / threads of it as think time)\n"
@@ -170,6 +174,13 @@ static int do_convert(const char *in, const char *out, const struct rp_convert_o
 				" gaps taken as waits for a thread's exit (joins; "
 				"--no-joins keeps them as think time)\n",
 				st.joins);
+		if (st.handoffs)
+			fprintf(stderr,
+				"convert: %" PRIu64
+				" blocked gaps taken as waits for the thread that woke them "
+				"(hand-offs): %.3f s left out of think time (--no-handoffs keeps "
+				"it)\n",
+				st.handoffs, (double)st.handoff_ns / 1e9);
 		if (st.shared_gaps)
 			fprintf(
 			    stderr,
@@ -251,6 +262,7 @@ int cmd_convert(int argc, char **argv)
 	    {"threads", required_argument, NULL, 'T'},
 	    {"merge", no_argument, NULL, 'M'},
 	    {"no-joins", no_argument, NULL, 'J'},
+	    {"no-handoffs", no_argument, NULL, 'H'},
 	    {"no-share", no_argument, NULL, 'W'},
 	    {"no-cpu", no_argument, NULL, 'C'},
 	    {"no-sampled", no_argument, NULL, 'S'},
@@ -326,6 +338,9 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case 'J':
 			o.no_joins = 1;
+			break;
+		case 'H':
+			o.no_handoffs = 1;
 			break;
 		case 'W':
 			o.no_share = 1;

@@ -110,6 +110,8 @@ struct cthread {
 	   before and it, for the gap that ends at the next call */
 	int have_cpu, cpu_pending;
 	uint64_t cpu_ns, cpu_ts, off_ticks;
+	uint64_t cpu_vol; /* voluntary switches at the latest CPU record */
+	int blocked;	  /* ... more than at the one before: it blocked */
 	/* sampled durations (est_add): the thread's typical time in each
 	   call type, once it has EST_MIN samples of it */
 	struct rp_est est[ATR_NCALLS + 1];
@@ -178,6 +180,7 @@ struct conv {
 	/* the latest THREAD_EXIT (think_joined): its thread, its stamp */
 	uint32_t last_exit;
 	uint64_t last_exit_ts, join_ticks; /* join_ticks: RP_JOIN_MIN_NS */
+	uint64_t handoff_ticks;		   /* RP_HANDOFF_MAX_NS; 0: no hand-offs */
 	/* filters (rp_convert_opts: window, keep) */
 	int filtered, in_window;
 	uint64_t from_ts, to_ts;
@@ -949,8 +952,10 @@ static void cpu_sample(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		double cpu = (double)(v[0] - t->cpu_ns) * c->tpn;
 		t->off_ticks = (double)wall > cpu ? wall - (uint64_t)cpu : 0;
 		t->cpu_pending = 1;
+		t->blocked = v[1] > t->cpu_vol;
 	}
 	t->have_cpu = 1;
+	t->cpu_vol = v[1];
 	t->cpu_ns = v[0];
 	t->cpu_ts = ev->ts;
 }
@@ -1425,6 +1430,63 @@ static uint64_t think_share(struct conv *c, uint32_t ti, uint64_t gap)
 	return kept;
 }
 
+/* Thread ti's pending think time and add more, as a THINK op now (if
+ * any: at least min_ticks, or before a WAIT). */
+static void think_flush(struct conv *c, uint32_t ti, uint64_t add)
+{
+	struct cthread *t = &c->th[ti];
+	uint64_t ns = atr_ticks_to_ns_u64(c->f, t->think_ticks + add);
+	t->think_ticks = 0;
+	if (ns) {
+		uint8_t *p = op_begin(c, ti, AWL_OP_THINK);
+		p = awl_put_uv_room(p, ns);
+		op_end(c, ti, p, 0);
+		c->think_total += ns;
+	}
+}
+
+/* A gap of thread ti ending at start (full: all of it, gap: the part left
+ * after a join and the floor) that a CPU record closed, with no more
+ * threads busy than CPUs, in which ti blocked (a voluntary switch) and was
+ * off its CPU for most of it.  If another thread's call returned in the
+ * gap's second half, at most handoff_ticks before start, that thread woke
+ * ti: it handed over a lock, CPython's GIL, a queue's item.  Kept as think
+ * time, the blocked part would be spent whole in the replay and then the
+ * wait for that thread's blocks on top (the program waited once); so it
+ * becomes a WAIT for that thread's ops so far, which the replay honours at
+ * its own speed, and only the time ti was on its CPU stays think time:
+ * what fits after the wake-up after the WAIT, the rest before it.
+ * Returns the think time after the WAIT, UINT64_MAX if not a hand-off. */
+static uint64_t think_handoff(struct conv *c, uint32_t ti, uint64_t start, uint64_t full,
+			      uint64_t gap)
+{
+	struct cthread *t = &c->th[ti];
+	if (!c->handoff_ticks || !t->blocked || t->off_ticks * 2 < full)
+		return UINT64_MAX;
+	uint32_t x = RP_NONE;
+	uint64_t xr = 0;
+	for (uint32_t i = 0; i < c->nlive; i++) {
+		const struct cthread *o = &c->th[c->alive[i]];
+		if (c->alive[i] != ti && o->have_ret && o->ret_ts > xr) {
+			x = c->alive[i];
+			xr = o->ret_ts;
+		}
+	}
+	uint64_t since = xr < start ? start - xr : 0; /* the wake-up */
+	if (x == RP_NONE || xr <= start - full || since > c->handoff_ticks || since * 2 > full)
+		return UINT64_MAX;
+	uint64_t on = full > t->off_ticks ? full - t->off_ticks : 0;
+	if (on > gap)
+		on = gap;
+	uint64_t after = since < on ? since : on;
+	think_flush(c, ti, on - after);
+	uint32_t xw = c->th[x].widx;
+	emit_wait_ops(c, ti, xw, awl_writer_thread_ops(c->w, xw));
+	c->st->handoffs++;
+	c->st->handoff_ns += atr_ticks_to_ns_u64(c->f, gap - on);
+	return after;
+}
+
 /* A gap of thread ti that a CPU record closed (full: the whole gap since
  * its previous call, gap: the part left after a join and the floor).  If
  * more of the process's threads made calls during it than the process had
@@ -1434,11 +1496,14 @@ static uint64_t think_share(struct conv *c, uint32_t ti, uint64_t gap)
  * Otherwise returns UINT64_MAX and the gap stays as without the clock:
  * the thread blocked on its own (I/O, a sleep) or another process had the
  * core, and neither is the replay's to meet. */
-static uint64_t think_cpu(struct conv *c, uint32_t ti, uint64_t full, uint64_t gap)
+static uint64_t think_cpu(struct conv *c, uint32_t ti, uint64_t start, uint64_t full, uint64_t gap)
 {
 	struct cthread *t = &c->th[ti];
 	t->cpu_pending = 0;
 	if (!c->ncpu || busy_threads(c, ti, t->ret_ts) <= c->ncpu) {
+		uint64_t h = think_handoff(c, ti, start, full, gap);
+		if (h != UINT64_MAX)
+			return h;
 		c->st->cpu_kept++;
 		return UINT64_MAX;
 	}
@@ -1534,7 +1599,7 @@ RP_HOT void think_gap_at(struct conv *c, uint32_t ti, uint64_t start, uint64_t r
 			uint64_t gap = start - t->ret_ts - c->floor_ticks;
 			uint64_t g;
 			if (__builtin_expect(t->cpu_pending, 0) &&
-			    (g = think_cpu(c, ti, start > ret0 ? start - ret0 : 0, gap)) !=
+			    (g = think_cpu(c, ti, start, start > ret0 ? start - ret0 : 0, gap)) !=
 				UINT64_MAX)
 				gap = g;
 			else if (gap >= c->share_ticks && c->nlive > c->ncpu)
@@ -1546,16 +1611,8 @@ RP_HOT void think_gap_at(struct conv *c, uint32_t ti, uint64_t start, uint64_t r
 				gap = gap > t->rec_gap ? gap - t->rec_gap : 0;
 			}
 			t->think_ticks += gap;
-			if (t->think_ticks >= c->min_ticks) {
-				uint64_t ns = atr_ticks_to_ns_u64(c->f, t->think_ticks);
-				t->think_ticks = 0;
-				if (ns) {
-					uint8_t *p = op_begin(c, ti, AWL_OP_THINK);
-					p = awl_put_uv_room(p, ns);
-					op_end(c, ti, p, 0);
-					c->think_total += ns;
-				}
-			}
+			if (t->think_ticks >= c->min_ticks)
+				think_flush(c, ti, 0);
 		}
 	}
 	t->cpu_pending = 0;
@@ -2656,6 +2713,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 			c.min_ticks = 1;
 		c.join_ticks =
 		    o->no_joins ? UINT64_MAX / 2 : (uint64_t)((double)RP_JOIN_MIN_NS * tpn + 0.5);
+		c.handoff_ticks =
+		    o->no_handoffs ? 0 : (uint64_t)((double)RP_HANDOFF_MAX_NS * tpn + 0.5);
 		c.ncpu = in->ncpu;
 		c.st->ncpu = c.ncpu;
 		c.est_on =

@@ -49,6 +49,8 @@ struct rp_convert_opts {
 	uint64_t think_floor_ns; /* the recorder's share of each gap between
 				    calls, not think time (RP_THINK_FLOOR_NS) */
 	int no_joins;		 /* 1: no gap is taken as a wait for a thread's exit */
+	int no_handoffs;	 /* 1: no blocked gap is taken as a wait for the
+				    thread that ran before (think_handoff) */
 	int no_share;		 /* 1: no gap is shared among threads outnumbering cores */
 	int no_cpu;		 /* 1: CPU records (the threads' CPU clocks) not used */
 	int no_sampled;		 /* 1: sampled durations not used (est_update) */
@@ -76,6 +78,12 @@ enum { RP_NOTE_ANOMALY, RP_NOTE_PROGRESS };
  * than the traced process had CPUs (the trace header's ncpu), was partly
  * spent waiting for a core: only cpus / threads of it is think time. */
 #define RP_SHARE_MIN_NS 100000u
+/* A blocked gap of a thread (a CPU record: off its CPU, a voluntary
+ * switch) that ends at most this long after another thread's call, and in
+ * the gap's second half, is a hand-off: a WAIT for that thread's ops
+ * (think_handoff; bench/fidelity/RESULTS.md, "Hand-offs").  CPython's GIL
+ * passes in 90 us (median; 320 us at most) on our VM. */
+#define RP_HANDOFF_MAX_NS 1000000u
 
 struct rp_convert_stats {
 	uint32_t pid, nprocs;
@@ -85,6 +93,8 @@ struct rp_convert_stats {
 	uint64_t lost_records, anomalies, bytes_out;
 	uint64_t think_ns;
 	uint64_t joins;			 /* gaps taken as a wait for a thread's exit */
+	uint64_t handoffs, handoff_ns;	 /* blocked gaps taken as a wait for the
+					    thread that ran before, ns taken off */
 	uint64_t shared_gaps, shared_ns; /* gaps shared (RP_SHARE_MIN_NS), ns taken off */
 	uint64_t cpu_gaps, cpu_off_ns;	 /* gaps cut to the thread's CPU time
 					    (CPU records), ns taken off */
