@@ -1031,6 +1031,61 @@ static void test_handoff_gap(void **state)
 	}
 }
 
+/* replay --timing sample (the commands' default): about one call in
+ * RP_TIMING_SAMPLE_EVERY of a thread is timed, at random distances, so a
+ * malloc-free loop has both its mallocs and its frees timed; every call is
+ * counted, and the totals are the timed calls' mean times the count.
+ * serial times every call, off none. */
+static void test_timing_sample(void **state)
+{
+	(void)state;
+	char trace[300], wl[300], eb[512];
+	path_in(trace, sizeof(trace), "tsample.atr");
+	path_in(wl, sizeof(wl), "tsample.wl");
+	enum { N = 20000 };
+	struct atw *w = atw_new(4096);
+	uint32_t a = atw_thread(w, 11, 1);
+	for (uint64_t i = 0; i < N; i++) {
+		atw_malloc(w, a, 10 + 2 * i, 0x10000, 16 + i % 512, 8);
+		atw_free(w, a, 11 + 2 * i, 0x10000);
+	}
+	assert_int_equal(atw_write_file(w, trace, 0), 0);
+	atw_destroy(w);
+	struct rp_convert_stats st;
+	struct rp_convert_opts co = {.quiet = 1};
+	assert_int_equal(rp_convert(trace, wl, &co, &st, eb, sizeof(eb)), 0);
+	const enum rp_timing modes[] = {RP_TIMING_SAMPLE, RP_TIMING_SERIAL, RP_TIMING_OFF};
+	for (unsigned m = 0; m < 3; m++) {
+		struct rp_opts o = {
+		    .touch = RP_TOUCH_FIRST, .timing = modes[m], .think = RP_THINK_OFF};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
+		const struct rp_callstat *ma = &r->st[AWL_OP_MALLOC], *fr = &r->st[AWL_OP_FREE];
+		assert_int_equal(ma->count, N);
+		assert_int_equal(fr->count, N);
+		uint64_t timed = ma->timed + fr->timed, hist = 0;
+		for (unsigned b = 0; b < RP_HIST_BUCKETS; b++)
+			hist += ma->hist[b];
+		assert_int_equal(hist, ma->timed);
+		if (modes[m] == RP_TIMING_SAMPLE) {
+			/* distances from [16, 48): 2N / 48 .. 2N / 16 timed */
+			assert_true(timed >= 2 * N / (RP_TIMING_SAMPLE_EVERY * 3 / 2) &&
+				    timed <= 2 * N / (RP_TIMING_SAMPLE_EVERY / 2));
+			assert_true(ma->timed >= timed / 4 && fr->timed >= timed / 4);
+			assert_int_equal(rp_stat_avg(ma), ma->sum / ma->timed);
+			double want = (double)ma->sum * N / (double)ma->timed;
+			assert_true(fabs((double)rp_stat_total(ma) - want) <= 1.0);
+		} else if (modes[m] == RP_TIMING_SERIAL) {
+			assert_int_equal(timed, 2 * N);
+			assert_int_equal(rp_stat_total(ma), ma->sum);
+		} else {
+			assert_int_equal(timed, 0);
+			assert_int_equal(rp_stat_total(ma), 0);
+		}
+		free(r);
+	}
+}
+
 /* Sampled durations (docs/TRACE_FORMAT.md): a malloc stamped at its end
  * (100 ns), 1000 ns of work, a free stamped at its start (200 ns), 500 ns
  * of work, 100 times; every 4th malloc and free timed, from the first.  With the header's
@@ -1550,7 +1605,7 @@ int main(void)
 	    cmocka_unit_test(test_handoff_gap),	   cmocka_unit_test(test_sampled_durations),
 	    cmocka_unit_test(test_recorder_gap),   cmocka_unit_test(test_think_shared),
 	    cmocka_unit_test(test_pipe_same),	   cmocka_unit_test(test_touch_heap),
-	    cmocka_unit_test(test_fast_same),
+	    cmocka_unit_test(test_fast_same),	   cmocka_unit_test(test_timing_sample),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

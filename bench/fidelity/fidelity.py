@@ -257,7 +257,7 @@ def trace_and_convert(at, name, argv, extra, work, convert_args):
     info = json.loads(subprocess.run([at, "info", "--json", tr], capture_output=True, text=True, check=True).stdout)
     big = max(info["processes"], key=lambda p: sum(p["calls"].values()))
     wl = os.path.join(work, name + ".wl")
-    conv = subprocess.run([at, "convert", big["path"], "-o", wl, "--quiet", "--no-progress"] + convert_args,
+    conv = subprocess.run([at, "convert", big["path"], "-o", wl, "--no-progress"] + convert_args,
                           check=True, cwd=work, stderr=subprocess.PIPE, text=True)
     shutil.rmtree(tr)
     return wl, sum(big["calls"].values()), big.get("threads", 1), conv.stderr.splitlines()

@@ -110,7 +110,7 @@ int cmdu_json_args(int argc, char **argv, const char *name, void (*usage)(FILE *
  * gets "did you mean". */
 static const char *const cmdu_formats[] = {"folded", "perfetto", "pprof", "massif", NULL};
 static const char *const cmdu_touch[] = {"none", "first", "all", NULL};
-static const char *const cmdu_timing[] = {"serial", "fast", "off", NULL};
+static const char *const cmdu_timing[] = {"sample", "serial", "fast", "off", NULL};
 static const char *cmdu_by[AN_BY_TEMPORARY + 2]; /* from an_by_name() */
 static const struct {
 	const char *opt;

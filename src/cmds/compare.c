@@ -26,24 +26,24 @@
 
 static void compare_usage(FILE *out)
 {
-	fprintf(
-	    out,
-	    "usage: alloctrace compare WORKLOAD --allocators A,B,... [--runs N] [--touch M]\n"
-	    "                          [--trim-interval N] [--timing serial|fast|off] [--json]\n"
-	    "                          [--no-mallopt] [--no-mappings] [--html FILE]\n"
-	    "Replay WORKLOAD N times (default 3) under each allocator and print medians\n"
-	    "(min-max) and ratios against the first column.  --no-mallopt and --no-mappings\n"
-	    "go to every replay (skip the program's mallopt/malloc_trim, its mappings).\n"
-	    "An allocator is glibc,\n"
-	    "jemalloc, tcmalloc, mimalloc, PATH.so or none, optionally with glibc tunables:\n"
-	    "  glibc+glibc.malloc.arena_max=1+glibc.malloc.trim_threshold=0\n"
-	    "--html FILE also writes a self-contained page: bars of time and RSS per\n"
-	    "allocator (median, min-max) and the RSS of each allocator's first run\n"
-	    "over time.\n"
-	    "--clickhouse URL [--database DB] also stores every run in ClickHouse\n"
-	    "(table replay_runs, view replay_medians: docs/CLICKHOUSE.md).\n"
-	    "--touch trace|first|all|none is passed to every replay (default: trace\n"
-	    "for workloads with TOUCH ops, else first).\n");
+	fprintf(out,
+		"usage: alloctrace compare WORKLOAD --allocators A,B,... [--runs N] [--touch M]\n"
+		"                          [--trim-interval N] [--timing sample|serial|fast|off] "
+		"[--json]\n"
+		"                          [--no-mallopt] [--no-mappings] [--html FILE]\n"
+		"Replay WORKLOAD N times (default 3) under each allocator and print medians\n"
+		"(min-max) and ratios against the first column.  --no-mallopt and --no-mappings\n"
+		"go to every replay (skip the program's mallopt/malloc_trim, its mappings).\n"
+		"An allocator is glibc,\n"
+		"jemalloc, tcmalloc, mimalloc, PATH.so or none, optionally with glibc tunables:\n"
+		"  glibc+glibc.malloc.arena_max=1+glibc.malloc.trim_threshold=0\n"
+		"--html FILE also writes a self-contained page: bars of time and RSS per\n"
+		"allocator (median, min-max) and the RSS of each allocator's first run\n"
+		"over time.\n"
+		"--clickhouse URL [--database DB] also stores every run in ClickHouse\n"
+		"(table replay_runs, view replay_medians: docs/CLICKHOUSE.md).\n"
+		"--touch trace|first|all|none is passed to every replay (default: trace\n"
+		"for workloads with TOUCH ops, else first).\n");
 }
 
 /* Replay options every run gets: --no-mallopt, --no-mappings. */

@@ -135,7 +135,7 @@ void rp_dj_print(FILE *out, const struct rp_result *r)
 	uint64_t cnt[4] = {0}, sum[4] = {0};
 	for (unsigned k = 1; k < RP_NTYPES; k++) {
 		cnt[group[k]] += r->st[k].count;
-		sum[group[k]] += r->st[k].sum;
+		sum[group[k]] += rp_stat_total(&r->st[k]);
 	}
 	fprintf(out, "%s cycles\n", rp_dj_comma(a, sizeof(a), ll(r->cycles)));
 	fprintf(out, "%s usec wall time\n", rp_dj_comma(a, sizeof(a), ll(r->wall_ns / 1000)));

@@ -67,7 +67,7 @@ static inline uint64_t tick_fenced(void)
 
 static inline uint64_t tick(enum rp_timing mode)
 {
-	if (mode == RP_TIMING_SERIAL)
+	if (mode == RP_TIMING_SERIAL || mode == RP_TIMING_SAMPLE)
 		return tick_fenced();
 	if (mode == RP_TIMING_FAST)
 		return rp_ticks();
@@ -117,11 +117,11 @@ static uint64_t bucket_low(unsigned b)
 
 uint64_t rp_percentile(const struct rp_callstat *s, double pct)
 {
-	if (!s->count)
+	if (!s->timed)
 		return 0;
-	uint64_t want = (uint64_t)((double)s->count * pct / 100.0);
-	if (want >= s->count)
-		want = s->count - 1;
+	uint64_t want = (uint64_t)((double)s->timed * pct / 100.0);
+	if (want >= s->timed)
+		want = s->timed - 1;
 	uint64_t acc = 0;
 	for (unsigned b = 0; b < RP_HIST_BUCKETS; b++) {
 		acc += s->hist[b];
@@ -133,9 +133,22 @@ uint64_t rp_percentile(const struct rp_callstat *s, double pct)
 	return s->max;
 }
 
+uint64_t rp_stat_avg(const struct rp_callstat *s)
+{
+	return s->timed ? s->sum / s->timed : 0;
+}
+
+uint64_t rp_stat_total(const struct rp_callstat *s)
+{
+	if (!s->timed || s->timed == s->count)
+		return s->sum;
+	return (uint64_t)((double)s->sum * (double)s->count / (double)s->timed + 0.5);
+}
+
 static inline void stat_add(struct rp_callstat *s, uint64_t d)
 {
 	s->count++;
+	s->timed++;
 	s->sum += d;
 	if (d > s->max)
 		s->max = d;
@@ -797,6 +810,7 @@ static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *
 			continue; /* not read: its pages stay untouched */
 		struct rp_callstat *d = &r->st[k], *s = &L->st[k];
 		d->count += s->count;
+		d->timed += s->timed;
 		d->sum += s->sum;
 		if (s->max > d->max)
 			d->max = s->max;
@@ -804,7 +818,7 @@ static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *
 			for (unsigned b = 0; b < RP_HIST_BUCKETS; b++)
 				d->hist[b] += s->hist[b];
 		if (k && k < RP_NTYPES)
-			r->total_cycles += s->sum;
+			r->total_cycles += rp_stat_total(s);
 	}
 	rp->zombies[rp->nz++] = me->t;
 	pthread_mutex_unlock(&rp->lock);
@@ -926,6 +940,18 @@ static void run_xop(struct replay *rp, struct rlocal *L, const struct awl_op *op
 	x->done++;
 }
 
+/* --timing sample: whether this call of the thread is timed.  A countdown
+ * drawn from [n/2, 3n/2): a fixed period aliases with the workload's own
+ * (a malloc-free loop timed every 32nd call would time only its mallocs). */
+static inline int sample_due(uint32_t *left, uint64_t *rng)
+{
+	if (__builtin_expect(--*left != 0, 1))
+		return 0;
+	*rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+	*left = RP_TIMING_SAMPLE_EVERY / 2 + (uint32_t)((*rng >> 33) % RP_TIMING_SAMPLE_EVERY);
+	return 1;
+}
+
 static void *run_thread(void *arg)
 {
 	struct rthread *me = arg;
@@ -933,6 +959,10 @@ static void *run_thread(void *arg)
 	struct prog *mine = &rp->prog[me->t];
 	int dry = rp->o->dry_run;
 	const enum rp_timing tm = rp->o->timing;
+	const int time_all = tm == RP_TIMING_SERIAL || tm == RP_TIMING_FAST;
+	uint64_t s_rng = me->t + 1;
+	uint32_t s_left = 1;
+	sample_due(&s_left, &s_rng); /* the first countdown */
 	const uint64_t floor_ticks = rp->timer_floor;
 	const int thinking = rp->o->think != RP_THINK_OFF;
 	uint64_t trim_every = rp->o->trim_interval, next_trim = trim_every;
@@ -981,6 +1011,7 @@ static void *run_thread(void *arg)
 	while (buf && !atomic_load_explicit(&rp->abort, memory_order_relaxed) &&
 	       (r = awl_stream_next(&s, &op)) > 0) {
 		uint64_t t0 = 0, t1 = 0;
+		int timed = 0;
 		uint64_t touch_kib = pending_kib; /* a TOUCH just before: its count */
 		pending_kib = 0;
 		void *res = NULL;
@@ -1029,14 +1060,18 @@ static void *run_thread(void *arg)
 			goto next;
 			/* one case per traced function (atr_calls.h), by argument shape */
 #define DST(f) (f ? &rp->slots[f - 1] : NULL)
+#define T0_                                                                                        \
+	timed = time_all || (tm == RP_TIMING_SAMPLE && sample_due(&s_left, &s_rng));               \
+	t0 = timed ? tick(tm) : 0
+#define T1_ t1 = timed ? tick(tm) : 0
 #define CALL_PTR(name)                                                                             \
 	src = DST(op.a);                                                                           \
 	{                                                                                          \
 		void *p = src ? src->p : NULL;                                                     \
-		t0 = tick(tm);                                                                     \
+		T0_;                                                                               \
 		if (!dry)                                                                          \
 			A.name(p);                                                                 \
-		t1 = tick(tm);                                                                     \
+		T1_;                                                                               \
 	}                                                                                          \
 	if (src) {                                                                                 \
 		live -= (int64_t)src->size;                                                        \
@@ -1045,51 +1080,51 @@ static void *run_thread(void *arg)
 	}
 #define CALL_SIZE(name)                                                                            \
 	size = op.b;                                                                               \
-	t0 = tick(tm);                                                                             \
+	T0_;                                                                                       \
 	if (!dry)                                                                                  \
 		res = A.name(size);                                                                \
-	t1 = tick(tm);                                                                             \
+	T1_;                                                                                       \
 	dst = DST(op.a);
 #define CALL_NMEMB(name)                                                                           \
 	size = mul_sat(op.b, op.c);                                                                \
-	t0 = tick(tm);                                                                             \
+	T0_;                                                                                       \
 	if (!dry)                                                                                  \
 		res = A.name(op.b, op.c);                                                          \
-	t1 = tick(tm);                                                                             \
+	T1_;                                                                                       \
 	dst = DST(op.a);
 #define CALL_ALIGN(name)                                                                           \
 	size = op.c;                                                                               \
-	t0 = tick(tm);                                                                             \
+	T0_;                                                                                       \
 	if (!dry)                                                                                  \
 		res = A.name(op.b, size);                                                          \
-	t1 = tick(tm);                                                                             \
+	T1_;                                                                                       \
 	dst = DST(op.a);
 #define CALL_ALIGN_OUT(name)                                                                       \
 	size = op.c;                                                                               \
-	t0 = tick(tm);                                                                             \
+	T0_;                                                                                       \
 	if (!dry && A.name(&res, op.b, size) != 0)                                                 \
 		res = NULL;                                                                        \
-	t1 = tick(tm);                                                                             \
+	T1_;                                                                                       \
 	dst = DST(op.a);
 #define CALL_OLD(name)                                                                             \
 	src = DST(op.a);                                                                           \
 	dst = DST(op.b);                                                                           \
 	size = op.c;                                                                               \
 	void *old = src ? src->p : NULL;                                                           \
-	t0 = tick(tm);                                                                             \
+	T0_;                                                                                       \
 	if (!dry)                                                                                  \
 		res = A.name(old, op.c);                                                           \
-	t1 = tick(tm);                                                                             \
+	T1_;                                                                                       \
 	goto moved;
 #define CALL_OLD_NMEMB(name)                                                                       \
 	src = DST(op.a);                                                                           \
 	dst = DST(op.b);                                                                           \
 	size = mul_sat(op.c, op.d);                                                                \
 	void *old = src ? src->p : NULL;                                                           \
-	t0 = tick(tm);                                                                             \
+	T0_;                                                                                       \
 	if (!dry)                                                                                  \
 		res = A.name(old, op.c, op.d);                                                     \
-	t1 = tick(tm);                                                                             \
+	T1_;                                                                                       \
 	goto moved;
 #define CASE_(NAME, name, type, opc, args, ret, params)                                            \
 	case AWL_OP_##NAME: {                                                                      \
@@ -1105,6 +1140,8 @@ static void *run_thread(void *arg)
 #undef CALL_OLD
 #undef CALL_OLD_NMEMB
 #undef DST
+#undef T0_
+#undef T1_
 		moved: /* realloc and reallocarray */
 			if (dry)
 				res = dst ? (void *)1 : NULL;
@@ -1128,7 +1165,7 @@ static void *run_thread(void *arg)
 		default:
 			goto next;
 		}
-		if (tm == RP_TIMING_OFF) /* every duration 0: the count is all */
+		if (!timed) /* no duration: the count is all */
 			lstat_count(L, op.code);
 		else
 			lstat_add(L, op.code, t1 - t0 > floor_ticks ? t1 - t0 - floor_ticks : 0);

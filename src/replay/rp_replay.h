@@ -24,12 +24,17 @@
  * the program had resident, the others as FIRST.  AUTO: TRACE if the
  * workload has TOUCH ops, else FIRST (workloads from older traces). */
 enum rp_touch { RP_TOUCH_NONE, RP_TOUCH_FIRST, RP_TOUCH_ALL, RP_TOUCH_TRACE, RP_TOUCH_AUTO };
-/* How a call is timed: SERIAL (default) fences the clock reads so the call
- * runs between them and subtracts the empty-region floor; FAST reads the
- * clock without fences (cheaper, but a call that takes less than the clock
+/* How a call is timed: SERIAL fences the clock reads so the call runs
+ * between them and subtracts the empty-region floor; FAST reads the clock
+ * without fences (cheaper, but a call that takes less than the clock
  * read's latency measures as that latency); OFF times nothing (lowest
- * overhead: wall time only). */
-enum rp_timing { RP_TIMING_SERIAL, RP_TIMING_FAST, RP_TIMING_OFF };
+ * overhead: wall time only); SAMPLE (the commands' default) times about
+ * one call in RP_TIMING_SAMPLE_EVERY of each thread as SERIAL does and
+ * counts the others: SERIAL's two fenced reads cost ~90 ns per call here,
+ * which the wall time (the predicted run time) would carry
+ * (docs/REPLAY.md, "Timing"). */
+enum rp_timing { RP_TIMING_SERIAL, RP_TIMING_FAST, RP_TIMING_OFF, RP_TIMING_SAMPLE };
+#define RP_TIMING_SAMPLE_EVERY 32u
 /* THINK ops: OFF skips them (calls back to back), ON spends them writing a
  * per-thread working set (RP_THINK_WSET bytes) until the clock says the
  * gap is spent; SHARE does the same, but while more replay threads run
@@ -81,6 +86,7 @@ struct rp_xstat {
 
 struct rp_callstat {
 	uint64_t count, sum, max;
+	uint64_t timed; /* calls in sum, max and hist (count but for SAMPLE) */
 	uint64_t hist[RP_HIST_BUCKETS];
 };
 
@@ -126,6 +132,9 @@ struct rp_result {
 uint64_t rp_ticks(void);
 /* Percentile (0..100) of a call stat in ticks, from its histogram. */
 uint64_t rp_percentile(const struct rp_callstat *s, double pct);
+/* The mean time of a timed call, and the estimated time of all count. */
+uint64_t rp_stat_avg(const struct rp_callstat *s);
+uint64_t rp_stat_total(const struct rp_callstat *s);
 
 /* Verify (in a forked child, so its memory does not count in this
  * process's max RSS) and run.  0, or a negative atr_err with the message
