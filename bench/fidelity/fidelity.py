@@ -11,7 +11,7 @@ reality resolves a difference (the min-max ranges of the configuration and
 of glibc do not overlap).
 
     bench/fidelity/run.sh [--build DIR] [--work DIR] [--runs N] [--programs a,b]
-                          [--thirdparty BINDIR] [--convert-args 'ARGS']
+                          [--thirdparty BINDIR] [--convert-args='ARGS']
 
 --convert-args passes ARGS to `alloctrace convert` (for example
 --no-handoffs, to measure a rule of convert's by its absence); convert's
