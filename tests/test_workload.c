@@ -1031,6 +1031,54 @@ static void test_handoff_gap(void **state)
 	}
 }
 
+/* Two threads taking turns on a token (tests/progs/turns: the way
+ * CPython's threads take turns on the GIL): each gap of a thread between
+ * its turns is blocked time that the other thread's last call ended.
+ * convert takes them as hand-offs (a WAIT for the other thread) instead of
+ * think time; --no-handoffs keeps them as think time, which is then about
+ * the whole traced run.  Every call is still replayed. */
+static void test_recorded_turns(void **state)
+{
+	(void)state;
+	char tool[1200], prog[1200], trace[1024], wl[300], eb[512];
+	if (!built("turns", tool, sizeof(tool), prog, sizeof(prog))) {
+		print_message("skipped: alloctrace or tests/progs/turns not built\n");
+		skip();
+	}
+	enum { TURNS = 40, CALLS = 10000 };
+	record_prog(tool, prog, "40 10000", "turns", trace, sizeof(trace));
+	path_in(wl, sizeof(wl), "turns.wl");
+	atr_file *af;
+	assert_int_equal(atr_open(trace, &af, eb, sizeof(eb)), 0);
+	uint32_t ncpu = atr_get_info(af)->ncpu;
+	atr_close(af);
+	uint64_t think[2] = {0, 0};
+	for (int no = 0; no < 2; no++) {
+		struct rp_convert_stats st;
+		struct rp_convert_opts o = {.quiet = 1, .no_handoffs = no};
+		assert_int_equal(rp_convert(trace, wl, &o, &st, eb, sizeof(eb)), 0);
+		think[no] = st.think_ns;
+		print_message("turns: %s: %" PRIu64 " hand-offs, think time %.1f ms\n",
+			      no ? "--no-handoffs" : "default", st.handoffs,
+			      (double)st.think_ns / 1e6);
+		if (no)
+			assert_int_equal(st.handoffs, 0);
+		else if (ncpu >= 2) /* one CPU: the gaps were shared (think_cpu) */
+			assert_true(st.handoffs >= (2 * TURNS - 2) * 3 / 4 &&
+				    st.handoffs <= 2 * TURNS);
+		struct rp_opts ro = {.touch = RP_TOUCH_FIRST, .dry_run = 1, .think = RP_THINK_OFF};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		assert_int_equal(rp_replay(wl, &ro, r, eb, sizeof(eb)), 0);
+		/* (+ glibc's own: thread starts and exits free a few blocks) */
+		uint64_t m = r->st[AWL_OP_MALLOC].count, fr = r->st[AWL_OP_FREE].count;
+		assert_true(m >= 2 * TURNS * CALLS && m <= 2 * TURNS * CALLS + 16);
+		assert_true(fr >= 2 * TURNS * CALLS + 1 && fr <= 2 * TURNS * CALLS + 17);
+		free(r);
+	}
+	if (ncpu >= 2)
+		assert_true(think[0] * 2 < think[1]);
+}
+
 /* replay --timing sample (the commands' default): about one call in
  * RP_TIMING_SAMPLE_EVERY of a thread is timed, at random distances, so a
  * malloc-free loop has both its mallocs and its frees timed; every call is
@@ -1606,6 +1654,7 @@ int main(void)
 	    cmocka_unit_test(test_recorder_gap),   cmocka_unit_test(test_think_shared),
 	    cmocka_unit_test(test_pipe_same),	   cmocka_unit_test(test_touch_heap),
 	    cmocka_unit_test(test_fast_same),	   cmocka_unit_test(test_timing_sample),
+	    cmocka_unit_test(test_recorded_turns),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
