@@ -35,10 +35,11 @@ static void convert_usage(FILE *out)
 	    "      --no-joins     keep every gap as think time (default: a gap of 500 us\n"
 	    "                     or more ending soon after another thread's exit is a\n"
 	    "                     wait for that exit)\n"
-	    "      --no-handoffs  keep blocked gaps as think time (default: a long gap in\n"
-	    "                     which the thread blocked, with no more threads busy than\n"
-	    "                     CPUs, ending within 1 ms after another thread's call, is a\n"
-	    "                     wait for that thread: a lock or the GIL handed over)\n"
+	    "      --no-handoffs  keep those gaps as think time (default: a long gap in\n"
+	    "                     which the thread was mostly off its CPU, with no more\n"
+	    "                     threads busy than CPUs, ending within 1 ms after another\n"
+	    "                     thread's call, is a wait for that thread: a lock or the\n"
+	    "                     GIL handed over)\n"
 	    "      --no-share     keep long gaps whole (default: a gap of 100 us or more\n"
 	    "                     while more threads made calls than the traced process\n"
 	    "                     had CPUs counts only CPUs / threads of it as think time)\n"
@@ -178,7 +179,7 @@ static int do_convert(const char *in, const char *out, const struct rp_convert_o
 		if (st.handoffs)
 			fprintf(stderr,
 				"convert: %" PRIu64
-				" blocked gaps taken as waits for the thread that woke them "
+				" gaps off the CPU taken as waits for the thread that woke them "
 				"(hand-offs): %.3f s left out of think time (--no-handoffs keeps "
 				"it)\n",
 				st.handoffs, (double)st.handoff_ns / 1e9);

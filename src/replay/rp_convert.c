@@ -110,8 +110,6 @@ struct cthread {
 	   before and it, for the gap that ends at the next call */
 	int have_cpu, cpu_pending;
 	uint64_t cpu_ns, cpu_ts, off_ticks;
-	uint64_t cpu_vol; /* voluntary switches at the latest CPU record */
-	int blocked;	  /* ... more than at the one before: it blocked */
 	/* sampled durations (est_add): the thread's typical time in each
 	   call type, once it has EST_MIN samples of it */
 	struct rp_est est[ATR_NCALLS + 1];
@@ -952,10 +950,8 @@ static void cpu_sample(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		double cpu = (double)(v[0] - t->cpu_ns) * c->tpn;
 		t->off_ticks = (double)wall > cpu ? wall - (uint64_t)cpu : 0;
 		t->cpu_pending = 1;
-		t->blocked = v[1] > t->cpu_vol;
 	}
 	t->have_cpu = 1;
-	t->cpu_vol = v[1];
 	t->cpu_ns = v[0];
 	t->cpu_ts = ev->ts;
 }
@@ -1447,8 +1443,10 @@ static void think_flush(struct conv *c, uint32_t ti, uint64_t add)
 
 /* A gap of thread ti ending at start (full: all of it, gap: the part left
  * after a join and the floor) that a CPU record closed, with no more
- * threads busy than CPUs, in which ti blocked (a voluntary switch) and was
- * off its CPU for most of it.  If another thread's call returned in the
+ * threads busy than CPUs, in which ti was off its CPU for at least half of
+ * it: blocked, or runnable while another process had the core (a thread
+ * that would have blocked had it run: the voluntary switch counts cannot
+ * tell, tests/progs/turns on a loaded machine).  If another thread's call returned in the
  * gap's second half, at most handoff_ticks before start, that thread woke
  * ti: it handed over a lock, CPython's GIL, a queue's item.  Kept as think
  * time, the blocked part would be spent whole in the replay and then the
@@ -1461,7 +1459,7 @@ static uint64_t think_handoff(struct conv *c, uint32_t ti, uint64_t start, uint6
 			      uint64_t gap)
 {
 	struct cthread *t = &c->th[ti];
-	if (!c->handoff_ticks || !t->blocked || t->off_ticks * 2 < full)
+	if (!c->handoff_ticks || t->off_ticks * 2 < full)
 		return UINT64_MAX;
 	uint32_t x = RP_NONE;
 	uint64_t xr = 0;

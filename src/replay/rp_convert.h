@@ -78,8 +78,8 @@ enum { RP_NOTE_ANOMALY, RP_NOTE_PROGRESS };
  * than the traced process had CPUs (the trace header's ncpu), was partly
  * spent waiting for a core: only cpus / threads of it is think time. */
 #define RP_SHARE_MIN_NS 100000u
-/* A blocked gap of a thread (a CPU record: off its CPU, a voluntary
- * switch) that ends at most this long after another thread's call, and in
+/* A gap of a thread mostly off its CPU (its CPU record says so) that
+ * ends at most this long after another thread's call, and in
  * the gap's second half, is a hand-off: a WAIT for that thread's ops
  * (think_handoff; bench/fidelity/RESULTS.md, "Hand-offs").  CPython's GIL
  * passes in 90 us (median; 320 us at most) on our VM. */
