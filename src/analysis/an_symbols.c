@@ -348,7 +348,7 @@ static unsigned call_line(Dwarf_Die *die)
  * line table's for the innermost, the call site for the others), then the
  * real function.  The same walk as elfutils' eu-addr2line -i: the DIE
  * containing a is found with dwarf_getscopes, its physical parents with
- * DW(dwarf_getscopes_die)(dwarf_getscopes itself continues into the abstract
+ * dwarf_getscopes_die (dwarf_getscopes itself continues into the abstract
  * origin's scopes after the first inlined level). */
 static int add_range(struct cu_index *ci, Dwarf_Addr lo, Dwarf_Addr hi, Dwarf_Off die)
 {

@@ -70,11 +70,6 @@ static const char *const type_names[RP_NTYPES + 1] = {"?",
 						      ATR_CALLS(NAME_)[RP_TRIM] = "malloc_trim"};
 #undef NAME_
 
-static uint64_t avg(const struct rp_callstat *s)
-{
-	return rp_stat_avg(s);
-}
-
 /* Threads that waited for a CPU make the wall time (and per-call times
  * that straddle a preemption) the machine's, not the allocator's: the
  * first pass measured `--allocator none` slower than glibc that way. */
@@ -180,7 +175,8 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 	for (unsigned i = 0; i < 4; i++) {
 		const struct rp_callstat *s = &r->st[seed_order[i]];
 		printf("Avg %s time: %s in %s calls\n", type_names[seed_order[i]],
-		       util_fmt_u64(a, sizeof(a), avg(s)), util_fmt_u64(b, sizeof(b), s->count));
+		       util_fmt_u64(a, sizeof(a), rp_stat_avg(s)),
+		       util_fmt_u64(b, sizeof(b), s->count));
 	}
 	for (unsigned k = 1; k <= RP_NTYPES; k++) {
 		if (k == AWL_OP_MALLOC || k == AWL_OP_CALLOC || k == AWL_OP_REALLOC ||
@@ -189,7 +185,7 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 		const struct rp_callstat *s = &r->st[k];
 		if (s->count)
 			printf("Avg %s time: %s in %s calls\n", type_names[k],
-			       util_fmt_u64(a, sizeof(a), avg(s)),
+			       util_fmt_u64(a, sizeof(a), rp_stat_avg(s)),
 			       util_fmt_u64(b, sizeof(b), s->count));
 	}
 	printf("Total call time: %s cycles\n", util_fmt_u64(a, sizeof(a), r->total_cycles));
@@ -200,7 +196,7 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 		if (!s->count)
 			continue;
 		printf("%-15s %14s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %12" PRIu64 "\n",
-		       type_names[k], util_fmt_u64(a, sizeof(a), s->count), avg(s),
+		       type_names[k], util_fmt_u64(a, sizeof(a), s->count), rp_stat_avg(s),
 		       rp_percentile(s, 50), rp_percentile(s, 99), s->max);
 	}
 	char d[32], e[32], f[32];
@@ -394,7 +390,7 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 		json_key(&w, "count");
 		json_u64(&w, s->count);
 		json_key(&w, "avg_cycles");
-		json_u64(&w, avg(s));
+		json_u64(&w, rp_stat_avg(s));
 		json_key(&w, "timed");
 		json_u64(&w, s->timed);
 		json_key(&w, "total_cycles"); /* estimated from the timed calls */
@@ -422,7 +418,7 @@ static void print_kv(const struct rp_result *r)
 	       r->thread_cpu_ns_sum / 1000, r->think_ns / 1000, r->threads_created);
 	for (unsigned k = 1; k <= AWL_OP_CALL_LAST; k++)
 		printf("count_%s %" PRIu64 "\navg_%s %" PRIu64 "\n", type_names[k], r->st[k].count,
-		       type_names[k], avg(&r->st[k]));
+		       type_names[k], rp_stat_avg(&r->st[k]));
 	for (unsigned k = 0; k < RP_NXOPS; k++)
 		printf("done_%s %" PRIu64 "\n", awl_op_name(AWL_OP_XFIRST + k), r->x[k].done);
 	printf("mapped_kb %" PRIu64 "\ntrace_duration_us %" PRIu64 "\nwait_us %" PRIu64 "\n",
