@@ -357,13 +357,118 @@ static void test_rules(void **state)
 	lv_destroy(&s);
 }
 
+/* call() as a compact record of thread at ts */
+static struct atr_call pcall(unsigned type, uint32_t thread, uint64_t ts, uint64_t ptr,
+			     uint64_t ret)
+{
+	struct atr_event e = call(type, ptr, ret, 8);
+	e.thread = thread;
+	e.ts = ts;
+	struct atr_call c;
+	atr_event_call(&e, &c);
+	return c;
+}
+
+/* Releases stamped ahead of another thread's allocation (lv_park.h): one
+ * the allocation claims within the window, one its own thread's
+ * allocation comes between (the other thread's then claims it, the block
+ * stays its own thread's), one the window passes (counted when the next
+ * call comes), one still parked at the end (counted by lv_settle), and the
+ * same stream without parking.  Through lv_call and lv_calls alike. */
+static void run_park(int batch, uint64_t window)
+{
+	struct atr_call c[] = {
+	    pcall(ATR_T_FREE, 2, 1000, 0x100, 0),   /* B, ahead of A's malloc */
+	    pcall(ATR_T_MALLOC, 1, 1050, 0, 0x100), /* A: claims it */
+	    pcall(ATR_T_FREE, 2, 2000, 0x200, 0),   /* B, ahead again */
+	    pcall(ATR_T_MALLOC, 2, 2010, 0, 0x200), /* B's own: no claim */
+	    pcall(ATR_T_MALLOC, 1, 2050, 0, 0x200), /* A: claims it; B's stays */
+	    pcall(ATR_T_FREE, 2, 3000, 0x300, 0),   /* never allocated */
+	    pcall(ATR_T_MALLOC, 1, 3200, 0, 0x300), /* past the window */
+	    pcall(ATR_T_FREE, 1, 4000, 0x400, 0),   /* still parked at the end */
+	};
+	size_t n = sizeof(c) / sizeof(c[0]);
+	struct lv_set s;
+	lv_init_sizes(&s, 0);
+	lv_set_park(&s, window);
+	if (batch) {
+		assert_int_equal(lv_calls(&s, c, n), 0);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			assert_int_equal(lv_call(&s, &c[i]), 0);
+	}
+	lv_settle(&s);
+	if (window) {
+		assert_int_equal(s.park.reordered, 2);
+		assert_int_equal(s.unknown_frees, 2); /* 0x300 and 0x400 */
+		assert_int_equal(s.dup_allocs, 0);
+		assert_int_equal(s.blocks, 2); /* B's 0x200, A's 0x300 */
+		assert_non_null(lv_find(&s, 0x200));
+		assert_non_null(lv_find(&s, 0x300));
+		assert_null(lv_find(&s, 0x100));
+	} else {
+		assert_int_equal(s.park.reordered, 0);
+		assert_int_equal(s.unknown_frees, 4);
+		assert_int_equal(s.dup_allocs, 1); /* A's 0x200 on B's */
+		assert_int_equal(s.blocks, 3);
+	}
+	assert_int_equal(s.park.n, 0);
+	lv_destroy(&s);
+}
+
+static void test_park(void **state)
+{
+	(void)state;
+	for (int batch = 0; batch < 2; batch++) {
+		run_park(batch, 100);
+		run_park(batch, 0);
+	}
+	/* lv_event: the claimed block is born and dies at once, through the
+	 * hooks */
+	static const struct lv_hooks h = {on_born, on_died};
+	struct log l;
+	memset(&l, 0, sizeof(l));
+	struct lv_set s;
+	lv_init(&s, 0);
+	lv_set_park(&s, 100);
+	struct atr_event f = call(ATR_T_FREE, 0x100, 0, 0), m = call(ATR_T_MALLOC, 0, 0x100, 8);
+	f.thread = 2;
+	f.ts = 1000;
+	m.ts = 1040;
+	assert_int_equal(lv_event(&s, &f, &h, &l), 0);
+	assert_int_equal(s.unknown_frees, 0);
+	assert_int_equal(lv_event(&s, &m, &h, &l), 0);
+	assert_int_equal(l.born, 1);
+	assert_int_equal(l.died[LV_FREE], 1);
+	assert_int_equal(s.blocks, 0);
+	lv_settle(&s);
+	assert_int_equal(s.unknown_frees, 0);
+	assert_int_equal(s.park.reordered, 1);
+	lv_destroy(&s);
+	/* a full table expires its oldest release to make room */
+	struct lv_park p;
+	lv_park_init(&p, 1000);
+	struct atr_call x;
+	for (uint32_t i = 0; i < LV_PARK_CAP; i++) {
+		struct atr_call r = pcall(ATR_T_FREE, 1, 10 + i, 0x1000 + 16 * i, 0);
+		assert_int_equal(lv_park_add(&p, &r, &x), 0);
+	}
+	struct atr_call r = pcall(ATR_T_FREE, 1, 100, 0x9000, 0);
+	assert_int_equal(lv_park_add(&p, &r, &x), 1);
+	assert_int_equal(x.ptr, 0x1000);
+	assert_int_equal(p.oldest, 11);
+	assert_int_equal(lv_park_claim(&p, 0x9000, 1, 150, &x), 0); /* same thread */
+	assert_int_equal(lv_park_claim(&p, 0x9000, 2, 150, &x), 1);
+	assert_int_equal(p.n, LV_PARK_CAP - 1);
+}
+
 /* lv_calls (a batch in one call, its common cases in registers) against
  * lv_call one record at a time: random streams of every kind of record
  * (frees of live and unknown blocks, free(NULL), failed allocations,
  * duplicates, reallocs in place, moved and failed, releases, address 0),
  * dense enough to grow the table and to switch it to scattered homes, in
  * batches of 1 to 80; the totals and every live block must agree. */
-static void run_calls_batch(int sizes, uint64_t span, unsigned stride, size_t n)
+static void run_calls_batch(int sizes, uint64_t span, unsigned stride, size_t n, uint64_t window)
 {
 	struct lv_set a, b;
 	if (sizes) {
@@ -373,11 +478,14 @@ static void run_calls_batch(int sizes, uint64_t span, unsigned stride, size_t n)
 		lv_init(&a, 0);
 		lv_init(&b, 0);
 	}
+	lv_set_park(&a, window);
+	lv_set_park(&b, window);
 	struct atr_call *c = calloc(n, sizeof(*c));
 	assert_non_null(c);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t r = rng(), p = (r >> 8) % span * stride, q = (r >> 40) % span * stride;
 		c[i].ts = i;
+		c[i].thread = 1 + (uint32_t)((r >> 12) % 3);
 		c[i].size = 1 + (r >> 20) % 4000;
 		switch (r % 16) {
 		case 0:
@@ -422,6 +530,11 @@ static void run_calls_batch(int sizes, uint64_t span, unsigned stride, size_t n)
 		assert_int_equal(lv_calls(&b, &c[i], k), 0);
 		i += k;
 	}
+	lv_settle(&a);
+	lv_settle(&b);
+	assert_int_equal(a.park.reordered, b.park.reordered);
+	if (window)
+		assert_true(a.park.reordered > 0);
 	assert_int_equal(a.blocks, b.blocks);
 	assert_int_equal(a.count, b.count);
 	assert_int_equal(a.bytes, b.bytes);
@@ -451,10 +564,13 @@ static void test_calls_batch(void **state)
 {
 	(void)state;
 	for (int sizes = 0; sizes < 2; sizes++) {
-		run_calls_batch(sizes, 5000, 48, 200000);   /* growth, nearby homes */
-		run_calls_batch(sizes, 300, 16, 50000);	    /* a small, busy set */
-		run_calls_batch(sizes, 20000, 1, 200000);   /* denser than 1 per 8 bytes */
-		run_calls_batch(sizes, 4000, 4096, 100000); /* one block per page */
+		run_calls_batch(sizes, 5000, 48, 200000, 0);   /* growth, nearby homes */
+		run_calls_batch(sizes, 300, 16, 50000, 0);     /* a small, busy set */
+		run_calls_batch(sizes, 20000, 1, 200000, 0);   /* denser than 1 per 8 bytes */
+		run_calls_batch(sizes, 4000, 4096, 100000, 0); /* one block per page */
+		/* releases parked for 4 records: many claimed, some expired */
+		run_calls_batch(sizes, 300, 16, 50000, 4);
+		run_calls_batch(sizes, 5000, 48, 200000, 4);
 	}
 }
 
@@ -527,7 +643,7 @@ int main(void)
 	    cmocka_unit_test(test_random_big),	cmocka_unit_test(test_random_sizes),
 	    cmocka_unit_test(test_dense),	cmocka_unit_test(test_zeroed),
 	    cmocka_unit_test(test_rules),	cmocka_unit_test(test_ahead),
-	    cmocka_unit_test(test_calls_batch),
+	    cmocka_unit_test(test_calls_batch), cmocka_unit_test(test_park),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -455,6 +455,40 @@ void lv_unknown(struct lv_set *s)
 		s->unknown_frees++;
 }
 
+void lv_set_park(struct lv_set *s, uint64_t window)
+{
+	lv_park_init(&s->park, window);
+}
+
+/* The releases parked longer than the window at now are counted. */
+static void park_expire(struct lv_set *s, uint64_t now)
+{
+	struct atr_call x;
+	while (lv_park_expire(&s->park, now, &x))
+		lv_unknown(s);
+}
+
+void lv_settle(struct lv_set *s)
+{
+	park_expire(s, UINT64_MAX);
+}
+
+/* A release (r) of a block that is not live: parked, or counted. */
+static void release_unknown(struct lv_set *s, const struct atr_call *r)
+{
+	struct atr_call x;
+	if (!s->park.window || lv_park_add(&s->park, r, &x))
+		lv_unknown(s);
+}
+
+/* An allocation of ptr (thread, ts) that a parked release claims: the
+ * block is born and released at once, the set does not change. */
+static inline int park_claims(struct lv_set *s, uint64_t ptr, uint32_t thread, uint64_t ts)
+{
+	struct atr_call x;
+	return __builtin_expect(s->park.n != 0, 0) && lv_park_claim(&s->park, ptr, thread, ts, &x);
+}
+
 /* ---- the shared rules ---- */
 
 static int rule_kill(struct lv_set *s, const struct atr_event *ev, uint64_t ptr,
@@ -462,7 +496,10 @@ static int rule_kill(struct lv_set *s, const struct atr_event *ev, uint64_t ptr,
 {
 	struct lv_block b;
 	if (!lv_died(s, ptr, &b)) {
-		lv_unknown(s);
+		struct atr_call r;
+		atr_event_call(ev, &r);
+		r.ptr = ptr;
+		release_unknown(s, &r);
 		return 0;
 	}
 	if (h && h->died)
@@ -474,6 +511,15 @@ static int rule_born(struct lv_set *s, const struct atr_event *ev, const struct 
 		     void *ctx)
 {
 	struct lv_block *b, old;
+	if (park_claims(s, ev->ret, ev->thread, ev->ts)) {
+		/* born, and released by the parked release at once */
+		struct lv_block z = {.ptr = ev->ret, .size = ev->size, .when = ev->ts};
+		if (h && h->born)
+			h->born(ctx, ev, &z);
+		if (h && h->died)
+			h->died(ctx, ev, &z, LV_FREE);
+		return 0;
+	}
 	int r = lv_born(s, ev->ret, ev->size, ev->ts, &b, &old);
 	if (r < 0)
 		return r;
@@ -486,6 +532,8 @@ static int rule_born(struct lv_set *s, const struct atr_event *ev, const struct 
 
 int lv_event(struct lv_set *s, const struct atr_event *ev, const struct lv_hooks *h, void *ctx)
 {
+	if (lv_park_due(&s->park, ev->ts))
+		park_expire(s, ev->ts);
 	if (ev->type == ATR_EV_REALLOC_RELEASE) {
 		rule_kill(s, ev, ev->ptr, h, ctx, LV_REALLOC_RELEASE);
 		return 0;
@@ -514,11 +562,14 @@ int lv_event(struct lv_set *s, const struct atr_event *ev, const struct lv_hooks
 	}
 }
 
-static inline __attribute__((always_inline)) void kill_call(struct lv_set *s, uint64_t ptr,
-							    unsigned lg)
+static inline __attribute__((always_inline)) void
+kill_call(struct lv_set *s, const struct atr_call *c, uint64_t ptr, unsigned lg)
 {
-	if (!lv_died_lg(s, ptr, NULL, lg))
-		lv_unknown(s);
+	if (!lv_died_lg(s, ptr, NULL, lg)) {
+		struct atr_call r = *c;
+		r.ptr = ptr;
+		release_unknown(s, &r);
+	}
 }
 
 /* lv_call for entries of 1 << lg bytes (a constant: each size its own
@@ -526,14 +577,16 @@ static inline __attribute__((always_inline)) void kill_call(struct lv_set *s, ui
 static inline __attribute__((always_inline)) int call_lg(struct lv_set *s, const struct atr_call *c,
 							 unsigned lg)
 {
+	if (lv_park_due(&s->park, c->ts))
+		park_expire(s, c->ts);
 	if (c->type == ATR_EV_REALLOC_RELEASE) {
-		kill_call(s, c->ptr, lg);
+		kill_call(s, c, c->ptr, lg);
 		return 0;
 	}
 	switch (atr_call_args(c->type)) {
 	case ATR_ARGS_PTR:
 		if (c->ptr)
-			kill_call(s, c->ptr, lg);
+			kill_call(s, c, c->ptr, lg);
 		return 0;
 	case ATR_ARGS_OLD:
 	case ATR_ARGS_OLD_NMEMB:
@@ -543,13 +596,15 @@ static inline __attribute__((always_inline)) int call_lg(struct lv_set *s, const
 			return 0;
 		}
 		if (c->ptr && c->ret == c->ptr)
-			kill_call(s, c->ptr, lg);
+			kill_call(s, c, c->ptr, lg);
 		break;
 	default:
 		if (!c->ret)
 			return 0;
 		break;
 	}
+	if (park_claims(s, c->ret, c->thread, c->ts))
+		return 0;
 	int r = lv_born_lg(s, c->ret, c->size, c->ts, NULL, NULL, lg);
 	return r < 0 ? r : 0;
 }
@@ -579,6 +634,9 @@ calls_lg(struct lv_set *s, const struct atr_call *c, size_t n, const unsigned lg
 		unsigned hs = s->hs, grain = s->grain, region = s->region;
 		uint64_t blocks = s->blocks, bytes = s->bytes, peak = s->peak_bytes,
 			 peak_ts = s->peak_ts;
+		/* a parked release: allocations through call_lg, which asks
+		   whether they release it */
+		uint32_t parked = s->park.n;
 #define ENT(j) ((struct lv_block *)(tab + ((j) << lg)))
 #define HOME(p)                                                                                    \
 	(region == LV_REGION ? lv_hash(p, mask, LV_NEARBY_HS, LV_GRAIN, LV_REGION)                 \
@@ -624,7 +682,7 @@ calls_lg(struct lv_set *s, const struct atr_call *c, size_t n, const unsigned lg
 			uint64_t ptr = x->ret;
 			if (!ptr)
 				continue;
-			if (count + 1 > limit)
+			if (count + 1 > limit || parked)
 				break;
 			size_t j0 = HOME(ptr), j = j0;
 			struct lv_block *b;
@@ -668,7 +726,9 @@ calls_lg(struct lv_set *s, const struct atr_call *c, size_t n, const unsigned lg
 
 int lv_calls(struct lv_set *s, const struct atr_call *c, size_t n)
 {
-	if (s->lg == LV_LG_SIZES)
-		return calls_lg(s, c, n, LV_LG_SIZES);
-	return calls_lg(s, c, n, LV_LG_FULL);
+	int r =
+	    s->lg == LV_LG_SIZES ? calls_lg(s, c, n, LV_LG_SIZES) : calls_lg(s, c, n, LV_LG_FULL);
+	if (n && lv_park_due(&s->park, c[n - 1].ts))
+		park_expire(s, c[n - 1].ts);
+	return r;
 }

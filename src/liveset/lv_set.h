@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "atr_reader.h"
+#include "liveset/lv_park.h"
 
 /* One live block.  size is the requested size (the totals use it); when,
  * tag and owner are the pass's own (report: allocation time and stack
@@ -66,6 +67,9 @@ struct lv_set {
 	uint64_t unknown_frees, inherited_frees, pre_attach_frees;
 	uint32_t status; /* the trace's ATR_STATUS_* (0: none known) */
 	size_t limit;	 /* entries before the table grows (0: no table) */
+	/* releases of blocks not live yet, waiting for the allocation they
+	 * release (lv_park.h; lv_set_park: off in a zeroed set) */
+	struct lv_park park;
 };
 
 /* log2 of an entry's bytes: a whole struct lv_block, or its ptr and size */
@@ -358,6 +362,15 @@ void lv_probes(const struct lv_set *s, uint64_t *sum, size_t *max);
 /* Counts a release of a block that is not live (by the trace's status). */
 void lv_unknown(struct lv_set *s);
 
+/* lv_event / lv_call(s) park a release of a block that is not live for
+ * the allocation by another thread it may have been stamped ahead of
+ * (lv_park.h) instead of counting it at once.  window: in ticks
+ * (lv_park_ticks), 0 off.
+ * A pass that parks calls lv_settle at its end, before it reads
+ * unknown_frees: the releases still parked are counted then. */
+void lv_set_park(struct lv_set *s, uint64_t window);
+void lv_settle(struct lv_set *s);
+
 /* ---- the shared rules ---- */
 
 enum lv_why {
@@ -385,7 +398,10 @@ struct lv_hooks {
  *   - a realloc that returned p in place kills p and makes it live again
  *     with the new size; a failed realloc (NULL, size > 0) leaves p live;
  *     a successful one makes ret live;
- *   - a release of a block that is not live is counted by lv_unknown.
+ *   - a release of a block that is not live is counted by lv_unknown
+ *     (parked first, with lv_set_park: an allocation of its address by
+ *     another thread within the window comes first and the release
+ *     follows it at once, counted as nothing).
  * Other events are ignored.  Returns 0 or ATR_E_NOMEM. */
 int lv_event(struct lv_set *s, const struct atr_event *ev, const struct lv_hooks *h, void *ctx);
 /* The same rules for a compact record (atr_iter_next_calls), no hooks. */

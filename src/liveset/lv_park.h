@@ -1,0 +1,74 @@
+/* lv_park.h - releases stamped ahead of the allocation they release.
+ *
+ * The recorder stamps a free with a plain read of the tick counter, which
+ * the CPU may run before the load that gave the program the block has
+ * returned.  A thread that frees a block it has just received from another
+ * thread can so stamp the free a few hundred ns before the other thread's
+ * stamp of the allocation (docs/TRACE_FORMAT.md, "Order"): merged by
+ * timestamp, the free comes first, of a block that is not live yet.
+ *
+ * A pass that finds a release of a block that is not live parks it here
+ * instead of counting it at once.  An allocation of that address by
+ * another thread stamped at most `window` ticks after it is the block the
+ * release released: the pass applies the allocation, then the parked
+ * release (a lifetime of zero), and counts nothing.  A parked release that
+ * no such allocation claims within the window is counted as the pass
+ * always did (an unknown or double free).  The same thread's allocation of
+ * the address does not claim it: a release stamped early can be followed
+ * by its own thread's allocation of the same address (glibc's tcache hands
+ * it back at once) before the other thread's stamp.
+ *
+ * The table is small: in a correct program only inverted releases are
+ * parked, and each waits a window of a few microseconds.
+ */
+#ifndef LV_PARK_H
+#define LV_PARK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atr_reader.h"
+
+/* How far a release may be stamped ahead of the allocation it releases:
+ * the inversions measured were 0-315 ns (bench/RESULTS.md, "Cross-thread
+ * stamp order"); a cache miss across sockets stays well within this. */
+#define LV_PARK_WINDOW_NS 20000u
+/* Releases parked at once; one more expires the oldest. */
+#define LV_PARK_CAP 32u
+
+struct lv_park {
+	uint64_t window;		/* ticks; 0: parking off (every release counted at once) */
+	uint32_t n;			/* entries in use */
+	uint64_t oldest;		/* the smallest stamp among them (UINT64_MAX: none) */
+	uint64_t reordered;		/* releases claimed by an allocation: put after it */
+	struct atr_call e[LV_PARK_CAP]; /* the releases, as their compact records */
+};
+
+/* window in ticks (0: parking off). */
+void lv_park_init(struct lv_park *p, uint64_t window);
+/* LV_PARK_WINDOW_NS in the ticks of trace f (0 without one: a dj trace). */
+uint64_t lv_park_ticks(const atr_file *f);
+
+/* Parks release r (a free or a realloc's release of a block that is not
+ * live).  The table full, its oldest entry goes to *expired first and 1 is
+ * returned: the caller counts it as not parked; else 0. */
+int lv_park_add(struct lv_park *p, const struct atr_call *r, struct atr_call *expired);
+
+/* An allocation of ptr by thread at ts: the parked release it claims
+ * (another thread's, stamped at most the window before ts) to *out,
+ * removed: 1; else 0.  Call only while p->n. */
+int lv_park_claim(struct lv_park *p, uint64_t ptr, uint32_t thread, uint64_t ts,
+		  struct atr_call *out);
+
+/* A parked release older than the window at now (every one, now
+ * UINT64_MAX: the end of the stream) to *out, removed: 1; else 0.  Call
+ * until it returns 0. */
+int lv_park_expire(struct lv_park *p, uint64_t now, struct atr_call *out);
+
+/* Is anything due at now? (the hot paths' test before lv_park_expire) */
+static inline int lv_park_due(const struct lv_park *p, uint64_t now)
+{
+	return p->n && now > p->oldest + p->window;
+}
+
+#endif
