@@ -228,6 +228,59 @@ static void test_cross_thread_order(void **state)
 	check_exact(trace, wl, 1);
 }
 
+/* Frees stamped ahead of another thread's allocation of the block (the
+ * recorder's unfenced clock read, docs/TRACE_FORMAT.md "Order"): b frees
+ * the block a hands it 100 ns before a's stamp of its allocation; in odd
+ * rounds b's own next malloc gets the address back, also before a's stamp.
+ * convert puts each free after the allocation (a WAIT for it): no
+ * anomalies, every call in the workload and made by the replay; info
+ * counts no unknown frees.  A free of a block nobody allocates stays an
+ * unknown free; --no-reorder reads the stamps' order. */
+static void test_reordered_free(void **state)
+{
+	(void)state;
+	enum { ROUNDS = 300 };
+	char trace[300], wl[300], eb[512];
+	path_in(trace, sizeof(trace), "reorder.atr");
+	path_in(wl, sizeof(wl), "reorder.wl");
+	struct atw *w = atw_new(1 << 14);
+	uint32_t a = atw_thread(w, 31, 0), b = atw_thread(w, 32, 0);
+	for (uint64_t i = 0; i < ROUNDS; i++) {
+		uint64_t base = 1000 + i * 100000, x = 0x200000 + (i % 7) * 0x100;
+		atw_free(w, b, base + 100, x);
+		if (i % 2) {
+			atw_malloc(w, b, base + 150, x, 32, 8);
+			atw_free(w, b, base + 60000, x);
+		}
+		atw_malloc(w, a, base + 200, x, 32, 8);
+	}
+	atw_free(w, b, ROUNDS * 100000 + 5000, 0x7000); /* never allocated */
+	assert_int_equal(atw_write_file(w, trace, 1), 0);
+	atw_destroy(w);
+	struct rp_convert_stats st;
+	struct rp_convert_opts o = {.quiet = 1};
+	assert_int_equal(rp_convert(trace, wl, &o, &st, eb, sizeof(eb)), 0);
+	assert_int_equal(st.reordered, ROUNDS);
+	assert_int_equal(st.unknown_frees, 1);
+	assert_int_equal(st.double_frees + st.dup_allocs, 0);
+	assert_true(st.waits >= ROUNDS);
+	struct an_summary sm;
+	summary_of(trace, &sm);
+	assert_int_equal(sm.unknown_frees, 1);
+	assert_int_equal(sm.reordered_releases, ROUNDS);
+	assert_int_equal(sm.dup_allocs, 0);
+	assert_int_equal(sm.live_blocks, 0);
+	an_summary_free(&sm);
+	check_exact(trace, wl, 1);
+	o.no_reorder = 1;
+	assert_int_equal(rp_convert(trace, wl, &o, &st, eb, sizeof(eb)), 0);
+	assert_int_equal(st.reordered, 0);
+	/* read in stamp order: b's own mallocs are replaced by a's, and
+	   frees find no block */
+	assert_int_equal(st.dup_allocs, ROUNDS / 2);
+	assert_true(st.unknown_frees + st.double_frees >= ROUNDS / 2);
+}
+
 /* A trace that is truncated or corrupt, and a workload that is truncated
  * or corrupt: clear errors, no crash. */
 static void test_bad_input(void **state)
@@ -1091,6 +1144,38 @@ static void test_recorded_turns(void **state)
 		assert_true(handoff_ns >= dur / 3 && think[0] < think[1]);
 }
 
+/* The recorded worst case of stamp order (bench/handoff.c: two threads
+ * swap fresh blocks through one slot and free what they get at once):
+ * some frees come stamped ahead of the other thread's allocation.  Where
+ * the stamp order shows many (the threads overlapped), convert puts at
+ * least 9 in 10 of them after their allocation, and the workload makes
+ * every call. */
+static void test_recorded_handoff(void **state)
+{
+	(void)state;
+	char tool[1200], prog[1200], trace[1024], wl[300], eb[512];
+	if (!built("handoff", tool, sizeof(tool), prog, sizeof(prog))) {
+		print_message("skipped: alloctrace or tests/progs/handoff not built\n");
+		skip();
+	}
+	record_prog(tool, prog, "2 1 200000", "handoff", trace, sizeof(trace));
+	path_in(wl, sizeof(wl), "handoff.wl");
+	uint64_t bad[2], reordered = 0;
+	for (int no = 0; no < 2; no++) {
+		struct rp_convert_stats st;
+		struct rp_convert_opts o = {.quiet = 1, .no_reorder = no};
+		assert_int_equal(rp_convert(trace, wl, &o, &st, eb, sizeof(eb)), 0);
+		bad[no] = st.unknown_frees + st.double_frees + st.dup_allocs;
+		if (!no)
+			reordered = st.reordered;
+		print_message("handoff: %s: %" PRIu64 " anomalies, %" PRIu64 " reordered\n",
+			      no ? "--no-reorder" : "default", bad[no], st.reordered);
+	}
+	if (bad[1] >= 50)
+		assert_true(bad[0] * 10 <= bad[1] && reordered * 2 >= bad[1] / 2);
+	check_exact(trace, wl, 1);
+}
+
 /* replay --timing sample (the commands' default): about one call in
  * RP_TIMING_SAMPLE_EVERY of a thread is timed, at random distances, so a
  * malloc-free loop has both its mallocs and its frees timed; every call is
@@ -1655,18 +1740,19 @@ static void test_touch_heap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_calls),	   cmocka_unit_test(test_cross_thread_order),
-	    cmocka_unit_test(test_bad_input),	   cmocka_unit_test(test_recorded_threads),
-	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
-	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
-	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
-	    cmocka_unit_test(test_touch_budget),   cmocka_unit_test(test_join_gap),
-	    cmocka_unit_test(test_share_gap),	   cmocka_unit_test(test_cpu_gap),
-	    cmocka_unit_test(test_handoff_gap),	   cmocka_unit_test(test_sampled_durations),
-	    cmocka_unit_test(test_recorder_gap),   cmocka_unit_test(test_think_shared),
-	    cmocka_unit_test(test_pipe_same),	   cmocka_unit_test(test_touch_heap),
-	    cmocka_unit_test(test_fast_same),	   cmocka_unit_test(test_timing_sample),
-	    cmocka_unit_test(test_recorded_turns),
+	    cmocka_unit_test(test_all_calls),	     cmocka_unit_test(test_cross_thread_order),
+	    cmocka_unit_test(test_bad_input),	     cmocka_unit_test(test_recorded_threads),
+	    cmocka_unit_test(test_recorded_waves),   cmocka_unit_test(test_v1_fixture),
+	    cmocka_unit_test(test_think_time),	     cmocka_unit_test(test_mapping_model),
+	    cmocka_unit_test(test_touch_resident),   cmocka_unit_test(test_writer_patch),
+	    cmocka_unit_test(test_touch_budget),     cmocka_unit_test(test_join_gap),
+	    cmocka_unit_test(test_share_gap),	     cmocka_unit_test(test_cpu_gap),
+	    cmocka_unit_test(test_handoff_gap),	     cmocka_unit_test(test_sampled_durations),
+	    cmocka_unit_test(test_recorder_gap),     cmocka_unit_test(test_think_shared),
+	    cmocka_unit_test(test_pipe_same),	     cmocka_unit_test(test_touch_heap),
+	    cmocka_unit_test(test_fast_same),	     cmocka_unit_test(test_timing_sample),
+	    cmocka_unit_test(test_recorded_turns),   cmocka_unit_test(test_reordered_free),
+	    cmocka_unit_test(test_recorded_handoff),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -104,10 +104,21 @@ static uint64_t blk_w(const struct rstate *s, const struct lv_block *b)
 }
 
 static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t wcalls, uint64_t ts,
-		      uint32_t sti)
+		      uint32_t sti, uint32_t thread)
 {
 	struct an_report *r = s->r;
 	struct lv_block *b, old;
+	struct atr_call x;
+	if (__builtin_expect(s->live.park.n != 0, 0) &&
+	    lv_park_claim(&s->live.park, ptr, thread, ts, &x)) {
+		/* a release stamped ahead of this allocation ends it at once
+		   (liveset/lv_park.h) */
+		if (sti != ST_EXCLUDED) {
+			r->freed_blocks += wcalls;
+			r->life_hist[0] += wcalls;
+		}
+		return;
+	}
 	int rc = lv_born(&s->live, ptr, size, ts, &b, &old);
 	if (rc < 0) {
 		s->nomem = 1;
@@ -154,13 +165,26 @@ static void count_unknown(struct rstate *s)
 		s->r->unknown_frees++;
 }
 
-/* Returns the dead block's stack index, or UINT32_MAX if ptr was not live. */
-static uint32_t kill_ptr(struct rstate *s, uint64_t ptr, uint64_t ts)
+/* The releases parked longer than the window at now are counted. */
+static void park_expire(struct rstate *s, uint64_t now)
+{
+	struct atr_call x;
+	while (lv_park_expire(&s->live.park, now, &x))
+		count_unknown(s);
+}
+
+/* Returns the dead block's stack index, or UINT32_MAX if ptr was not live
+ * (its release is parked for the allocation by another thread it may have
+ * been stamped ahead of: liveset/lv_park.h). */
+static uint32_t kill_ptr(struct rstate *s, const struct atr_event *ev)
 {
 	struct an_report *r = s->r;
 	struct lv_block b;
+	uint64_t ptr = ev->ptr, ts = ev->ts;
 	if (!lv_died(&s->live, ptr, &b)) {
-		count_unknown(s);
+		struct atr_call c = {.ts = ts, .ptr = ptr, .thread = ev->thread}, x;
+		if (!s->live.park.window || lv_park_add(&s->live.park, &c, &x))
+			count_unknown(s);
 		return UINT32_MAX;
 	}
 	uint64_t w = blk_w(s, &b);
@@ -194,10 +218,10 @@ static void on_excluded(struct rstate *s, const struct atr_event *ev)
 		if (!ev->ret)
 			return;
 		if (ev->ptr && ev->ret == ev->ptr)
-			kill_ptr(s, ev->ptr, ev->ts);
+			kill_ptr(s, ev);
 	}
 	if (ev->ret)
-		make_live(s, ev->ret, ev->w_bytes, ev->w_calls, ev->ts, ST_EXCLUDED);
+		make_live(s, ev->ret, ev->w_bytes, ev->w_calls, ev->ts, ST_EXCLUDED, ev->thread);
 }
 
 static void on_call(struct rstate *s, const struct atr_event *ev)
@@ -225,7 +249,7 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 			if (!s->in_window || !thread_kept(s->flt, ev) || s->flt->stack_ok)
 				return;
 		} else if (!(b = lv_find(&s->live, ev->ptr)) || b->tag == ST_EXCLUDED) {
-			kill_ptr(s, ev->ptr, ev->ts);
+			kill_ptr(s, ev);
 			return;
 		}
 	}
@@ -251,7 +275,7 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 		}
 		/* sampled: the allocations in between are unknown, so not counted */
 		int temp = th && th->has_last && th->last_alloc == ev->ptr && !r->sample_rate;
-		uint32_t sti = kill_ptr(s, ev->ptr, ev->ts);
+		uint32_t sti = kill_ptr(s, ev);
 		if (temp && sti != UINT32_MAX && sti != ST_EXCLUDED) {
 			r->temporary += w;
 			r->st[sti].temporary += w;
@@ -282,12 +306,12 @@ static void on_call(struct rstate *s, const struct atr_event *ev)
 			return;
 		}
 		if (ev->ptr && ev->ret == ev->ptr)
-			kill_ptr(s, ev->ptr, ev->ts); /* in place: a new size */
-		make_live(s, ev->ret, ev->w_bytes, ev->w_calls, ev->ts, sti);
+			kill_ptr(s, ev); /* in place: a new size */
+		make_live(s, ev->ret, ev->w_bytes, ev->w_calls, ev->ts, sti, ev->thread);
 		return;
 	}
 	if (ev->ret)
-		make_live(s, ev->ret, ev->w_bytes, ev->w_calls, ev->ts, sti);
+		make_live(s, ev->ret, ev->w_bytes, ev->w_calls, ev->ts, sti, ev->thread);
 	else
 		r->failed++;
 }
@@ -342,6 +366,7 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 	s.f = f;
 	s.r = r;
 	lv_init(&s.live, in->status);
+	lv_set_park(&s.live, lv_park_ticks(f));
 	s.epoch = 1;
 	s.fork_child = (in->status & ATR_STATUS_FORK_CHILD) != 0;
 	s.attached = (in->status & ATR_STATUS_ATTACHED) != 0;
@@ -363,6 +388,8 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 	util_progress_start(&prog, "report", in->records_hint);
 	while ((rc = atr_iter_next_ref(it, &ev)) > 0) {
 		util_progress_update(&prog, ev->seq);
+		if (lv_park_due(&s.live.park, ev->ts))
+			park_expire(&s, ev->ts);
 		if (flt) {
 			if (flt->have_to &&
 			    (flt->to_label ? is_marker(ev, flt->to_label) : ev->ts > s.to_ts)) {
@@ -374,7 +401,7 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 				s.in_window = r->window_open = 1;
 		}
 		if (ev->type == ATR_EV_REALLOC_RELEASE) {
-			kill_ptr(&s, ev->ptr, ev->ts);
+			kill_ptr(&s, ev);
 		} else {
 			if (!r->records++)
 				r->first_ts = ev->ts;
@@ -403,6 +430,7 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 	}
 	util_progress_done(&prog);
 	atr_iter_free(it);
+	park_expire(&s, UINT64_MAX);
 	if (rc > 0)
 		rc = 0; /* ended at --to */
 	if (tl && tl->nomem)

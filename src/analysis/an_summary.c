@@ -168,6 +168,7 @@ int an_summary_compute(atr_file *f, struct an_summary *s)
 		return r;
 	struct lv_set live;
 	lv_init_sizes(&live, atr_get_info(f)->status);
+	lv_set_park(&live, lv_park_ticks(f));
 	atr_iter *it;
 	r = atr_iter_new(f, &it);
 	if (r < 0) {
@@ -230,6 +231,8 @@ out:
 	util_progress_done(&prog);
 	atr_iter_free(it);
 	free(x.by);
+	lv_settle(&live);
+	s->reordered_releases = live.park.reordered;
 	s->unknown_frees = live.unknown_frees;
 	s->inherited_frees = live.inherited_frees;
 	s->pre_attach_frees = live.pre_attach_frees;

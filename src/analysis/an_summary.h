@@ -42,6 +42,9 @@ struct an_summary {
 	uint64_t bytes_requested;
 	uint64_t failed; /* allocation calls that returned NULL */
 	uint64_t unknown_frees;
+	/* releases stamped ahead of the allocation they release, put after it
+	 * (liveset/lv_park.h): not counted as unknown frees */
+	uint64_t reordered_releases;
 	uint64_t inherited_frees;  /* fork child: releases of inherited blocks */
 	uint64_t pre_attach_frees; /* attached trace: releases of blocks
 				      allocated before the attach */

@@ -20,7 +20,7 @@ static void convert_usage(FILE *out)
 	    out,
 	    "usage: alloctrace convert TRACE -o WORKLOAD [--pid PID | --merge] [filters]\n"
 	    "                          [--think-floor NS] [--no-joins] [--no-share] [--no-cpu]\n"
-	    "                          [--no-handoffs] [--no-sampled]\n"
+	    "                          [--no-handoffs] [--no-sampled] [--no-reorder]\n"
 	    "                          [--threads N] [--quiet] [--no-progress]\n"
 	    "Turn a trace (a directory from `record -o`, one .atr file, or a glibc dj/malloc\n"
 	    "trace, docs/DJ_COMPAT.md) into a workload\n"
@@ -51,6 +51,10 @@ static void convert_usage(FILE *out)
 	    "                     untimed call is taken to last as long as its type\n"
 	    "                     typically does in its thread, and that is not think\n"
 	    "                     time)\n"
+	    "      --no-reorder   a free of a block that is not live is an anomaly at once\n"
+	    "                     (default: one stamped up to 20 us ahead of another\n"
+	    "                     thread's allocation of the block, which the unfenced\n"
+	    "                     clock read allows, comes after that allocation)\n"
 	    "      --threads N    1 (default): read the trace and convert on one thread;\n"
 	    "                     2: read it on a second one (the workload is the same\n"
 	    "                     byte for byte)\n"
@@ -231,6 +235,11 @@ static int do_convert(const char *in, const char *out, const struct rp_convert_o
 				util_fmt_u64(b, sizeof(b), st.touch_counted),
 				util_fmt_u64(c, sizeof(c), st.touch_estimated),
 				util_fmt_u64(d, sizeof(d), st.touch_prior_pages));
+		if (st.reordered)
+			fprintf(stderr,
+				"convert: %s frees stamped ahead of another thread's allocation of "
+				"the block put after it (--no-reorder counts them as anomalies)\n",
+				util_fmt_u64(a, sizeof(a), st.reordered));
 		if (st.anomalies || st.lost_records)
 			fprintf(stderr,
 				"convert: anomalies: %" PRIu64 " unknown frees, %" PRIu64
@@ -268,6 +277,7 @@ int cmd_convert(int argc, char **argv)
 	    {"no-share", no_argument, NULL, 'W'},
 	    {"no-cpu", no_argument, NULL, 'C'},
 	    {"no-sampled", no_argument, NULL, 'S'},
+	    {"no-reorder", no_argument, NULL, 'R'},
 	    {"thread", required_argument, NULL, REP_OPT_BASE + 2},
 	    {"from", required_argument, NULL, REP_OPT_BASE + 3},
 	    {"to", required_argument, NULL, REP_OPT_BASE + 4},
@@ -352,6 +362,9 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case 'S':
 			o.no_sampled = 1;
+			break;
+		case 'R':
+			o.no_reorder = 1;
 			break;
 		case 'h':
 			an_session_opts_free(&ro);

@@ -95,6 +95,10 @@ static void print_text(const atr_file *f, const struct an_summary *s, int first)
 	}
 	printf("  %-16s %s\n", "failed allocs", util_fmt_u64(a, sizeof(a), s->failed));
 	printf("  %-16s %s\n", "unknown frees", util_fmt_u64(a, sizeof(a), s->unknown_frees));
+	if (s->reordered_releases)
+		printf("  %-16s %s frees stamped ahead of another thread's allocation of the "
+		       "block, put after it\n",
+		       "reordered", util_fmt_u64(a, sizeof(a), s->reordered_releases));
 	if (in->status & ATR_STATUS_FORK_CHILD)
 		printf("  %-16s %s (fork child: blocks from the parent's heap)\n",
 		       "inherited frees", util_fmt_u64(a, sizeof(a), s->inherited_frees));
@@ -217,6 +221,8 @@ static void print_json(struct json_writer *w, const atr_file *f, const struct an
 	json_u64(w, s->failed);
 	json_key(w, "unknown_frees");
 	json_u64(w, s->unknown_frees);
+	json_key(w, "reordered_releases");
+	json_u64(w, s->reordered_releases);
 	json_key(w, "inherited_frees");
 	json_u64(w, s->inherited_frees);
 	json_key(w, "fork_child");

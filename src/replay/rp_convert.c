@@ -705,6 +705,26 @@ static void unknown_free(struct conv *c, const struct atr_call *k, const struct 
 	report(c, REP_UNKNOWN, k, ev, "free of a block never allocated in the trace (skipped)");
 }
 
+/* A free of a block that is not live (k): parked for the allocation by
+ * another thread it may have been stamped ahead of (liveset/lv_park.h),
+ * else counted. */
+static void release_unknown(struct conv *c, const struct atr_call *k, const struct atr_event *ev)
+{
+	struct atr_call x;
+	if (!c->live.park.window)
+		unknown_free(c, k, ev, k->ptr);
+	else if (lv_park_add(&c->live.park, k, &x))
+		unknown_free(c, &x, NULL, x.ptr);
+}
+
+/* The parked frees older than the window at now are counted. */
+static void park_expire(struct conv *c, uint64_t now)
+{
+	struct atr_call x;
+	while (lv_park_expire(&c->live.park, now, &x))
+		unknown_free(c, &x, NULL, x.ptr);
+}
+
 /* ptr (non-NULL) dies: 1 and its block (slot, last use) in *b, or 0 if it
  * was not live. */
 RP_HOT int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
@@ -762,6 +782,26 @@ RP_HOT void free_block(struct conv *c, uint32_t ti, const struct lv_block *b,
 	slot_release(c, ti, b->tag, idx);
 }
 
+/* Thread ti's allocation of block k->ret (slot, its op idx) claims the
+ * parked free x, stamped ahead of it by x's thread: that thread frees the
+ * block now, after a WAIT for the allocation.  Returns 0 (the free counted
+ * as unknown) if that thread's stream has ended. */
+RP_COLD int release_claimed(struct conv *c, uint32_t ti, const struct atr_call *k,
+			    const struct atr_call *x, uint32_t slot, uint64_t idx)
+{
+	uint32_t bi = thread_of(c, x->thread, x->tid);
+	if (bi == RP_NONE || c->th[bi].exited) {
+		unknown_free(c, x, NULL, x->ptr);
+		return 0;
+	}
+	struct lv_block b = {
+	    .ptr = k->ret, .size = k->size, .when = idx, .tag = slot, .owner = c->th[ti].widx};
+	free_block(c, bi, &b, NULL);
+	c->recent[c->recent_pos++ % RECENT_FREES] = k->ret;
+	c->st->reordered++;
+	return 1;
+}
+
 /* The handlers of a call take it as a compact record k; ev is its full
  * event when it came as one (the RESIDENT counts, the record number),
  * else NULL. */
@@ -776,7 +816,7 @@ RP_HOT void on_free(struct conv *c, uint32_t ti, const struct atr_call *k,
 	}
 	struct lv_block b;
 	if (!addr_take(c, k->ptr, &b)) {
-		unknown_free(c, k, ev, k->ptr);
+		release_unknown(c, k, ev);
 		return;
 	}
 	free_block(c, ti, &b, ev);
@@ -825,6 +865,11 @@ RP_HOT void on_alloc(struct conv *c, uint32_t ti, const struct atr_call *k,
 	}
 	awl_writer_commit_th(wt, p);
 	awl_writer_count_call_th(c->w, wt, op);
+	struct atr_call x;
+	if (ok && __builtin_expect(c->live.park.n != 0, 0) &&
+	    lv_park_claim(&c->live.park, k->ret, k->thread, k->ts, &x) &&
+	    release_claimed(c, ti, k, &x, f.slot, idx))
+		return;
 	if (ok)
 		addr_insert(c, ti, k, ev, k->ret, f.slot, k->size, idx);
 }
@@ -2253,6 +2298,8 @@ RP_COLD void progress(struct conv *c)
 RP_HOT void conv_call(struct conv *c, const struct source *sc, uint32_t ti,
 		      const struct atr_call *k, const struct atr_event *ev, int filtered)
 {
+	if (lv_park_due(&c->live.park, k->ts))
+		park_expire(c, k->ts);
 	if (k->type == RP_EV_REALLOC_RELEASE) {
 		on_release(c, ti, k, ev);
 		return;
@@ -2361,7 +2408,10 @@ static inline __attribute__((always_inline)) void frun_load(struct conv *c, stru
 	r->t = t;
 	r->wt = wt;
 	r->widx = t->widx;
-	r->on = ok && t->have_ret && !t->rec_next && !t->rec_gap && !t->cpu_pending;
+	/* a parked free: every call through conv_call, whose allocations
+	   may claim it */
+	r->on =
+	    ok && t->have_ret && !t->rec_next && !t->rec_gap && !t->cpu_pending && !c->live.park.n;
 	r->p = wt->buf + wt->len;
 	r->lim = wt->buf + AWL_CHUNK_HDR + AWL_CHUNK_TARGET;
 	r->ops = wt->ops;
@@ -2684,6 +2734,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	long pg = sysconf(_SC_PAGESIZE);
 	c.page = pg > 0 ? (uint64_t)pg : 4096;
 	lv_init(&c.live, 0); /* convert counts unknown frees itself */
+	if (!o->no_reorder)
+		lv_set_park(&c.live, lv_park_ticks(sc.f));
 	lv_init(&c.rel, 0);
 	/* the live set's entries of coming events are fetched ahead: by
 	 * conv_direct (unfiltered, one process), else by the reader while it
@@ -2803,6 +2855,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		snprintf(eb, el, "%s: out of memory", trace);
 		rc = ATR_E_NOMEM;
 	}
+	park_expire(&c, UINT64_MAX);
 	st->ideal_peak = c.live.peak_bytes;
 	st->slots = c.nslots;
 	st->threads = c.nth;

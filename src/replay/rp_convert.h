@@ -52,6 +52,9 @@ struct rp_convert_opts {
 	int no_handoffs;	 /* 1: no blocked gap is taken as a wait for the
 				    thread that ran before (think_handoff) */
 	int no_share;		 /* 1: no gap is shared among threads outnumbering cores */
+	int no_reorder;		 /* 1: a free of a block not live yet is an anomaly at
+				    once, never put after another thread's
+				    allocation (liveset/lv_park.h) */
 	int no_cpu;		 /* 1: CPU records (the threads' CPU clocks) not used */
 	int no_sampled;		 /* 1: sampled durations not used (est_update) */
 	int no_fast;		 /* 1: every call through the handlers, none by
@@ -91,6 +94,8 @@ struct rp_convert_stats {
 	uint64_t records, calls, ops, waits, slots, threads, ideal_peak;
 	uint64_t unknown_frees, double_frees, dup_allocs, unknown_reallocs, failed_allocs;
 	uint64_t lost_records, anomalies, bytes_out;
+	uint64_t reordered; /* frees stamped ahead of another thread's allocation
+			       of the block, put after it (liveset/lv_park.h) */
 	uint64_t think_ns;
 	uint64_t joins;			 /* gaps taken as a wait for a thread's exit */
 	uint64_t handoffs, handoff_ns;	 /* blocked gaps taken as a wait for the
