@@ -635,6 +635,33 @@ static void test_recorded_waves(void **state)
 	record_prog(tool, prog, "5 6 150", "waves", trace, sizeof(trace));
 	path_in(wl, sizeof(wl), "waves.wl");
 	check_exact(trace, wl, 1);
+	/* each thread's set-up runs after its first call's stamp: a RECORDER
+	   record before that call says how long (convert's think time) */
+	{
+		atr_file *af;
+		char e2[256];
+		assert_int_equal(atr_open(trace, &af, e2, sizeof(e2)), 0);
+		atr_iter *it;
+		assert_int_equal(atr_iter_new(af, &it), 0);
+		enum { MAXT = WAVES * K + 8 };
+		int called[MAXT] = {0}, set_up[MAXT] = {0};
+		const struct atr_event *ev;
+		while (atr_iter_next_ref(it, &ev) > 0) {
+			assert_true(ev->thread < MAXT);
+			if (ev->type == ATR_T_RECORDER && !called[ev->thread])
+				set_up[ev->thread] = 1;
+			if (ev->type >= 1 && ev->type <= ATR_T_CALL_LAST)
+				called[ev->thread] = 1;
+		}
+		atr_iter_free(it);
+		int nt = 0;
+		for (int t = 0; t < MAXT; t++) {
+			assert_int_equal(set_up[t], called[t]);
+			nt += called[t];
+		}
+		assert_int_equal(nt, WAVES * K + 1);
+		atr_close(af);
+	}
 	awl_file *f;
 	char eb[512];
 	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);

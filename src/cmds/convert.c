@@ -204,7 +204,8 @@ static int do_convert(const char *in, const char *out, const struct rp_convert_o
 				st.cpu_gaps, (double)st.cpu_off_ns / 1e9, st.cpu_kept);
 		if (st.recorder_ns)
 			fprintf(stderr,
-				"convert: the recorder's own flushes: %.3f s left out of think "
+				"convert: the recorder's own work (flushes, thread set-up): %.3f s "
+				"left out of think "
 				"time\n",
 				(double)st.recorder_ns / 1e9);
 		if (st.est_calls)

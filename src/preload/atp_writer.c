@@ -561,16 +561,22 @@ uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts)
 	int saved = errno;
 	int rc = 0;
 	if (t->block == NULL) {
-		/* a new thread, or one whose last destructor ran already */
+		/* a new thread, or one whose last destructor ran already: its
+		   set-up runs after the stamp of its first record, like a
+		   flush (below), and takes as long as hundreds of calls */
 		int fresh = t->state == ATP_T_NEW;
+		uint64_t a = atp_now();
 		rc = start_thread(t);
 		if (rc == 0 && fresh) {
 			atp_thread_registered(t);
 			uint64_t self = (uint64_t)pthread_self();
 			write_meta_at(t, ts, ATR_T_THREAD_START, t->tid, &self, sizeof self);
 		}
-		if (rc == 0)
+		if (rc == 0) {
 			atp_write_brk(t, ts);
+			uint64_t spent = atp_now() - a;
+			write_meta_at(t, ts, ATR_T_RECORDER, 0, &spent, sizeof spent);
+		}
 	} else {
 		/* the flush runs after the stamp of the record it makes room
 		   for, in the program's time between that call and its next:
