@@ -227,8 +227,12 @@ def case_env(c):
 
 def case_snapshot(c):
     out = os.path.join(c.tmp, "g")
+    # a fixed seed: the final estimate is then the same every run (with a
+    # random one, 11 of the 160 blocks went unsampled once in CI: -5.1%)
+    env = dict(os.environ, ALLOCTRACE_SAMPLE_SEED="3")
     rec = subprocess.Popen([c.exe, "record", "-o", out, "--no-rss", "--stacks", "--sample", "65536",
-                            "--", c.prog, "grow", "4"], stdout=subprocess.PIPE, text=True)
+                            "--", c.prog, "grow", "4"], stdout=subprocess.PIPE, text=True,
+                           env=env)
     line = rec.stdout.readline().split()
     if len(line) != 2 or line[0] != "pid":
         fail("smp_prog grow did not start: %r" % line)
