@@ -205,8 +205,7 @@ static int do_convert(const char *in, const char *out, const struct rp_convert_o
 		if (st.recorder_ns)
 			fprintf(stderr,
 				"convert: the recorder's own work (flushes, thread set-up): %.3f s "
-				"left out of think "
-				"time\n",
+				"left out of think time\n",
 				(double)st.recorder_ns / 1e9);
 		if (st.est_calls)
 			fprintf(stderr,
@@ -239,7 +238,7 @@ static int do_convert(const char *in, const char *out, const struct rp_convert_o
 		if (st.reordered)
 			fprintf(stderr,
 				"convert: %s frees stamped ahead of another thread's allocation of "
-				"the block put after it (--no-reorder counts them as anomalies)\n",
+				"the block, put after it (--no-reorder counts them as anomalies)\n",
 				util_fmt_u64(a, sizeof(a), st.reordered));
 		if (st.anomalies || st.lost_records)
 			fprintf(stderr,

@@ -19,7 +19,7 @@
  * it back at once) before the other thread's stamp.
  *
  * The table is small: in a correct program only inverted releases are
- * parked, and each waits a window of a few microseconds.
+ * parked, and each waits for the window at most.
  */
 #ifndef LV_PARK_H
 #define LV_PARK_H
@@ -30,8 +30,9 @@
 #include "atr_reader.h"
 
 /* How far a release may be stamped ahead of the allocation it releases:
- * the inversions measured were 0-315 ns (bench/RESULTS.md, "Cross-thread
- * stamp order"); a cache miss across sockets stays well within this. */
+ * the inversions measured were 0-315 ns, with a rare tail of tens of
+ * microseconds on our VM (bench/RESULTS.md, "The reader-side repair,
+ * built"). */
 #define LV_PARK_WINDOW_NS 20000u
 /* Releases parked at once; one more expires the oldest. */
 #define LV_PARK_CAP 32u
