@@ -52,7 +52,7 @@ static void convert_usage(FILE *out)
 	    "                     typically does in its thread, and that is not think\n"
 	    "                     time)\n"
 	    "      --no-reorder   a free of a block that is not live is an anomaly at once\n"
-	    "                     (default: one stamped up to 20 us ahead of another\n"
+	    "                     (default: one stamped up to 2 us ahead of another\n"
 	    "                     thread's allocation of the block, which the unfenced\n"
 	    "                     clock read allows, comes after that allocation)\n"
 	    "      --threads N    1 (default): read the trace and convert on one thread;\n"

@@ -30,10 +30,10 @@
 #include "atr_reader.h"
 
 /* How far a release may be stamped ahead of the allocation it releases:
- * the inversions measured were 0-315 ns, with a rare tail of tens of
- * microseconds on our VM (bench/RESULTS.md, "The reader-side repair,
- * built"). */
-#define LV_PARK_WINDOW_NS 20000u
+ * the inversions measured were 0-315 ns on our VM (bench/RESULTS.md, "The
+ * reader-side repair, built ...").  A longer window lets a later block of the
+ * address, allocated by another thread, claim a free it did not follow. */
+#define LV_PARK_WINDOW_NS 2000u
 /* Releases parked at once; one more expires the oldest. */
 #define LV_PARK_CAP 32u
 
