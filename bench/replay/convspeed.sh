@@ -5,7 +5,7 @@
 # python3 (PYTHONMALLOC=malloc, JSON).  Each argument is a command that
 # converts, e.g. "B/alloctrace" or "B/alloctrace --threads 1"; RUNS
 # interleaved runs of each; prints M records per wall second and per CPU
-# second (user+sys), median (min-max), max RSS, and whether every output is
+# second (user+sys, from wait4 to the microsecond), median (min-max), max RSS, and whether every output is
 # the same workload byte for byte as the first command's.
 #   bench/replay/convspeed.sh "OLD/alloctrace" "NEW/alloctrace --threads 1" \
 #       "NEW/alloctrace --threads 2"
@@ -44,6 +44,24 @@ for t in $TRACES; do
 	esac
 done
 key() { echo "$1" | md5sum | cut -c1-8; }
+# runtime OUT CMD...: CMD's wall, user and system seconds into OUT from
+# wait4's rusage, to the microsecond (/usr/bin/time prints two decimals,
+# and a convert of t10000 takes ~0.08 s: its rates came out in steps of
+# 12%).  Max RSS comes from one /usr/bin/time run per command and trace
+# (the rusage of a child Python forked keeps Python's high-water mark).
+runtime() {
+	python3 - "$@" <<'PY'
+import os, subprocess, sys, time
+out, cmd = sys.argv[1], sys.argv[2:]
+t0 = time.monotonic()
+p = subprocess.Popen(cmd)
+_, status, ru = os.wait4(p.pid, 0)
+wall = time.monotonic() - t0
+with open(out, "w") as f:
+    f.write("%.6f %.6f %.6f\n" % (wall, ru.ru_utime, ru.ru_stime))
+sys.exit(os.waitstatus_to_exitcode(status))
+PY
+}
 # "BIN ARGS": BIN convert TRACE ARGS
 bin_of() { echo "$1" | cut -d' ' -f1; }
 args_of() { echo "$1" | cut -s -d' ' -f2-; }
@@ -61,7 +79,7 @@ for t in $TRACES; do
 	while [ $i -lt "$RUNS" ]; do
 		for b in "$@"; do
 			# shellcheck disable=SC2086
-			/usr/bin/time -f "%e %U %S %M" -o "$W/time" \
+			runtime "$W/time" \
 				"$(bin_of "$b")" convert "$t" $(args_of "$b") -o "$W/out.$(key "$b").wl" \
 				--no-progress --quiet
 			cat "$W/time" >>"$W/conv.$t.$(key "$b")"
@@ -70,19 +88,22 @@ for t in $TRACES; do
 	done
 	first=""
 	for b in "$@"; do
+		# shellcheck disable=SC2086
+		rss=$(/usr/bin/time -f "%M" "$(bin_of "$b")" convert "$t" $(args_of "$b") \
+			-o "$W/rss.wl" --no-progress --quiet 2>&1 >/dev/null | tail -1)
 		out="$W/out.$(key "$b").wl"
 		[ -n "$first" ] || first=$out
 		same=same
 		cmp -s "$first" "$out" || same=DIFFERENT
-		python3 - "$b" "$t" "$recs" "$W/conv.$t.$(key "$b")" "$same" <<'PY'
+		python3 - "$b" "$t" "$recs" "$W/conv.$t.$(key "$b")" "$same" "$rss" <<'PY'
 import statistics, sys
-b, t, recs, path, same = sys.argv[1:6]
+b, t, recs, path, same, rss = sys.argv[1:7]
 rows = [list(map(float, l.split())) for l in open(path) if l.strip()]
-cpu = sorted(int(recs) / max(r[1] + r[2], 0.005) / 1e6 for r in rows)
-wall = sorted(int(recs) / max(r[0], 0.005) / 1e6 for r in rows)
-print("convert %-8s %-40s %9d rec: wall %5.1f M/s (%.1f-%.1f), CPU %5.1f M/s (%.1f-%.1f), max RSS %d KB, %s, %d runs" %
+cpu = sorted(int(recs) / max(r[1] + r[2], 1e-6) / 1e6 for r in rows)
+wall = sorted(int(recs) / max(r[0], 1e-6) / 1e6 for r in rows)
+print("convert %-8s %-40s %9d rec: wall %5.1f M/s (%.1f-%.1f), CPU %5.1f M/s (%.1f-%.1f), max RSS %s KB, %s, %d runs" %
       (t, b, int(recs), statistics.median(wall), wall[0], wall[-1], statistics.median(cpu), cpu[0], cpu[-1],
-       max(r[3] for r in rows), same, len(rows)))
+       rss, same, len(rows)))
 PY
 	done
 done
