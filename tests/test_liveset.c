@@ -386,6 +386,13 @@ static void run_park(int batch, uint64_t window)
 	    pcall(ATR_T_FREE, 2, 3000, 0x300, 0),   /* never allocated */
 	    pcall(ATR_T_MALLOC, 1, 3200, 0, 0x300), /* past the window */
 	    pcall(ATR_T_FREE, 1, 4000, 0x400, 0),   /* still parked at the end */
+	    /* the second shape: A's early free lands on B's block, B frees
+	       it (not live), allocates the address again: that block's
+	       free was A's */
+	    pcall(ATR_T_MALLOC, 2, 5000, 0, 0x500),
+	    pcall(ATR_T_FREE, 1, 5010, 0x500, 0),
+	    pcall(ATR_T_FREE, 2, 5020, 0x500, 0),
+	    pcall(ATR_T_MALLOC, 2, 5030, 0, 0x500),
 	};
 	size_t n = sizeof(c) / sizeof(c[0]);
 	struct lv_set s;
@@ -399,18 +406,19 @@ static void run_park(int batch, uint64_t window)
 	}
 	lv_settle(&s);
 	if (window) {
-		assert_int_equal(s.park.reordered, 2);
+		assert_int_equal(s.park.reordered, 3);
 		assert_int_equal(s.unknown_frees, 2); /* 0x300 and 0x400 */
 		assert_int_equal(s.dup_allocs, 0);
 		assert_int_equal(s.blocks, 2); /* B's 0x200, A's 0x300 */
 		assert_non_null(lv_find(&s, 0x200));
 		assert_non_null(lv_find(&s, 0x300));
 		assert_null(lv_find(&s, 0x100));
+		assert_null(lv_find(&s, 0x500));
 	} else {
 		assert_int_equal(s.park.reordered, 0);
-		assert_int_equal(s.unknown_frees, 4);
+		assert_int_equal(s.unknown_frees, 5);
 		assert_int_equal(s.dup_allocs, 1); /* A's 0x200 on B's */
-		assert_int_equal(s.blocks, 3);
+		assert_int_equal(s.blocks, 4);
 	}
 	assert_int_equal(s.park.n, 0);
 	lv_destroy(&s);

@@ -109,15 +109,17 @@ static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t wc
 	struct an_report *r = s->r;
 	struct lv_block *b, old;
 	struct atr_call x;
-	if (__builtin_expect(s->live.park.n != 0, 0) &&
-	    lv_park_claim(&s->live.park, ptr, thread, ts, &x)) {
-		/* a release stamped ahead of this allocation ends it at once
-		   (liveset/lv_park.h) */
-		if (sti != ST_EXCLUDED) {
-			r->freed_blocks += wcalls;
-			r->life_hist[0] += wcalls;
+	if (__builtin_expect(s->live.park.n != 0, 0)) {
+		if (lv_park_claim(&s->live.park, ptr, thread, ts, &x)) {
+			/* a release stamped ahead of this allocation ends it at
+			   once (liveset/lv_park.h) */
+			if (sti != ST_EXCLUDED) {
+				r->freed_blocks += wcalls;
+				r->life_hist[0] += wcalls;
+			}
+			return;
 		}
-		return;
+		lv_park_own(&s->live.park, ptr, thread, ts);
 	}
 	int rc = lv_born(&s->live, ptr, size, ts, &b, &old);
 	if (rc < 0) {
@@ -165,12 +167,26 @@ static void count_unknown(struct rstate *s)
 		s->r->unknown_frees++;
 }
 
-/* The releases parked longer than the window at now are counted. */
+static uint32_t kill_ptr(struct rstate *s, const struct atr_event *ev);
+
+/* The releases parked longer than the window at now are counted, but
+ * those whose thread allocated the address again: that block's release
+ * was the early one (liveset/lv_park.h, the second shape), and it ends
+ * now if it is still live. */
 static void park_expire(struct rstate *s, uint64_t now)
 {
 	struct atr_call x;
-	while (lv_park_expire(&s->live.park, now, &x))
-		count_unknown(s);
+	uint64_t own;
+	while (lv_park_expire(&s->live.park, now, &x, &own)) {
+		if (own && lv_find(&s->live, x.ptr)) {
+			struct atr_event ev = {
+			    .type = ATR_T_FREE, .ptr = x.ptr, .ts = own, .thread = x.thread};
+			kill_ptr(s, &ev);
+			s->live.park.reordered++;
+		} else {
+			count_unknown(s);
+		}
+	}
 }
 
 /* Returns the dead block's stack index, or UINT32_MAX if ptr was not live

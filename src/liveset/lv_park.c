@@ -22,7 +22,9 @@ uint64_t lv_park_ticks(const atr_file *f)
 
 static void remove_at(struct lv_park *p, uint32_t i)
 {
-	p->e[i] = p->e[--p->n];
+	p->n--;
+	p->e[i] = p->e[p->n];
+	p->own[i] = p->own[p->n];
 	p->oldest = UINT64_MAX;
 	for (uint32_t j = 0; j < p->n; j++)
 		if (p->e[j].ts < p->oldest)
@@ -46,6 +48,7 @@ int lv_park_add(struct lv_park *p, const struct atr_call *r, struct atr_call *ex
 		*expired = p->e[k];
 		remove_at(p, k);
 	}
+	p->own[p->n] = 0;
 	p->e[p->n++] = *r;
 	if (r->ts < p->oldest)
 		p->oldest = r->ts;
@@ -68,12 +71,23 @@ int lv_park_claim(struct lv_park *p, uint64_t ptr, uint32_t thread, uint64_t ts,
 	return 0;
 }
 
-int lv_park_expire(struct lv_park *p, uint64_t now, struct atr_call *out)
+void lv_park_own(struct lv_park *p, uint64_t ptr, uint32_t thread, uint64_t ts)
+{
+	for (uint32_t i = 0; i < p->n; i++) {
+		const struct atr_call *e = &p->e[i];
+		if (e->ptr == ptr && e->thread == thread && !p->own[i] && ts >= e->ts &&
+		    ts - e->ts <= p->window)
+			p->own[i] = ts ? ts : 1;
+	}
+}
+
+int lv_park_expire(struct lv_park *p, uint64_t now, struct atr_call *out, uint64_t *own)
 {
 	if (!lv_park_due(p, now))
 		return 0;
 	uint32_t k = oldest_at(p);
 	*out = p->e[k];
+	*own = p->own[k];
 	remove_at(p, k);
 	return 1;
 }

@@ -18,6 +18,16 @@
  * by its own thread's allocation of the same address (glibc's tcache hands
  * it back at once) before the other thread's stamp.
  *
+ * A second shape: the early release lands on the address's previous
+ * block, still live because its own thread is about to release it; that
+ * thread's release then finds the address not live (it is parked), and
+ * the thread allocates the address again (from its tcache) and hands the
+ * new block over, whose release was the early one, already spent.  So a
+ * parked release whose own thread allocated the address again within the
+ * window (lv_park_own) and that nothing claimed is that spent release's
+ * block: when the window passes, the pass releases that block if it is
+ * still live, and counts nothing.
+ *
  * The table is small: in a correct program only inverted releases are
  * parked, and each waits for the window at most.
  */
@@ -43,6 +53,8 @@ struct lv_park {
 	uint64_t oldest;		/* the smallest stamp among them (UINT64_MAX: none) */
 	uint64_t reordered;		/* releases claimed by an allocation: put after it */
 	struct atr_call e[LV_PARK_CAP]; /* the releases, as their compact records */
+	uint64_t own[LV_PARK_CAP];	/* the stamp of the releasing thread's own
+					   allocation of the address since (0: none) */
 };
 
 /* window in ticks (0: parking off). */
@@ -61,10 +73,17 @@ int lv_park_add(struct lv_park *p, const struct atr_call *r, struct atr_call *ex
 int lv_park_claim(struct lv_park *p, uint64_t ptr, uint32_t thread, uint64_t ts,
 		  struct atr_call *out);
 
+/* An allocation of ptr by thread at ts that claimed nothing: it marks
+ * that thread's parked release of ptr (the second shape above).  Call
+ * only while p->n. */
+void lv_park_own(struct lv_park *p, uint64_t ptr, uint32_t thread, uint64_t ts);
+
 /* A parked release older than the window at now (every one, now
- * UINT64_MAX: the end of the stream) to *out, removed: 1; else 0.  Call
- * until it returns 0. */
-int lv_park_expire(struct lv_park *p, uint64_t now, struct atr_call *out);
+ * UINT64_MAX: the end of the stream) to *out, removed, and the stamp of
+ * its thread's own allocation of the address since to *own (0: none): 1;
+ * else 0.  Call until it returns 0.  With *own set, the pass releases the
+ * address's live block (if any) as reordered; else it counts the release. */
+int lv_park_expire(struct lv_park *p, uint64_t now, struct atr_call *out, uint64_t *own);
 
 /* Is anything due at now? (the hot paths' test before lv_park_expire) */
 static inline int lv_park_due(const struct lv_park *p, uint64_t now)

@@ -460,12 +460,19 @@ void lv_set_park(struct lv_set *s, uint64_t window)
 	lv_park_init(&s->park, window);
 }
 
-/* The releases parked longer than the window at now are counted. */
+/* The releases parked longer than the window at now are counted, but
+ * those whose thread allocated the address again: that block's release
+ * was the early one (lv_park.h, the second shape). */
 static void park_expire(struct lv_set *s, uint64_t now)
 {
 	struct atr_call x;
-	while (lv_park_expire(&s->park, now, &x))
-		lv_unknown(s);
+	uint64_t own;
+	while (lv_park_expire(&s->park, now, &x, &own)) {
+		if (own && lv_died(s, x.ptr, NULL))
+			s->park.reordered++;
+		else
+			lv_unknown(s);
+	}
 }
 
 void lv_settle(struct lv_set *s)
@@ -486,7 +493,12 @@ static void release_unknown(struct lv_set *s, const struct atr_call *r)
 static inline int park_claims(struct lv_set *s, uint64_t ptr, uint32_t thread, uint64_t ts)
 {
 	struct atr_call x;
-	return __builtin_expect(s->park.n != 0, 0) && lv_park_claim(&s->park, ptr, thread, ts, &x);
+	if (__builtin_expect(!s->park.n, 1))
+		return 0;
+	if (lv_park_claim(&s->park, ptr, thread, ts, &x))
+		return 1;
+	lv_park_own(&s->park, ptr, thread, ts);
+	return 0;
 }
 
 /* ---- the shared rules ---- */
@@ -634,14 +646,15 @@ calls_lg(struct lv_set *s, const struct atr_call *c, size_t n, const unsigned lg
 		unsigned hs = s->hs, grain = s->grain, region = s->region;
 		uint64_t blocks = s->blocks, bytes = s->bytes, peak = s->peak_bytes,
 			 peak_ts = s->peak_ts;
-		/* a parked release: allocations through call_lg, which asks
-		   whether they release it */
+		/* a parked release: every record through call_lg, which
+		   expires it on time (before a free may release the block it
+		   would end) and whose allocations may claim it */
 		uint32_t parked = s->park.n;
 #define ENT(j) ((struct lv_block *)(tab + ((j) << lg)))
 #define HOME(p)                                                                                    \
 	(region == LV_REGION ? lv_hash(p, mask, LV_NEARBY_HS, LV_GRAIN, LV_REGION)                 \
 			     : lv_hash(p, mask, hs, grain, region))
-		for (; tab && i < n; i++) {
+		for (; tab && !parked && i < n; i++) {
 			const struct atr_call *x = &c[i];
 			unsigned shape =
 			    x->type == ATR_EV_REALLOC_RELEASE ? 0 : atr_call_args(x->type);
@@ -682,7 +695,7 @@ calls_lg(struct lv_set *s, const struct atr_call *c, size_t n, const unsigned lg
 			uint64_t ptr = x->ret;
 			if (!ptr)
 				continue;
-			if (count + 1 > limit || parked)
+			if (count + 1 > limit)
 				break;
 			size_t j0 = HOME(ptr), j = j0;
 			struct lv_block *b;

@@ -717,12 +717,21 @@ static void release_unknown(struct conv *c, const struct atr_call *k, const stru
 		unknown_free(c, &x, NULL, x.ptr);
 }
 
-/* The parked frees older than the window at now are counted. */
+RP_COLD void own_block_freed(struct conv *c, const struct atr_call *x);
+
+/* The parked frees older than the window at now are counted, but those
+ * whose thread allocated the address again (liveset/lv_park.h, the second
+ * shape): that thread frees that block now. */
 static void park_expire(struct conv *c, uint64_t now)
 {
 	struct atr_call x;
-	while (lv_park_expire(&c->live.park, now, &x))
-		unknown_free(c, &x, NULL, x.ptr);
+	uint64_t own;
+	while (lv_park_expire(&c->live.park, now, &x, &own)) {
+		if (own)
+			own_block_freed(c, &x);
+		else
+			unknown_free(c, &x, NULL, x.ptr);
+	}
 }
 
 /* ptr (non-NULL) dies: 1 and its block (slot, last use) in *b, or 0 if it
@@ -802,6 +811,23 @@ RP_COLD int release_claimed(struct conv *c, uint32_t ti, const struct atr_call *
 	return 1;
 }
 
+/* A parked free x that no other thread's allocation claimed, whose own
+ * thread allocated the address again: the early free another thread made
+ * was that block's, and was spent on the block before (lv_park.h, the
+ * second shape).  x's thread frees the block now, if it is still live;
+ * else x is an unknown free after all. */
+RP_COLD void own_block_freed(struct conv *c, const struct atr_call *x)
+{
+	uint32_t bi = thread_of(c, x->thread, x->tid);
+	struct lv_block b;
+	if (bi == RP_NONE || c->th[bi].exited || !addr_take(c, x->ptr, &b)) {
+		unknown_free(c, x, NULL, x->ptr);
+		return;
+	}
+	free_block(c, bi, &b, NULL);
+	c->st->reordered++;
+}
+
 /* The handlers of a call take it as a compact record k; ev is its full
  * event when it came as one (the RESIDENT counts, the record number),
  * else NULL. */
@@ -866,10 +892,14 @@ RP_HOT void on_alloc(struct conv *c, uint32_t ti, const struct atr_call *k,
 	awl_writer_commit_th(wt, p);
 	awl_writer_count_call_th(c->w, wt, op);
 	struct atr_call x;
-	if (ok && __builtin_expect(c->live.park.n != 0, 0) &&
-	    lv_park_claim(&c->live.park, k->ret, k->thread, k->ts, &x) &&
-	    release_claimed(c, ti, k, &x, f.slot, idx))
-		return;
+	if (ok && __builtin_expect(c->live.park.n != 0, 0)) {
+		if (lv_park_claim(&c->live.park, k->ret, k->thread, k->ts, &x)) {
+			if (release_claimed(c, ti, k, &x, f.slot, idx))
+				return;
+		} else {
+			lv_park_own(&c->live.park, k->ret, k->thread, k->ts);
+		}
+	}
 	if (ok)
 		addr_insert(c, ti, k, ev, k->ret, f.slot, k->size, idx);
 }
