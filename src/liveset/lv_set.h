@@ -401,7 +401,8 @@ struct lv_hooks {
  *   - a release of a block that is not live is counted by lv_unknown
  *     (parked first, with lv_set_park: an allocation of its address by
  *     another thread within the window comes first and the release
- *     follows it at once, counted as nothing).
+ *     follows it at once, counted as nothing; the second shape of
+ *     lv_park.h ends its block when the window passes, without a hook).
  * Other events are ignored.  Returns 0 or ATR_E_NOMEM. */
 int lv_event(struct lv_set *s, const struct atr_event *ev, const struct lv_hooks *h, void *ctx);
 /* The same rules for a compact record (atr_iter_next_calls), no hooks. */
