@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "analysis/an_report.h"
 #include "analysis/an_summary.h"
 #include "atr_format.h"
 #include "atr_reader.h"
@@ -286,6 +287,17 @@ static void test_reordered_free(void **state)
 	assert_int_equal(sm.dup_allocs, 0);
 	assert_int_equal(sm.live_blocks, 0);
 	an_summary_free(&sm);
+	{ /* report: the same */
+		atr_file *f;
+		assert_int_equal(atr_open(trace, &f, eb, sizeof(eb)), 0);
+		struct an_report r;
+		assert_int_equal(an_report_compute(f, &r), 0);
+		assert_int_equal(r.unknown_frees, 1);
+		assert_int_equal(r.reordered_releases, ROUNDS);
+		assert_int_equal(r.live_blocks, 0);
+		an_report_free(&r);
+		atr_close(f);
+	}
 	check_exact(trace, wl, 1);
 	o.no_reorder = 1;
 	assert_int_equal(rp_convert(trace, wl, &o, &st, eb, sizeof(eb)), 0);

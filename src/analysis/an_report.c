@@ -447,6 +447,7 @@ int an_report_compute_filtered(atr_file *f, struct an_report *r, struct an_timel
 	util_progress_done(&prog);
 	atr_iter_free(it);
 	park_expire(&s, UINT64_MAX);
+	r->reordered_releases = s.live.park.reordered;
 	if (rc > 0)
 		rc = 0; /* ended at --to */
 	if (tl && tl->nomem)

@@ -58,6 +58,9 @@ struct an_report_thread {
 struct an_report {
 	uint64_t calls[ATR_T_CALL_LAST + 1];
 	uint64_t total_calls, bytes_requested, failed, unknown_frees, inherited_frees, free_null;
+	uint64_t reordered_releases;	  /* frees stamped ahead of another thread's
+					     allocation of the block, put after it
+					     (liveset/lv_park.h) */
 	uint64_t pre_attach_frees;	  /* record -p: frees of blocks from before */
 	uint64_t live_bytes, live_blocks; /* at the end */
 	uint64_t peak_live_bytes, peak_ts;

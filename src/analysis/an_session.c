@@ -560,6 +560,8 @@ void an_session_json_counts(struct json_writer *w, struct an_session *c)
 	json_u64(w, r->failed);
 	json_key(w, "unknown_frees");
 	json_u64(w, r->unknown_frees);
+	json_key(w, "reordered_releases");
+	json_u64(w, r->reordered_releases);
 	json_key(w, "peak_live_bytes");
 	json_u64(w, r->peak_live_bytes);
 }
