@@ -57,12 +57,31 @@ def real_programs(work, pyn):
     return sh(["g++", "-print-prog-name=cc1plus"]).stdout.strip()
 
 
+def runtime(out, cmd):
+    """Run cmd; write its wall, user and system seconds to the file out, as
+    /usr/bin/time -f "%e %U %S" would but from wait4's rusage, to the
+    microsecond (/usr/bin/time prints two decimals: an `info` of
+    cc1plus's trace takes ~0.03 s, a `convert` of t10000 ~0.08 s).  Not
+    its max RSS: the rusage of a child Python forked keeps Python's own
+    high-water mark from before the exec.  Returns cmd's exit code."""
+    import time
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    with open(out, "w") as f:
+        f.write("%.6f %.6f %.6f\n" % (wall, ru.ru_utime, ru.ru_stime))
+    return os.waitstatus_to_exitcode(status)
+
+
 if __name__ == "__main__":
     # for the shell scripts: `bench_util.py pyjson N` or `bench_util.py cxx`
-    # print the program
+    # print the program; `bench_util.py runtime OUT CMD...` times CMD
     if sys.argv[1:2] == ["pyjson"] and len(sys.argv) == 3:
         print(PYJSON.replace("PYN", str(int(sys.argv[2]))))
     elif sys.argv[1:] == ["cxx"]:
         print(CXX)
+    elif sys.argv[1:2] == ["runtime"] and len(sys.argv) >= 4:
+        sys.exit(runtime(sys.argv[2], sys.argv[3:]))
     else:
-        sys.exit("usage: bench_util.py pyjson N | cxx")
+        sys.exit("usage: bench_util.py pyjson N | cxx | runtime OUT CMD...")

@@ -34,24 +34,10 @@ if [ ! -d xfree ]; then
 	gcc -O2 -pthread -o xfreebench "$SRC/xfreebench.c"
 	"$REC" record -o xfree -- ./xfreebench 4 "${XFREE:-1000000}" >/dev/null
 fi
-# runtime OUT CMD...: CMD's wall, user and system seconds into OUT, as
-# /usr/bin/time -f "%e %U %S" would write them but from wait4's rusage,
-# to the microsecond: /usr/bin/time prints CPU seconds with two decimals,
-# and one `info` of cc1plus's trace is ~0.03 s.  (Not its max RSS: the
-# rusage of a child that Python forked keeps Python's own high-water
-# mark from before the exec; that comes from one /usr/bin/time run.)
+# runtime OUT CMD...: CMD's wall, user and system seconds into OUT, to the
+# microsecond (bench_util.py runtime; max RSS from one /usr/bin/time run)
 runtime() {
-	python3 - "$@" <<'PY'
-import os, subprocess, sys, time
-out, cmd = sys.argv[1], sys.argv[2:]
-t0 = time.monotonic()
-p = subprocess.Popen(cmd)
-_, status, ru = os.wait4(p.pid, 0)
-wall = time.monotonic() - t0
-with open(out, "w") as f:
-    f.write("%.6f %.6f %.6f\n" % (wall, ru.ru_utime, ru.ru_stime))
-sys.exit(os.waitstatus_to_exitcode(status))
-PY
+	python3 "$SRC/bench_util.py" runtime "$@"
 }
 exec 9>/tmp/alloctrace-bench.lock
 flock 9

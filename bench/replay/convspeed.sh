@@ -44,23 +44,10 @@ for t in $TRACES; do
 	esac
 done
 key() { echo "$1" | md5sum | cut -c1-8; }
-# runtime OUT CMD...: CMD's wall, user and system seconds into OUT from
-# wait4's rusage, to the microsecond (/usr/bin/time prints two decimals,
-# and a convert of t10000 takes ~0.08 s: its rates came out in steps of
-# 12%).  Max RSS comes from one /usr/bin/time run per command and trace
-# (the rusage of a child Python forked keeps Python's high-water mark).
+# runtime OUT CMD...: CMD's wall, user and system seconds into OUT, to the
+# microsecond (bench_util.py runtime; max RSS from one /usr/bin/time run)
 runtime() {
-	python3 - "$@" <<'PY'
-import os, subprocess, sys, time
-out, cmd = sys.argv[1], sys.argv[2:]
-t0 = time.monotonic()
-p = subprocess.Popen(cmd)
-_, status, ru = os.wait4(p.pid, 0)
-wall = time.monotonic() - t0
-with open(out, "w") as f:
-    f.write("%.6f %.6f %.6f\n" % (wall, ru.ru_utime, ru.ru_stime))
-sys.exit(os.waitstatus_to_exitcode(status))
-PY
+	python3 "$SRC/bench_util.py" runtime "$@"
 }
 # "BIN ARGS": BIN convert TRACE ARGS
 bin_of() { echo "$1" | cut -d' ' -f1; }
