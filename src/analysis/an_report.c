@@ -109,17 +109,15 @@ static void make_live(struct rstate *s, uint64_t ptr, uint64_t size, uint64_t wc
 	struct an_report *r = s->r;
 	struct lv_block *b, old;
 	struct atr_call x;
-	if (__builtin_expect(s->live.park.n != 0, 0)) {
-		if (lv_park_claim(&s->live.park, ptr, thread, ts, &x)) {
-			/* a release stamped ahead of this allocation ends it at
-			   once (liveset/lv_park.h) */
-			if (sti != ST_EXCLUDED) {
-				r->freed_blocks += wcalls;
-				r->life_hist[0] += wcalls;
-			}
-			return;
+	if (__builtin_expect(s->live.park.n != 0, 0) &&
+	    lv_park_claim(&s->live.park, ptr, thread, ts, &x)) {
+		/* a release stamped ahead of this allocation ends it at once
+		   (liveset/lv_park.h) */
+		if (sti != ST_EXCLUDED) {
+			r->freed_blocks += wcalls;
+			r->life_hist[0] += wcalls;
 		}
-		lv_park_own(&s->live.park, ptr, thread, ts);
+		return;
 	}
 	int rc = lv_born(&s->live, ptr, size, ts, &b, &old);
 	if (rc < 0) {
@@ -167,28 +165,6 @@ static void count_unknown(struct rstate *s)
 		s->r->unknown_frees++;
 }
 
-static uint32_t kill_ptr(struct rstate *s, const struct atr_event *ev);
-
-/* The releases parked longer than the window at now are counted, but
- * those whose thread allocated the address again: that block's release
- * was the early one (liveset/lv_park.h, the second shape), and it ends
- * now if it is still live. */
-static void park_expire(struct rstate *s, uint64_t now)
-{
-	struct atr_call x;
-	uint64_t own;
-	while (lv_park_expire(&s->live.park, now, &x, &own)) {
-		if (own && lv_find(&s->live, x.ptr)) {
-			struct atr_event ev = {
-			    .type = ATR_T_FREE, .ptr = x.ptr, .ts = own, .thread = x.thread};
-			kill_ptr(s, &ev);
-			s->live.park.reordered++;
-		} else {
-			count_unknown(s);
-		}
-	}
-}
-
 /* Returns the dead block's stack index, or UINT32_MAX if ptr was not live
  * (its release is parked for the allocation by another thread it may have
  * been stamped ahead of: liveset/lv_park.h). */
@@ -199,7 +175,7 @@ static uint32_t kill_ptr(struct rstate *s, const struct atr_event *ev)
 	uint64_t ptr = ev->ptr, ts = ev->ts;
 	if (!lv_died(&s->live, ptr, &b)) {
 		struct atr_call c = {.ts = ts, .ptr = ptr, .thread = ev->thread}, x;
-		if (!s->live.park.window || lv_park_add(&s->live.park, &c, &x))
+		if (lv_park_add(&s->live.park, &c, &x))
 			count_unknown(s);
 		return UINT32_MAX;
 	}
@@ -219,6 +195,26 @@ static uint32_t kill_ptr(struct rstate *s, const struct atr_event *ev)
 	uint64_t life = ts >= b.when ? atr_ticks_to_ns_u64(s->f, ts - b.when) : 0;
 	r->life_hist[bucket(life)] += w;
 	return sti;
+}
+
+/* The releases parked longer than the window at now are counted, but
+ * those whose thread allocated the address again: that block's release
+ * was the early one (liveset/lv_park.h, the second shape), and it ends
+ * now if it is still live. */
+static void park_expire(struct rstate *s, uint64_t now)
+{
+	struct atr_call x;
+	uint64_t own;
+	while (lv_park_expire(&s->live.park, now, &x, &own)) {
+		if (own && lv_find(&s->live, x.ptr)) {
+			struct atr_event ev = {
+			    .type = ATR_T_FREE, .ptr = x.ptr, .ts = own, .thread = x.thread};
+			kill_ptr(s, &ev);
+			s->live.park.reordered++;
+		} else {
+			count_unknown(s);
+		}
+	}
 }
 
 static int thread_kept(const struct an_filter *flt, const struct atr_event *ev)

@@ -42,6 +42,10 @@ static uint32_t oldest_at(const struct lv_park *p)
 
 int lv_park_add(struct lv_park *p, const struct atr_call *r, struct atr_call *expired)
 {
+	if (!p->window) {
+		*expired = *r;
+		return 1;
+	}
 	int full = p->n == LV_PARK_CAP;
 	if (full) {
 		uint32_t k = oldest_at(p);
@@ -68,17 +72,14 @@ int lv_park_claim(struct lv_park *p, uint64_t ptr, uint32_t thread, uint64_t ts,
 			return 1;
 		}
 	}
-	return 0;
-}
-
-void lv_park_own(struct lv_park *p, uint64_t ptr, uint32_t thread, uint64_t ts)
-{
+	/* none: the allocation may be the second shape's (lv_park.h) */
 	for (uint32_t i = 0; i < p->n; i++) {
 		const struct atr_call *e = &p->e[i];
 		if (e->ptr == ptr && e->thread == thread && !p->own[i] && ts >= e->ts &&
 		    ts - e->ts <= p->window)
 			p->own[i] = ts ? ts : 1;
 	}
+	return 0;
 }
 
 int lv_park_expire(struct lv_park *p, uint64_t now, struct atr_call *out, uint64_t *own)

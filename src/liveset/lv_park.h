@@ -24,7 +24,7 @@
  * the thread allocates the address again (from its tcache) and hands the
  * new block over, whose release was the early one, already spent.  So a
  * parked release whose own thread allocated the address again within the
- * window (lv_park_own) and that nothing claimed is that spent release's
+ * window (lv_park_claim marks it) and that nothing claimed is that spent release's
  * block: when the window passes, the pass releases that block if it is
  * still live, and counts nothing.
  *
@@ -64,19 +64,16 @@ uint64_t lv_park_ticks(const atr_file *f);
 
 /* Parks release r (a free or a realloc's release of a block that is not
  * live).  The table full, its oldest entry goes to *expired first and 1 is
- * returned: the caller counts it as not parked; else 0. */
+ * returned: the caller counts it as not parked; else 0.  Parking off
+ * (window 0): r itself goes to *expired, 1. */
 int lv_park_add(struct lv_park *p, const struct atr_call *r, struct atr_call *expired);
 
 /* An allocation of ptr by thread at ts: the parked release it claims
  * (another thread's, stamped at most the window before ts) to *out,
- * removed: 1; else 0.  Call only while p->n. */
+ * removed: 1.  Else 0, and it marks that thread's own parked release of
+ * ptr (the second shape above).  Call only while p->n. */
 int lv_park_claim(struct lv_park *p, uint64_t ptr, uint32_t thread, uint64_t ts,
 		  struct atr_call *out);
-
-/* An allocation of ptr by thread at ts that claimed nothing: it marks
- * that thread's parked release of ptr (the second shape above).  Call
- * only while p->n. */
-void lv_park_own(struct lv_park *p, uint64_t ptr, uint32_t thread, uint64_t ts);
 
 /* A parked release older than the window at now (every one, now
  * UINT64_MAX: the end of the stream) to *out, removed, and the stamp of

@@ -484,7 +484,7 @@ void lv_settle(struct lv_set *s)
 static void release_unknown(struct lv_set *s, const struct atr_call *r)
 {
 	struct atr_call x;
-	if (!s->park.window || lv_park_add(&s->park, r, &x))
+	if (lv_park_add(&s->park, r, &x))
 		lv_unknown(s);
 }
 
@@ -493,12 +493,7 @@ static void release_unknown(struct lv_set *s, const struct atr_call *r)
 static inline int park_claims(struct lv_set *s, uint64_t ptr, uint32_t thread, uint64_t ts)
 {
 	struct atr_call x;
-	if (__builtin_expect(!s->park.n, 1))
-		return 0;
-	if (lv_park_claim(&s->park, ptr, thread, ts, &x))
-		return 1;
-	lv_park_own(&s->park, ptr, thread, ts);
-	return 0;
+	return __builtin_expect(s->park.n != 0, 0) && lv_park_claim(&s->park, ptr, thread, ts, &x);
 }
 
 /* ---- the shared rules ---- */

@@ -892,14 +892,10 @@ RP_HOT void on_alloc(struct conv *c, uint32_t ti, const struct atr_call *k,
 	awl_writer_commit_th(wt, p);
 	awl_writer_count_call_th(c->w, wt, op);
 	struct atr_call x;
-	if (ok && __builtin_expect(c->live.park.n != 0, 0)) {
-		if (lv_park_claim(&c->live.park, k->ret, k->thread, k->ts, &x)) {
-			if (release_claimed(c, ti, k, &x, f.slot, idx))
-				return;
-		} else {
-			lv_park_own(&c->live.park, k->ret, k->thread, k->ts);
-		}
-	}
+	if (ok && __builtin_expect(c->live.park.n != 0, 0) &&
+	    lv_park_claim(&c->live.park, k->ret, k->thread, k->ts, &x) &&
+	    release_claimed(c, ti, k, &x, f.slot, idx))
+		return;
 	if (ok)
 		addr_insert(c, ti, k, ev, k->ret, f.slot, k->size, idx);
 }
