@@ -653,11 +653,15 @@ const struct awl_thread *awl_get_thread(const awl_file *f, uint32_t t)
 
 /* ------------------------------------------------------------- streams */
 
+static int op_nfields(const awl_file *f, unsigned code);
+
 int awl_stream_init(awl_file *f, uint32_t t, struct awl_stream *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->f = f;
 	s->t = t;
+	for (unsigned k = 0; k < 32; k++)
+		s->nf[k] = (signed char)(k == AWL_OP_MARKER ? -1 : op_nfields(f, k));
 	return t < f->info.nthreads ? 0 : -1;
 }
 
@@ -728,27 +732,15 @@ static const signed char op_fields[32] = {
 _Static_assert(AWL_OP_LAST < 32, "op_fields covers every op code");
 #undef FIELDS_
 
-/* A varint from p with at least 10 bytes readable: the same rules as
- * get_uv (at most 10 bytes, no bits past 64).  NULL if malformed. */
-static inline const uint8_t *get_uv_fast(const uint8_t *p, uint64_t *v)
+/* Fields of op code (< 32) in file f, -1 if f may not hold it. */
+static int op_nfields(const awl_file *f, unsigned code)
 {
-	uint8_t b = *p++;
-	if (b < 0x80) {
-		*v = b;
-		return p;
-	}
-	uint64_t r = b & 0x7f;
-	for (unsigned sh = 7; sh < 64; sh += 7) {
-		b = *p++;
-		if (sh == 63 && b > 1)
-			return NULL;
-		r |= (uint64_t)(b & 0x7f) << sh;
-		if (!(b & 0x80)) {
-			*v = r;
-			return p;
-		}
-	}
-	return NULL;
+	int nf = op_fields[code];
+	if (nf < 0 || (code >= AWL_OP_SPAWN && f->info.version < 2) ||
+	    (code == AWL_OP_TOUCH && !(f->info.features & AWL_FEAT_TOUCH)) ||
+	    (code >= AWL_OP_XFIRST && !(f->info.features & AWL_FEAT_XOPS)))
+		return -1;
+	return nf;
 }
 
 int awl_stream_next(struct awl_stream *s, struct awl_op *op)
@@ -782,17 +774,15 @@ int awl_stream_next(struct awl_stream *s, struct awl_op *op)
 	op->data = NULL;
 	op->len = 0;
 	op->code = s->buf[s->pos++];
-	int nf = op->code < 32 ? op_fields[op->code] : -1;
-	if (nf < 0 || (op->code >= AWL_OP_SPAWN && s->f->info.version < 2) ||
-	    (op->code == AWL_OP_TOUCH && !(s->f->info.features & AWL_FEAT_TOUCH)) ||
-	    (op->code >= AWL_OP_XFIRST && !(s->f->info.features & AWL_FEAT_XOPS)))
+	int nf = op->code < 32 ? op_nfields(s->f, op->code) : -1;
+	if (nf < 0)
 		return serr(s, "unknown op code");
 	uint64_t *fl[5] = {&op->a, &op->b, &op->c, &op->d, &op->e};
 	if (s->len - s->pos >= 50) {
 		/* room for 5 varints of 10 bytes: no bounds check per byte */
 		const uint8_t *p = s->buf + s->pos;
 		for (int i = 0; i < nf; i++)
-			if (!(p = get_uv_fast(p, fl[i])))
+			if (!(p = awl_get_uv_fast(p, fl[i])))
 				return serr(s, "bad varint");
 		s->pos = (size_t)(p - s->buf);
 	} else {
@@ -1019,7 +1009,7 @@ int awl_verify(awl_file *f, char *eb, size_t el)
 			struct vthread *v = &vt[t];
 			while (rc == 0 && !v->end && v->spawned) {
 				if (!v->have) {
-					int r = awl_stream_next(&v->s, &v->op);
+					int r = awl_stream_next_inl(&v->s, &v->op);
 					if (r < 0) {
 						seterr(eb, el, "%s", v->s.err);
 						rc = -1;

@@ -380,6 +380,9 @@ struct awl_stream {
 	int own_buf;	   /* buf is the caller's (awl_stream_init_buf) */
 	uint32_t left_ops; /* ops left in the current chunk */
 	uint64_t done;	   /* ops returned */
+	/* fields per op code in this file (its version and features), -1:
+	   not a valid code here, or one awl_stream_next decodes (MARKER) */
+	signed char nf[32];
 	char err[160];
 };
 int awl_stream_init(awl_file *f, uint32_t t, struct awl_stream *s);
@@ -390,6 +393,62 @@ int awl_stream_init_buf(awl_file *f, uint32_t t, struct awl_stream *s, uint8_t *
  * (message in s->err). */
 int awl_stream_next(struct awl_stream *s, struct awl_op *op);
 void awl_stream_free(struct awl_stream *s);
+
+/* A varint from p with at least 10 bytes readable (at most 10 bytes, no
+ * bits past 64).  NULL if malformed. */
+static inline const uint8_t *awl_get_uv_fast(const uint8_t *p, uint64_t *v)
+{
+	uint8_t b = *p++;
+	if (b < 0x80) {
+		*v = b;
+		return p;
+	}
+	uint64_t r = b & 0x7f;
+	for (unsigned sh = 7; sh < 64; sh += 7) {
+		b = *p++;
+		if (sh == 63 && b > 1)
+			return NULL;
+		r |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80)) {
+			*v = r;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* awl_stream_next, with the usual op (inside a chunk, far from its end,
+ * no marker bytes) decoded inline: the replay and the verifier call it
+ * once per op.  Anything else, a bad varint included, goes to
+ * awl_stream_next, which decodes it again and says what is wrong. */
+static inline int awl_stream_next_inl(struct awl_stream *s, struct awl_op *op)
+{
+	/* 1 code byte and 5 varints of 10 bytes at most */
+	if (__builtin_expect(s->left_ops != 0 && s->len - s->pos >= 51, 1)) {
+		const uint8_t *p = s->buf + s->pos;
+		uint8_t code = *p++;
+		int nf = s->nf[code & 31];
+		if (__builtin_expect(code < 32 && nf >= 0, 1)) {
+			/* straight into the fields (a local array read back
+			   in 16-byte loads stalled on its 8-byte stores) */
+			op->a = op->b = op->c = op->d = op->e = 0;
+			if ((nf > 0 && !(p = awl_get_uv_fast(p, &op->a))) ||
+			    (nf > 1 && !(p = awl_get_uv_fast(p, &op->b))) ||
+			    (nf > 2 && !(p = awl_get_uv_fast(p, &op->c))) ||
+			    (nf > 3 && !(p = awl_get_uv_fast(p, &op->d))) ||
+			    (nf > 4 && !(p = awl_get_uv_fast(p, &op->e))))
+				return awl_stream_next(s, op);
+			op->code = code;
+			op->data = NULL;
+			op->len = 0;
+			s->pos = (size_t)(p - s->buf);
+			s->left_ops--;
+			s->done++;
+			return 1;
+		}
+	}
+	return awl_stream_next(s, op);
+}
 
 /* Zigzag (signed fields of MALLOPT and MALLOC_TRIM). */
 static inline uint64_t awl_zz(int64_t v)

@@ -1009,7 +1009,7 @@ static void *run_thread(void *arg)
 		awl_stream_init_buf(rp->f, me->t, &s, buf, cap);
 	}
 	while (buf && !atomic_load_explicit(&rp->abort, memory_order_relaxed) &&
-	       (r = awl_stream_next(&s, &op)) > 0) {
+	       (r = awl_stream_next_inl(&s, &op)) > 0) {
 		uint64_t t0 = 0, t1 = 0;
 		int timed = 0;
 		uint64_t touch_kib = pending_kib; /* a TOUCH just before: its count */
