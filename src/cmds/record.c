@@ -35,11 +35,18 @@
 #include "util_buf.h"
 #include "util_fmt.h"
 #include "util_msg.h"
+#include "util_wbehind.h"
 
 #define REC_DEFAULT_DIR "alloctrace.data"
 /* --encode: bench/RESULTS.md, "Deferred encoding" */
 #define REC_ENCODE_DEFAULT "later"
-#define REC_LIB_NAME	   "liballoctrace.so"
+/* --write-behind: the newest 32 MiB of each trace file stay in the page
+ * cache while the program runs; the rest is written out and dropped every
+ * 10 ms (bench/RESULTS.md, "Write-behind") */
+#define REC_WBEHIND_MIB		32u
+#define REC_WBEHIND_STR		"32"
+#define REC_WBEHIND_INTERVAL_MS 10u
+#define REC_LIB_NAME		"liballoctrace.so"
 
 static volatile sig_atomic_t rec_child;
 
@@ -83,6 +90,10 @@ static void record_usage(FILE *out)
 		"                     default 256)\n"
 		"      --no-rss       do not sample PROG's RSS/VmSize every 10 ms into\n"
 		"                     DIR/<pid>.rss (docs/RSS_FORMAT.md)\n"
+		"      --write-behind MIB  while PROG runs, keep the newest MIB of each\n"
+		"                     trace file in the page cache: older parts are written\n"
+		"                     to disk and dropped (0: leave it to the kernel);\n"
+		"                     default " REC_WBEHIND_STR "\n"
 		"  -p, --pid PID      attach to running process PID (ptrace, x86-64) and trace\n"
 		"                     it until Ctrl-C or --duration; see docs/ATTACH.md\n"
 		"      --duration S   with -p: detach after S seconds (--stacks, --stack-depth,\n"
@@ -248,9 +259,10 @@ struct rec_opts {
 	const char *buffer_kb;
 	const char *stack_depth;
 	const char *zstd_level;
-	const char *encode; /* --encode: ALLOCTRACE_ENCODE */
-	int compact_level;  /* --compact-level: after the program (atr_compact.h) */
-	char sample[24];    /* --sample: bytes, "" = every call */
+	const char *encode;   /* --encode: ALLOCTRACE_ENCODE */
+	int compact_level;    /* --compact-level: after the program (atr_compact.h) */
+	unsigned wbehind_mib; /* --write-behind, 0: off */
+	char sample[24];      /* --sample: bytes, "" = every call */
 };
 
 /* record -p: the tracer's settings for alloctrace_attach_impl, the same
@@ -590,6 +602,13 @@ _Static_assert(ATR_COMPACT_LEVEL_DEFAULT == 9, "--help and docs/CLI.md say 9");
 
 /* The trace files of finished processes in dir, compacted at level
  * (atr_compact.h). */
+/* Traces this large get notes on what record does after the program. */
+static uint64_t rec_note_bytes(void)
+{
+	const char *nb = getenv("ALLOCTRACE_COMPACT_NOTE_BYTES"); /* tests */
+	return nb ? strtoull(nb, NULL, 10) : REC_COMPACT_NOTE_BYTES;
+}
+
 static void compact_dir(const char *dir, int level)
 {
 	DIR *d = opendir(dir);
@@ -605,8 +624,7 @@ static void compact_dir(const char *dir, int level)
 			files++;
 		}
 	}
-	const char *nb = getenv("ALLOCTRACE_COMPACT_NOTE_BYTES"); /* tests */
-	int note = total >= (nb ? strtoull(nb, NULL, 10) : REC_COMPACT_NOTE_BYTES);
+	int note = total >= rec_note_bytes();
 	char b1[UTIL_FMT_BUF], b2[UTIL_FMT_BUF];
 	if (note)
 		fprintf(stderr,
@@ -788,7 +806,8 @@ int cmd_record(int argc, char **argv)
 		O_ZSTD,
 		O_SAMPLE,
 		O_COMPACT,
-		O_ENCODE
+		O_ENCODE,
+		O_WBEHIND
 	};
 	static const struct option opts[] = {
 	    {"output", required_argument, NULL, 'o'},
@@ -804,6 +823,7 @@ int cmd_record(int argc, char **argv)
 	    {"encode", required_argument, NULL, O_ENCODE},
 	    {"sample", required_argument, NULL, O_SAMPLE},
 	    {"no-rss", no_argument, NULL, O_NORSS},
+	    {"write-behind", required_argument, NULL, O_WBEHIND},
 	    {"pid", required_argument, NULL, 'p'},
 	    {"duration", required_argument, NULL, O_DURATION},
 	    {"help", no_argument, NULL, 'h'},
@@ -811,6 +831,7 @@ int cmd_record(int argc, char **argv)
 	};
 	struct rec_opts o = {.dir = REC_DEFAULT_DIR,
 			     .compact_level = ATR_COMPACT_LEVEL_DEFAULT,
+			     .wbehind_mib = REC_WBEHIND_MIB,
 			     .encode = REC_ENCODE_DEFAULT};
 	long attach_pid = 0;
 	double duration = 0;
@@ -873,6 +894,18 @@ int cmd_record(int argc, char **argv)
 				return 2;
 			}
 			snprintf(o.sample, sizeof o.sample, "%" PRIu64, b);
+			break;
+		}
+		case O_WBEHIND: {
+			char *end;
+			errno = 0;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || v > 1048576 || optarg[0] == '-') {
+				util_err("record: --write-behind %s: must be 0 to 1048576 (MiB)",
+					 optarg);
+				return 2;
+			}
+			o.wbehind_mib = (unsigned)v;
 			break;
 		}
 		case O_BUFKB: {
@@ -1075,6 +1108,16 @@ int cmd_record(int argc, char **argv)
 	struct rss_sampler rss = {0};
 	if (got == 0 && !o.no_rss)
 		rss_start(&rss, absdir, pid);
+	/* the trace files' page cache (util_wbehind.h); -o tcp:// writes none */
+	struct util_wbehind *wb = NULL;
+	if (got == 0 && !net && o.wbehind_mib) {
+		wb = util_wbehind_start(absdir, ".atr", (uint64_t)o.wbehind_mib << 20,
+					REC_WBEHIND_INTERVAL_MS);
+		if (!wb)
+			util_err("record: write-behind thread: %s (the kernel writes the trace "
+				 "when it will)",
+				 strerror(errno));
+	}
 
 	int status = 0;
 	pid_t w;
@@ -1083,6 +1126,7 @@ int cmd_record(int argc, char **argv)
 	while (w < 0 && errno == EINTR);
 	rec_child = 0;
 	rss_stop(&rss);
+	uint64_t behind = util_wbehind_stop(wb);
 	for (int i = 0; i < 4; i++)
 		sigaction(sigs[i], &old[i], NULL);
 	if (w < 0) {
@@ -1105,6 +1149,14 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "%s: recorded to %s (the collector wrote the files)\n",
 			util_msg_prog(), o.dir);
 	} else {
+		if (behind && behind >= rec_note_bytes()) {
+			char b[UTIL_FMT_BUF];
+			fprintf(stderr,
+				"%s: %s of trace written to disk while the program ran (its page "
+				"cache kept to the newest %u MiB per file: --write-behind)\n",
+				util_msg_prog(), util_fmt_bytes(b, sizeof b, behind),
+				o.wbehind_mib);
+		}
 		compact_dir(o.dir, o.compact_level);
 		report(o.dir);
 	}
