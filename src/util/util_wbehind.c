@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,7 +23,7 @@
 struct wb_file {
 	dev_t dev;
 	ino_t ino;
-	int fd;
+	int fd;	       /* -1: left alone (tmpfs: its pages are the file) */
 	uint64_t done; /* written back and dropped below this offset */
 };
 
@@ -60,6 +61,11 @@ static struct wb_file *wb_find(struct util_wbehind *w, dev_t dev, ino_t ino, int
 	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
+	struct statfs sf;
+	if (fstatfs(fd, &sf) == 0 && sf.f_type == 0x01021994 /* TMPFS_MAGIC */) {
+		close(fd);
+		fd = -1;
+	}
 	w->f[w->n] = (struct wb_file){.dev = dev, .ino = ino, .fd = fd};
 	return &w->f[w->n++];
 }
@@ -96,7 +102,7 @@ static void wb_pass(struct util_wbehind *w)
 			continue;
 		uint64_t upto = ((uint64_t)st.st_size - w->window) & ~(uint64_t)(WB_STEP - 1);
 		struct wb_file *f = wb_find(w, st.st_dev, st.st_ino, dirfd(d), de->d_name);
-		if (!f || upto <= f->done)
+		if (!f || f->fd < 0 || upto <= f->done)
 			continue;
 		/* written first: DONTNEED leaves dirty pages where they are */
 		if (sync_file_range(f->fd, (off_t)f->done, (off_t)(upto - f->done),
@@ -168,7 +174,8 @@ uint64_t util_wbehind_stop(struct util_wbehind *w)
 	pthread_join(w->th, NULL);
 	uint64_t r = w->dropped;
 	for (size_t i = 0; i < w->n; i++)
-		close(w->f[i].fd);
+		if (w->f[i].fd >= 0)
+			close(w->f[i].fd);
 	free(w->f);
 	free(w->dir);
 	free(w->suffix);
