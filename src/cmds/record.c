@@ -43,8 +43,10 @@
 /* --write-behind: the newest 32 MiB of each trace file stay in the page
  * cache while the program runs; the rest is written out and dropped every
  * 10 ms (bench/RESULTS.md, "Write-behind") */
-#define REC_WBEHIND_MIB		32u
-#define REC_WBEHIND_STR		"32"
+#define REC_WBEHIND_MIB		32
+#define REC_STR_(x)		#x
+#define REC_XSTR_(x)		REC_STR_(x)
+#define REC_WBEHIND_STR		REC_XSTR_(REC_WBEHIND_MIB)
 #define REC_WBEHIND_INTERVAL_MS 10u
 #define REC_LIB_NAME		"liballoctrace.so"
 
@@ -600,14 +602,15 @@ _Static_assert(ATR_COMPACT_LEVEL_DEFAULT == 9, "--help and docs/CLI.md say 9");
  * user does not take a long silence after the program for a hang. */
 #define REC_COMPACT_NOTE_BYTES (256ULL << 20)
 
-/* The trace files of finished processes in dir, compacted at level
- * (atr_compact.h). */
 /* Traces this large get notes on what record does after the program. */
 static uint64_t rec_note_bytes(void)
 {
 	const char *nb = getenv("ALLOCTRACE_COMPACT_NOTE_BYTES"); /* tests */
 	return nb ? strtoull(nb, NULL, 10) : REC_COMPACT_NOTE_BYTES;
 }
+
+/* The trace files of finished processes in dir, compacted at level
+ * (atr_compact.h). */
 
 static void compact_dir(const char *dir, int level)
 {

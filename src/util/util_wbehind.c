@@ -80,6 +80,8 @@ static uint64_t data_bytes(int fd, uint64_t a, uint64_t b)
 			break;
 		off_t h = lseek(fd, d, SEEK_HOLE);
 		uint64_t e = h < 0 || (uint64_t)h > b ? b : (uint64_t)h;
+		if (e <= (uint64_t)d)
+			break; /* the file changed under us: count no more */
 		n += e - (uint64_t)d;
 		a = e;
 	}
