@@ -7,7 +7,11 @@
 # interleaved, RUNS rounds.  One line per run: ns/call, the command, and
 # (ALLOCTRACE_DRAIN_STATS, branch drain) the blocks record copied and those the threads
 # copied.  Used for bench/RESULTS.md, "Copying full blocks on another
-# core".
+# core".  PAUSE=S sleeps S seconds before every run: on the benchmark VM
+# memory left free for a few seconds goes back to the host, and a trace
+# written into it costs more than one written into memory just freed by
+# the last run (bench/RESULTS.md, "Write-behind"); every other round runs
+# in reverse order.
 set -u
 R=$1; shift
 cmds=()
@@ -15,9 +19,16 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do cmds+=("$1"); shift; done
 shift
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+all=(none "${cmds[@]}")
 for i in $(seq "$R"); do
-  for v in none "${cmds[@]}"; do
+  order=("${all[@]}")
+  if [ $((i % 2)) -eq 0 ]; then
+    order=()
+    for ((k = ${#all[@]} - 1; k >= 0; k--)); do order+=("${all[k]}"); done
+  fi
+  for v in "${order[@]}"; do
     rm -rf "$tmp/t"
+    sleep "${PAUSE:-0}"
     if [ "$v" = none ]; then
       out=$("$@" 2>&1)
     else
