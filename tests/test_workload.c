@@ -596,7 +596,8 @@ static void test_fast_same(void **state)
 	}
 }
 
-/* Paths of the built tool and a test program; 0 if any is missing. */
+/* Paths of the built tool and a test program; 0 (and a note that the
+ * test is skipped) if any is missing. */
 static int built(const char *prog, char *tool, size_t tl, char *pp, size_t pl)
 {
 	char exe[1024];
@@ -608,7 +609,10 @@ static int built(const char *prog, char *tool, size_t tl, char *pp, size_t pl)
 	snprintf(pp, pl, "%s/tests/progs/%s", exe, prog);
 	char lib[1200];
 	snprintf(lib, sizeof(lib), "%s/liballoctrace.so", exe);
-	return !access(tool, X_OK) && !access(pp, X_OK) && !access(lib, R_OK);
+	if (!access(tool, X_OK) && !access(pp, X_OK) && !access(lib, R_OK))
+		return 1;
+	print_message("skipped: alloctrace or tests/progs/%s not built\n", prog);
+	return 0;
 }
 
 /* Record `prog args` with the environment assignments env ("" for none)
@@ -651,10 +655,8 @@ static void test_recorded_waves(void **state)
 {
 	(void)state;
 	char tool[1200], prog[1200], trace[1024], wl[300];
-	if (!built("waves", tool, sizeof(tool), prog, sizeof(prog))) {
-		print_message("skipped: alloctrace or tests/progs/waves not built\n");
+	if (!built("waves", tool, sizeof(tool), prog, sizeof(prog)))
 		skip();
-	}
 	enum { WAVES = 5, K = 6 };
 	record_prog(tool, prog, "5 6 150", "waves", trace, sizeof(trace));
 	path_in(wl, sizeof(wl), "waves.wl");
@@ -767,10 +769,8 @@ static void test_think_time(void **state)
 {
 	(void)state;
 	char tool[1200], prog[1200], trace[1024], wl[300];
-	if (!built("gaps", tool, sizeof(tool), prog, sizeof(prog))) {
-		print_message("skipped: alloctrace or tests/progs/gaps not built\n");
+	if (!built("gaps", tool, sizeof(tool), prog, sizeof(prog)))
 		skip();
-	}
 	/* RECORDER records: a 4 KiB staging block fills every ~170 records */
 	{
 		char tr4[1024], eb4[256];
@@ -1148,10 +1148,8 @@ static void test_recorded_turns(void **state)
 {
 	(void)state;
 	char tool[1200], prog[1200], trace[1024], wl[300], eb[512];
-	if (!built("turns", tool, sizeof(tool), prog, sizeof(prog))) {
-		print_message("skipped: alloctrace or tests/progs/turns not built\n");
+	if (!built("turns", tool, sizeof(tool), prog, sizeof(prog)))
 		skip();
-	}
 	enum { TURNS = 40, CALLS = 10000 };
 	record_prog(tool, prog, "40 10000", "turns", trace, sizeof(trace));
 	path_in(wl, sizeof(wl), "turns.wl");
@@ -1205,10 +1203,8 @@ static void test_recorded_handoff(void **state)
 {
 	(void)state;
 	char tool[1200], prog[1200], trace[1024], wl[300], eb[512];
-	if (!built("handoff", tool, sizeof(tool), prog, sizeof(prog))) {
-		print_message("skipped: alloctrace or tests/progs/handoff not built\n");
+	if (!built("handoff", tool, sizeof(tool), prog, sizeof(prog)))
 		skip();
-	}
 	record_prog(tool, prog, "2 1 200000", "handoff", trace, sizeof(trace));
 	path_in(wl, sizeof(wl), "handoff.wl");
 	uint64_t bad[2], reordered = 0;
@@ -1425,10 +1421,8 @@ static void test_recorded_threads(void **state)
 {
 	(void)state;
 	char tool[1200], prog[1200], trace[1024], wl[300], cmd[16384];
-	if (!built("threads", tool, sizeof(tool), prog, sizeof(prog))) {
-		print_message("skipped: alloctrace or tests/progs/threads not built\n");
+	if (!built("threads", tool, sizeof(tool), prog, sizeof(prog)))
 		skip();
-	}
 	record_prog(tool, prog, "4", "rec", trace, sizeof(trace));
 	path_in(wl, sizeof(wl), "threads.wl");
 	check_exact(trace, wl, 1);
@@ -1590,10 +1584,8 @@ static void test_touch_resident(void **state)
 	(void)state;
 	enum { N = 64, PAGES = 128 };
 	char tool[1200], prog[1200], trace[1024], wl[300];
-	if (!built("touchpages", tool, sizeof(tool), prog, sizeof(prog))) {
-		print_message("skipped: alloctrace or tests/progs/touchpages not built\n");
+	if (!built("touchpages", tool, sizeof(tool), prog, sizeof(prog)))
 		skip();
-	}
 	/* every release counted: no time budget */
 	record_prog_env(tool, prog, "64 128", "touch", "ALLOCTRACE_RESIDENT_BUDGET=100", trace,
 			sizeof(trace));
@@ -1681,10 +1673,8 @@ static void test_touch_budget(void **state)
 	(void)state;
 	enum { N = 64, PAGES = 128 };
 	char tool[1200], prog[1200], trace[1024], wl[300];
-	if (!built("touchpages", tool, sizeof(tool), prog, sizeof(prog))) {
-		print_message("skipped: alloctrace or tests/progs/touchpages not built\n");
+	if (!built("touchpages", tool, sizeof(tool), prog, sizeof(prog)))
 		skip();
-	}
 	record_prog_env(tool, prog, "64 128", "touchb", "ALLOCTRACE_RESIDENT_BUDGET=0.01", trace,
 			sizeof(trace));
 	atr_file *af;
@@ -1745,10 +1735,8 @@ static void test_touch_heap(void **state)
 	(void)state;
 	enum { N = 16, PAGES = 64 };
 	char tool[1200], prog[1200], trace[1024], wl[300];
-	if (!built("touchpages", tool, sizeof(tool), prog, sizeof(prog))) {
-		print_message("skipped: alloctrace or tests/progs/touchpages not built\n");
+	if (!built("touchpages", tool, sizeof(tool), prog, sizeof(prog)))
 		skip();
-	}
 	record_prog_env(tool, prog, "16 64 heap", "touchh", "ALLOCTRACE_RESIDENT_BUDGET=100", trace,
 			sizeof(trace));
 	atr_file *af;
