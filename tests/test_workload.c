@@ -856,7 +856,9 @@ static void test_think_time(void **state)
 			      (double)dur / 1e6, (double)r->wall_ns / 1e6, 100 * err);
 		if (fabs(err) < best)
 			best = fabs(err);
-		assert_true(r->think_ns >= think);
+		/* the replay's own work between calls came out of the gaps */
+		assert_true(r->think_ns + r->think_own_ns >= think);
+		assert_true(r->think_own_ns < think / 100);
 		if (r->think_ns < best_think)
 			best_think = r->think_ns;
 		assert_int_equal(r->think_shared, 0); /* one thread: never more than cores */
@@ -864,6 +866,16 @@ static void test_think_time(void **state)
 	}
 	assert_true(best <= THINK_BOUND);
 	assert_true(best_think <= think + think / 5);
+	/* --think whole: every gap in full, nothing taken out */
+	{
+		struct rp_opts o = {
+		    .touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF, .think = RP_THINK_WHOLE};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
+		assert_true(r->think_ns >= think);
+		assert_int_equal(r->think_own_ns, 0);
+		free(r);
+	}
 	/* --think off: the calls only, far shorter (best of 3: one
 	 * preemption on a loaded machine is longer than the whole replay) */
 	uint64_t best_off = UINT64_MAX;
@@ -1416,6 +1428,54 @@ static void test_think_shared(void **state)
 	}
 }
 
+/* The replay's own work between calls comes out of the think time under
+ * --think on (measured on about one call in 32), not under whole, share
+ * or off: 20,000 malloc/free pairs, 2 us between any two calls. */
+static void test_own_work(void **state)
+{
+	(void)state;
+	char trace[300], wl[300], eb[512];
+	path_in(trace, sizeof(trace), "own.atr");
+	path_in(wl, sizeof(wl), "own.wl");
+	struct atw *w = atw_new(1 << 20);
+	uint32_t t = atw_thread(w, 100, 1);
+	for (uint64_t k = 0; k < 20000; k++) {
+		uint64_t ts = 1000 + k * 4000, p = 0x10000 + 64 * (k % 512);
+		atw_malloc(w, t, ts, p, 32, 8);
+		atw_free(w, t, ts + 2000, p);
+	}
+	assert_int_equal(atw_write_file(w, trace, 0), 0);
+	atw_destroy(w);
+	struct rp_convert_stats st;
+	struct rp_convert_opts co = {.quiet = 1};
+	assert_int_equal(rp_convert(trace, wl, &co, &st, eb, sizeof(eb)), 0);
+	assert_true(st.think_ns >= 39999ull * 1900);
+	const enum rp_think modes[] = {RP_THINK_ON, RP_THINK_WHOLE, RP_THINK_SHARE, RP_THINK_OFF};
+	for (int m = 0; m < 4; m++) {
+		struct rp_opts o = {
+		    .touch = RP_TOUCH_FIRST, .timing = RP_TIMING_OFF, .think = modes[m]};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
+		assert_int_equal(r->st[AWL_OP_MALLOC].count, 20000);
+		assert_int_equal(r->st[AWL_OP_FREE].count, 20000);
+		print_message("think mode %d: %.1f ms spent, %.1f ms own work, workload %.1f ms\n",
+			      m, (double)r->think_ns / 1e6, (double)r->think_own_ns / 1e6,
+			      (double)st.think_ns / 1e6);
+		if (modes[m] == RP_THINK_ON) {
+			assert_true(r->think_own_ns > 0);
+			assert_true(r->think_own_ns < st.think_ns / 2);
+			assert_true(r->think_ns + r->think_own_ns >= st.think_ns);
+		} else {
+			assert_int_equal(r->think_own_ns, 0);
+		}
+		if (modes[m] == RP_THINK_OFF)
+			assert_int_equal(r->think_ns, 0);
+		else if (modes[m] != RP_THINK_ON)
+			assert_true(r->think_ns >= st.think_ns);
+		free(r);
+	}
+}
+
 /* A real program: tests/progs/threads under `alloctrace record`. */
 static void test_recorded_threads(void **state)
 {
@@ -1791,7 +1851,7 @@ int main(void)
 	    cmocka_unit_test(test_pipe_same),	     cmocka_unit_test(test_touch_heap),
 	    cmocka_unit_test(test_fast_same),	     cmocka_unit_test(test_timing_sample),
 	    cmocka_unit_test(test_recorded_turns),   cmocka_unit_test(test_reordered_free),
-	    cmocka_unit_test(test_recorded_handoff),
+	    cmocka_unit_test(test_recorded_handoff), cmocka_unit_test(test_own_work),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

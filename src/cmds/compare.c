@@ -30,7 +30,8 @@ static void compare_usage(FILE *out)
 		"usage: alloctrace compare WORKLOAD --allocators A,B,... [--runs N] [--touch M]\n"
 		"                          [--trim-interval N] [--timing sample|serial|fast|off] "
 		"[--json]\n"
-		"                          [--no-mallopt] [--no-mappings] [--html FILE]\n"
+		"                          [--no-mallopt] [--no-mappings] [--think MODE] [--html "
+		"FILE]\n"
 		"Replay WORKLOAD N times (default 3) under each allocator and print medians\n"
 		"(min-max) and ratios against the first column.  --no-mallopt and --no-mappings\n"
 		"go to every replay (skip the program's mallopt/malloc_trim, its mappings).\n"
@@ -43,12 +44,14 @@ static void compare_usage(FILE *out)
 		"--clickhouse URL [--database DB] also stores every run in ClickHouse\n"
 		"(table replay_runs, view replay_medians: docs/CLICKHOUSE.md).\n"
 		"--touch trace|first|all|none is passed to every replay (default: trace\n"
-		"for workloads with TOUCH ops, else first).\n");
+		"for workloads with TOUCH ops, else first), and so is --think\n"
+		"on|whole|share|off (default on).\n");
 }
 
-/* Replay options every run gets: --no-mallopt, --no-mappings. */
+/* Replay options every run gets: --no-mallopt, --no-mappings, --think. */
 struct run_flags {
 	int no_mallopt, no_maps;
+	const char *think; /* NULL: the replay's default */
 };
 
 static int run_one(const char *wl, struct out_compare_col *c, const char *touch, const char *trim,
@@ -96,6 +99,10 @@ static int run_one(const char *wl, struct out_compare_col *c, const char *touch,
 			av[n++] = (char *)"--no-mallopt";
 		if (fl->no_maps)
 			av[n++] = (char *)"--no-mappings";
+		if (fl->think) {
+			av[n++] = (char *)"--think";
+			av[n++] = (char *)fl->think;
+		}
 		av[n++] = (char *)"--kv";
 		av[n] = NULL;
 		unsetenv("ALLOCTRACE_REPLAY_CHILD");
@@ -162,8 +169,8 @@ static int store_clickhouse(const char *url, const char *db, const char *wl,
 			    struct out_compare_col *cols, int ncol, int runs, const char *touch,
 			    const char *trim, const char *timing, const struct run_flags *fl)
 {
-	char err[1024], opt[3][128];
-	const char *opts[5];
+	char err[1024], opt[4][128];
+	const char *opts[6];
 	int nopt = 0;
 	if (fl->no_mallopt)
 		opts[nopt++] = "no-mallopt";
@@ -175,6 +182,8 @@ static int store_clickhouse(const char *url, const char *db, const char *wl,
 		snprintf(opt[1], sizeof(opt[0]), "trim-interval=%s", trim), opts[nopt++] = opt[1];
 	if (timing)
 		snprintf(opt[2], sizeof(opt[0]), "timing=%s", timing), opts[nopt++] = opt[2];
+	if (fl->think)
+		snprintf(opt[3], sizeof(opt[0]), "think=%s", fl->think), opts[nopt++] = opt[3];
 	struct ch_replay_col cc[32];
 	char libs[32][4096];
 	for (int k = 0; k < ncol; k++) {
@@ -218,6 +227,7 @@ int cmd_compare(int argc, char **argv)
 	    {"timing", required_argument, NULL, 'm'},
 	    {"no-mallopt", no_argument, NULL, 'O'},
 	    {"no-mappings", no_argument, NULL, 'M'},
+	    {"think", required_argument, NULL, 'K'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"html", required_argument, NULL, 'H'},
@@ -258,6 +268,15 @@ int cmd_compare(int argc, char **argv)
 			break;
 		case 'M':
 			fl.no_maps = 1;
+			break;
+		case 'K':
+			if (strcmp(optarg, "on") && strcmp(optarg, "whole") &&
+			    strcmp(optarg, "share") && strcmp(optarg, "off")) {
+				util_err("compare: bad --think '%s' (on, whole, share, off)",
+					 optarg);
+				return 2;
+			}
+			fl.think = optarg;
 			break;
 		case 'j':
 			json = 1;

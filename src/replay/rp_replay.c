@@ -296,7 +296,7 @@ struct rlocal {
 	struct rp_xstat x[RP_NXOPS];
 	uint64_t map_bytes, usable_trace, usable_bytes;
 	uint64_t ops, waits, sleeps, wait_ns, unexpected_ok, unexpected_fail;
-	uint64_t create_ns, think_ns, think_debt, think_shared;
+	uint64_t create_ns, think_ns, think_debt, think_shared, think_own;
 	size_t wpos;
 	uint8_t *wset; /* think working set (RP_THINK_WSET bytes) */
 };
@@ -357,8 +357,12 @@ struct replay {
 	uint64_t timer_floor; /* ticks an empty timed region measures */
 	unsigned spin, ncpu;
 	uint64_t step_ps; /* think work: picoseconds per step (calibrate_think) */
-	int think_share;  /* RP_THINK_SHARE: scale gaps while oversubscribed */
-	int membar;	  /* membarrier(PRIVATE_EXPEDITED) registered */
+	/* RP_THINK_ON: picoseconds per rp_ticks() tick (0: the replay's own
+	   work is not taken out of think time), and what two back-to-back
+	   reads measure */
+	uint64_t own_tick_ps, own_floor;
+	int think_share; /* RP_THINK_SHARE: scale gaps while oversubscribed */
+	int membar;	 /* membarrier(PRIVATE_EXPEDITED) registered */
 	pthread_attr_t attr;
 	_Atomic uint32_t running; /* replay threads between start and end */
 	_Atomic uint32_t live;	  /* between spawn and exit op, as the trace counts */
@@ -659,8 +663,8 @@ static void think_shared(struct replay *rp, struct rlocal *me, uint64_t ns, uint
  * working set, a cache line at a time, until the clock says it is spent
  * (the first RP_THINK_SPIN_MAX_NS of it; the rest is slept).
  * (Not the thread's own blocks: another thread may free them meanwhile,
- * the workload orders only the calls.)  Overshoot is paid back by the
- * next THINK. */
+ * the workload orders only the calls.)  Overshoot, and the replay's own
+ * work between calls (own_credit), are paid back by the next THINKs. */
 static void think(struct replay *rp, struct rlocal *me, uint64_t ns)
 {
 	if (rp->think_share) {
@@ -692,6 +696,63 @@ static void think(struct replay *rp, struct rlocal *me, uint64_t ns)
 	me->wpos = pos;
 	me->think_debt = now - end;
 	me->think_ns += now - t0;
+}
+
+/* The replay's own work between two calls (decoding the next op, the
+ * slot table, the stats, a TOUCH's page writes) runs where the traced
+ * thread did its own work: under RP_THINK_ON it comes out of the thread's
+ * next THINKs, or the replay would be slower than the program by its own
+ * cost per op (bench/replay/RESULTS.md, "The replay's own work").  It is
+ * measured on about one call in RP_OWN_SAMPLE_EVERY, from the call's
+ * return to the next call (one clock read each), and the mean so far is
+ * charged for every op. */
+struct own {
+	uint64_t mark; /* the sampled call's return, or 0 */
+	uint64_t sum, n, rng, at_think, cap;
+	uint32_t left;
+	int set; /* mark set by this op's call */
+};
+
+static inline void own_credit(struct rlocal *me, uint64_t ns)
+{
+	me->think_debt += ns;
+	me->think_own += ns;
+}
+
+/* At a call's return: start a sample now and then. */
+static inline __attribute__((always_inline)) void own_start(const struct replay *rp, struct own *w)
+{
+	if (rp->own_tick_ps && --w->left == 0) {
+		w->rng = w->rng * 6364136223846793005ull + 1442695040888963407ull;
+		w->left =
+		    RP_OWN_SAMPLE_EVERY / 2 + (uint32_t)((w->rng >> 33) % RP_OWN_SAMPLE_EVERY);
+		w->mark = rp_ticks();
+		w->set = 1;
+	}
+}
+
+/* Before a call: end the sample the previous op's call started. */
+static inline __attribute__((always_inline)) void own_end(struct own *w)
+{
+	if (__builtin_expect(w->mark != 0, 0)) {
+		uint64_t d = rp_ticks() - w->mark;
+		if (d < w->cap) {
+			w->sum += d;
+			w->n++;
+		}
+		w->mark = 0;
+	}
+}
+
+/* At a THINK: the ops since the last one at the mean own work per op. */
+static inline void own_think(const struct replay *rp, struct rlocal *me, struct own *w)
+{
+	if (w->n) {
+		uint64_t per = w->sum / w->n;
+		per = per > rp->own_floor ? per - rp->own_floor : 0;
+		own_credit(me, (me->ops - w->at_think) * per * rp->own_tick_ps / 1000);
+	}
+	w->at_think = me->ops;
 }
 
 static void *run_thread(void *arg);
@@ -794,6 +855,7 @@ static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *
 	r->thread_create_ns += L->create_ns;
 	r->think_ns += L->think_ns;
 	r->think_shared += L->think_shared;
+	r->think_own_ns += L->think_own;
 	r->map_bytes += L->map_bytes;
 	r->usable_trace += L->usable_trace;
 	r->usable_bytes += L->usable_bytes;
@@ -994,6 +1056,10 @@ static void *run_thread(void *arg)
 	long sw_start = thread_nivcsw();
 	int64_t live = 0;
 	uint64_t pending_kib = 0;
+	struct own own = {.rng = me->t + 1,
+			  .left = RP_OWN_SAMPLE_EVERY / 2,
+			  .cap = rp->own_tick_ps ? RP_OWN_SAMPLE_MAX_NS * 1000ull / rp->own_tick_ps
+						 : 0};
 	/* the decoder's buffer: its own mapping, not the allocator's, back
 	   to the pool when the thread ends */
 	const struct awl_thread *at = awl_get_thread(rp->f, me->t);
@@ -1025,8 +1091,10 @@ static void *run_thread(void *arg)
 				join_ended(rp, (uint32_t)op.a);
 			goto next;
 		case AWL_OP_THINK:
-			if (thinking)
+			if (thinking) {
+				own_think(rp, L, &own);
 				think(rp, L, op.a);
+			}
 			goto next;
 		case AWL_OP_SPAWN:
 			start_thread(rp, L, (uint32_t)op.a);
@@ -1061,9 +1129,12 @@ static void *run_thread(void *arg)
 			/* one case per traced function (atr_calls.h), by argument shape */
 #define DST(f) (f ? &rp->slots[f - 1] : NULL)
 #define T0_                                                                                        \
+	own_end(&own);                                                                             \
 	timed = time_all || (tm == RP_TIMING_SAMPLE && sample_due(&s_left, &s_rng));               \
 	t0 = timed ? tick(tm) : 0
-#define T1_ t1 = timed ? tick(tm) : 0
+#define T1_                                                                                        \
+	t1 = timed ? tick(tm) : 0;                                                                 \
+	own_start(rp, &own)
 #define CALL_PTR(name)                                                                             \
 	src = DST(op.a);                                                                           \
 	{                                                                                          \
@@ -1180,9 +1251,13 @@ static void *run_thread(void *arg)
 				dst->p = res;
 				dst->size = size;
 				live += (int64_t)size;
-				if (res)
+				if (res && rp->own_tick_ps) {
+					uint64_t a = rp_ticks();
 					touch(rp, res, size, touch_kib);
-				else
+					own_credit(L, (rp_ticks() - a) * rp->own_tick_ps / 1000);
+				} else if (res) {
+					touch(rp, res, size, touch_kib);
+				} else
 					L->unexpected_fail++;
 			} else if (res) {
 				/* traced call failed, this one succeeded: let it go */
@@ -1191,6 +1266,9 @@ static void *run_thread(void *arg)
 			}
 		}
 	next:
+		if (!own.set)
+			own.mark = 0; /* not a call: no sample */
+		own.set = 0;
 		L->ops++;
 		publish(rp, me->t, L->ops);
 		atomic_store_explicit(&mine->live, live, memory_order_relaxed);
@@ -1385,6 +1463,12 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	rp.spin = o->spin == UINT_MAX ? 0 : o->spin ? o->spin : RP_SPIN_DEFAULT;
 	rp.ncpu = usable_cpus();
 	rp.think_share = o->think == RP_THINK_SHARE;
+	if (o->think == RP_THINK_ON) {
+		/* ticks per second: 2 ms of spinning, once */
+		uint64_t tps = use_hw > 0 ? plat_ticks_per_sec(2000000u, 0) : 1000000000u;
+		rp.own_tick_ps = tps ? 1000000000000ull / tps : 0;
+		rp.own_floor = timer_floor(RP_TIMING_FAST);
+	}
 	if (rp.think_share)
 		rp.step_ps = calibrate_think();
 	/* off by default: on our VM each membarrier() (an IPI to every CPU

@@ -44,10 +44,12 @@ static void replay_usage(FILE *out)
 	    "                         per-call times, least overhead)\n"
 	    "      --think MODE       on (default): spend the traced threads' time between\n"
 	    "                         calls (workload version 2) writing a per-thread working\n"
-	    "                         set, so wall time predicts the program's | share: the\n"
-	    "                         same, but with more replay threads than cores only\n"
-	    "                         their share of a gap (cores / threads), as work | off:\n"
-	    "                         calls back to back (the allocator's time only)\n"
+	    "                         set, less the replay's own work between the calls, so\n"
+	    "                         wall time predicts the program's | whole: every gap in\n"
+	    "                         full, on top of that work | share: as whole, but with\n"
+	    "                         more replay threads than cores only their share of a\n"
+	    "                         gap (cores / threads), as work | off: calls back to\n"
+	    "                         back (the allocator's time only)\n"
 	    "      --spin N           pauses a wait spins before it sleeps (default %u; spins\n"
 	    "                         only while every running replay thread has a core)\n"
 	    "      --membarrier       a sleeping wait issues membarrier() so the threads it\n"
@@ -218,16 +220,21 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 		       r->overlap_checked - r->overlap_diff, r->overlap_checked);
 	if (r->version < 2)
 		printf("think time: none (workload version %d has none)\n", r->version);
-	else
-		printf("think time: %s usec spent%s (workload: %s usec; %s gaps as a share); the "
-		       "traced run lasted %s usec\n",
+	else {
+		char own[32];
+		printf("think time: %s usec spent%s (workload: %s usec; %s usec of it was the "
+		       "replay's own work between calls; %s gaps as a share); the traced run "
+		       "lasted %s usec\n",
 		       util_fmt_u64(a, sizeof(a), r->think_ns / 1000),
 		       o->think == RP_THINK_ON	    ? ""
 		       : o->think == RP_THINK_SHARE ? " (--think share)"
+		       : o->think == RP_THINK_WHOLE ? " (--think whole)"
 						    : " (--think off)",
 		       util_fmt_u64(b, sizeof(b), r->think_trace_ns / 1000),
+		       util_fmt_u64(own, sizeof(own), r->think_own_ns / 1000),
 		       util_fmt_u64(d, sizeof(d), r->think_shared),
 		       util_fmt_u64(c, sizeof(c), r->trace_duration_ns / 1000));
+	}
 	printf("replay's own memory (mapped, virtual): decoder buffers %s Kb and thread stats %s "
 	       "Kb at most (per "
 	       "live thread, reused by the next thread to start), slot table %s Kb\n",
@@ -329,9 +336,12 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_key(&w, "think");
 	json_string(&w, o->think == RP_THINK_ON	     ? "on"
 			: o->think == RP_THINK_SHARE ? "share"
+			: o->think == RP_THINK_WHOLE ? "whole"
 						     : "off");
 	json_key(&w, "think_us");
 	json_u64(&w, r->think_ns / 1000);
+	json_key(&w, "think_own_us");
+	json_u64(&w, r->think_own_ns / 1000);
 	json_key(&w, "think_shared");
 	json_u64(&w, r->think_shared);
 	json_key(&w, "think_trace_us");
@@ -523,8 +533,11 @@ int rc_replay_parse(int argc, char **argv, rc_getopt_fn getopt_fn, struct rc_arg
 				a->o.think = RP_THINK_OFF;
 			else if (!strcmp(optarg, "share"))
 				a->o.think = RP_THINK_SHARE;
+			else if (!strcmp(optarg, "whole"))
+				a->o.think = RP_THINK_WHOLE;
 			else {
-				util_err("replay: bad --think '%s' (on, off, share)", optarg);
+				util_err("replay: bad --think '%s' (on, whole, share, off)",
+					 optarg);
 				return 2;
 			}
 			break;
