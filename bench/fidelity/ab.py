@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A/B of two replay settings on fidelity.py's programs, against one reality.
+"""A/B of two replay settings or builds on fidelity.py's programs, against one reality.
 
 Each program is traced and converted once and run for real under the six
 configurations (fidelity.py's CONFIGS, RUNS rounds, the order rotated); then
@@ -10,7 +10,10 @@ replay's glibc wall time against the real glibc wall time (the verdict's
 predicted run time).  Writes WORK/ab.json.
 
     bench/fidelity/ab.py --build DIR --work DIR --runs N --programs a,b \\
-        --a-args='--think whole' --b-args=''
+        --a-args='--think whole' --b-args='' [--b-build DIR]
+
+--b-build replays B with another build's alloctrace (default: --build's);
+the trace is recorded and converted with --build's.
 
 Used for bench/fidelity/RESULTS.md, "The replay's own work between calls".
 """
@@ -45,8 +48,10 @@ def main():
     ap.add_argument("--programs", default="python,perl,sqlite3,python-threads,git-repack")
     ap.add_argument("--a-args", default="--think whole")
     ap.add_argument("--b-args", default="")
+    ap.add_argument("--b-build", default="")
     a = ap.parse_args()
     at = os.path.abspath(os.path.join(a.build, "alloctrace"))
+    tool = {"A": at, "B": os.path.abspath(os.path.join(a.b_build, "alloctrace")) if a.b_build else at}
     os.makedirs(a.work, exist_ok=True)
     progs = F.programs(a.work)
     args = {"A": shlex.split(a.a_args), "B": shlex.split(a.b_args)}
@@ -64,7 +69,7 @@ def main():
         runs = {"A": [], "B": []}
         for r in range(a.runs):
             for v in (("A", "B") if r % 2 == 0 else ("B", "A")):
-                runs[v].append(one_compare(at, wl, cols, args[v]))
+                runs[v].append(one_compare(tool[v], wl, cols, args[v]))
         for v in ("A", "B"):
             p = {"calls": calls, "threads": threads, "real": {}, "replay": {}}
             for cname, _, _, col in F.CONFIGS:
@@ -81,7 +86,7 @@ def main():
         os.unlink(wl)
     json.dump(res, open(os.path.join(a.work, "ab.json"), "w"), indent=1)
     for v in ("A", "B"):
-        print("\n== %s: compare %s\n" % (v, " ".join(args[v]) or "(defaults)"))
+        print("\n== %s: %s compare %s\n" % (v, tool[v], " ".join(args[v]) or "(defaults)"))
         print(F.table(res[v]))
 
 
