@@ -19,6 +19,7 @@
 #include "cmds/cmds.h"
 #include "output/out_compare.h"
 #include "replay/rp_alloc.h"
+#include "replay/rp_replay.h"
 #include "replay/rp_verdict.h"
 #include "util_fmt.h"
 #include "util_json.h"
@@ -270,8 +271,7 @@ int cmd_compare(int argc, char **argv)
 			fl.no_maps = 1;
 			break;
 		case 'K':
-			if (strcmp(optarg, "on") && strcmp(optarg, "whole") &&
-			    strcmp(optarg, "share") && strcmp(optarg, "off")) {
+			if (rp_think_parse(optarg) < 0) {
 				util_err("compare: bad --think '%s' (on, whole, share, off)",
 					 optarg);
 				return 2;

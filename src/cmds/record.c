@@ -611,7 +611,6 @@ static uint64_t rec_note_bytes(void)
 
 /* The trace files of finished processes in dir, compacted at level
  * (atr_compact.h). */
-
 static void compact_dir(const char *dir, int level)
 {
 	DIR *d = opendir(dir);

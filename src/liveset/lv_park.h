@@ -24,9 +24,9 @@
  * the thread allocates the address again (from its tcache) and hands the
  * new block over, whose release was the early one, already spent.  So a
  * parked release whose own thread allocated the address again within the
- * window (lv_park_claim marks it) and that nothing claimed is that spent release's
- * block: when the window passes, the pass releases that block if it is
- * still live, and counts nothing.
+ * window (lv_park_claim marks it) and that nothing claimed is that spent
+ * release's block: when the window passes, the pass releases that block if
+ * it is still live, and counts nothing.
  *
  * The table is small: in a correct program only inverted releases are
  * parked, and each waits for the window at most.

@@ -698,6 +698,16 @@ static void think(struct replay *rp, struct rlocal *me, uint64_t ns)
 	me->think_ns += now - t0;
 }
 
+const char *const rp_think_names[4] = {"on", "off", "share", "whole"};
+
+int rp_think_parse(const char *s)
+{
+	for (int k = 0; k < 4; k++)
+		if (!strcmp(s, rp_think_names[k]))
+			return k;
+	return -1;
+}
+
 /* The replay's own work between two calls (decoding the next op, the
  * slot table, the stats, a TOUCH's page writes) runs where the traced
  * thread did its own work: under RP_THINK_ON it comes out of the thread's
@@ -1251,12 +1261,12 @@ static void *run_thread(void *arg)
 				dst->p = res;
 				dst->size = size;
 				live += (int64_t)size;
-				if (res && rp->own_tick_ps) {
-					uint64_t a = rp_ticks();
+				if (res) {
+					uint64_t a = rp->own_tick_ps ? rp_ticks() : 0;
 					touch(rp, res, size, touch_kib);
-					own_credit(L, (rp_ticks() - a) * rp->own_tick_ps / 1000);
-				} else if (res) {
-					touch(rp, res, size, touch_kib);
+					if (a)
+						own_credit(L, (rp_ticks() - a) * rp->own_tick_ps /
+								  1000);
 				} else
 					L->unexpected_fail++;
 			} else if (res) {

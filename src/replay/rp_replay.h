@@ -45,6 +45,10 @@ enum rp_timing { RP_TIMING_SERIAL, RP_TIMING_FAST, RP_TIMING_OFF, RP_TIMING_SAMP
  * share of a gap (cores / running threads) as work, the rest being the
  * trace's preemption, which the replay's own threads reproduce. */
 enum rp_think { RP_THINK_ON, RP_THINK_OFF, RP_THINK_SHARE, RP_THINK_WHOLE };
+/* --think's names, by enum rp_think; rp_think_parse: the mode named s, or
+ * -1 (replay and compare take the same names). */
+extern const char *const rp_think_names[4];
+int rp_think_parse(const char *s);
 #define RP_OWN_SAMPLE_EVERY 32u
 /* A sample of the replay's own work between two calls longer than this is
  * a preemption or an interrupt, not work: left out. */

@@ -222,14 +222,13 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 		printf("think time: none (workload version %d has none)\n", r->version);
 	else {
 		char own[32];
-		printf("think time: %s usec spent%s (workload: %s usec; %s usec of it was the "
+		printf("think time: %s usec spent%s%s%s (workload: %s usec; %s usec of it was the "
 		       "replay's own work between calls; %s gaps as a share); the traced run "
 		       "lasted %s usec\n",
 		       util_fmt_u64(a, sizeof(a), r->think_ns / 1000),
-		       o->think == RP_THINK_ON	    ? ""
-		       : o->think == RP_THINK_SHARE ? " (--think share)"
-		       : o->think == RP_THINK_WHOLE ? " (--think whole)"
-						    : " (--think off)",
+		       o->think == RP_THINK_ON ? "" : " (--think ",
+		       o->think == RP_THINK_ON ? "" : rp_think_names[o->think],
+		       o->think == RP_THINK_ON ? "" : ")",
 		       util_fmt_u64(b, sizeof(b), r->think_trace_ns / 1000),
 		       util_fmt_u64(own, sizeof(own), r->think_own_ns / 1000),
 		       util_fmt_u64(d, sizeof(d), r->think_shared),
@@ -334,10 +333,7 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_key(&w, "slot_table_bytes");
 	json_u64(&w, r->slot_table_bytes);
 	json_key(&w, "think");
-	json_string(&w, o->think == RP_THINK_ON	     ? "on"
-			: o->think == RP_THINK_SHARE ? "share"
-			: o->think == RP_THINK_WHOLE ? "whole"
-						     : "off");
+	json_string(&w, rp_think_names[o->think]);
 	json_key(&w, "think_us");
 	json_u64(&w, r->think_ns / 1000);
 	json_key(&w, "think_own_us");
@@ -526,21 +522,16 @@ int rc_replay_parse(int argc, char **argv, rc_getopt_fn getopt_fn, struct rc_arg
 		case 'L':
 			a->o.timeline = optarg;
 			break;
-		case 'K':
-			if (!strcmp(optarg, "on"))
-				a->o.think = RP_THINK_ON;
-			else if (!strcmp(optarg, "off"))
-				a->o.think = RP_THINK_OFF;
-			else if (!strcmp(optarg, "share"))
-				a->o.think = RP_THINK_SHARE;
-			else if (!strcmp(optarg, "whole"))
-				a->o.think = RP_THINK_WHOLE;
-			else {
+		case 'K': {
+			int k = rp_think_parse(optarg);
+			if (k < 0) {
 				util_err("replay: bad --think '%s' (on, whole, share, off)",
 					 optarg);
 				return 2;
 			}
+			a->o.think = (enum rp_think)k;
 			break;
+		}
 		case 'S': {
 			unsigned long v = strtoul(optarg, &e, 10);
 			if (*e || !*optarg || v > 100000000ul) {
