@@ -23,6 +23,7 @@
 #include "atr_reader.h"
 #include "atr_testwriter.h"
 #include "awl_workload.h"
+#include "plat_cpus.h"
 #include "replay/rp_convert.h"
 #include "replay/rp_replay.h"
 
@@ -423,6 +424,17 @@ static int convert_both(const char *trace, const char *name, struct rp_convert_o
 		assert_int_equal(st[k].read_threads, k);
 	assert_int_equal(rc[0], rc[1]);
 	assert_string_equal(eb[0], eb[1]);
+	/* the default: a second thread where two cores are free */
+	char wd[400], ed[512] = "";
+	struct rp_convert_stats sd;
+	snprintf(ed, sizeof(ed), "%.20s.tdefault.wl", name);
+	path_in(wd, sizeof(wd), ed);
+	ed[0] = 0;
+	o->threads = 0;
+	assert_int_equal(rp_convert(trace, wd, o, &sd, ed, sizeof(ed)), rc[0]);
+	o->threads = 2; /* as convert_two left it */
+	assert_int_equal(sd.read_threads, plat_usable_cpus() >= 2);
+	assert_string_equal(ed, eb[0]);
 	if (rc[0]) {
 		assert_true(access(wl[0], F_OK) != 0 && access(wl[1], F_OK) != 0);
 		return rc[0];
@@ -430,6 +442,7 @@ static int convert_both(const char *trace, const char *name, struct rp_convert_o
 	assert_int_equal(st[0].records, st[1].records);
 	assert_int_equal(st[0].waits, st[1].waits);
 	assert_true(same_bytes(wl[0], wl[1]));
+	assert_true(same_bytes(wl[0], wd));
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "atr_reader.h"
 #include "awl_workload.h"
 #include "plat_clock.h"
+#include "plat_cpus.h"
 #include "dj_trace.h"
 #include "liveset/lv_ahead.h"
 #include "liveset/lv_set.h"
@@ -2822,9 +2823,11 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	struct rp_pipe *pipe = NULL;
 	struct rp_cpipe *cpipe = NULL;
 	int nthreads = o->threads;
-	if (!nthreads) /* one: the pipe was slower on a quiet 2-core machine
-			  (bench/replay/RESULTS.md, "Convert on two threads") */
-		nthreads = 1;
+	if (!nthreads) /* two where two cores are free to run them: faster in
+			  wall time on every trace of bench/replay/convspeed.sh
+			  (bench/replay/RESULTS.md, "Convert's pipe with streaming
+			  stores") */
+		nthreads = plat_usable_cpus() >= 2 ? 2 : 1;
 	if (nthreads > 1 && sc.it && !c.filtered && rp_cpipe_start(&cpipe, sc.it) == 0) {
 		/* the narrow path's records on the second thread */
 		st->read_threads = 1;

@@ -60,8 +60,9 @@ struct rp_convert_opts {
 	int no_fast;		 /* 1: every call through the handlers, none by
 				    the fast path (tests: the same bytes) */
 	/* 1: one thread; 2: the trace is read on a second thread (rp_pipe.h;
-	 * not with keep, whose callback reads the source's state); 0: 1.  The
-	 * workload is the same either way. */
+	 * not with keep, whose callback reads the source's state); 0: 2 if
+	 * this process may run on two cores or more, else 1.  The workload is
+	 * the same either way. */
 	int threads;
 };
 

@@ -7,6 +7,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 /* Polls before the waiting side sleeps.  The side that waits is the
  * faster one, and it sleeps until half the ring is ready (RP_PIPE_DEPTH /
@@ -172,6 +175,43 @@ static void ring_stop(struct rp_ring *p)
 	pthread_cond_destroy(&p->cv);
 }
 
+/* Copies len bytes (a multiple of 8, dst 8-aligned) into a batch.  On
+ * x86-64 with non-temporal stores: the batch's lines were last read by the
+ * converting thread, and a plain store must first take each line back from
+ * that core's cache.  On this VM the two vCPUs sometimes sit on cores
+ * ~250 ns apart (a cache-line ping-pong test: ~100 ns or ~500 ns a round
+ * trip, changing from minute to minute), and then those transfers made
+ * --threads 2 3-4x slower than one thread (bench/replay/RESULTS.md,
+ * "Convert's pipe with streaming stores").  Streaming stores write whole
+ * lines without reading them; the converting thread's sequential reads
+ * are prefetched.  The writer calls batch_fence() before publishing. */
+static void batch_out(void *dst, const void *src, size_t len)
+{
+#if defined(__x86_64__)
+	typedef long long word __attribute__((may_alias));
+	char *d = dst, *e = d + len;
+	const char *q = src;
+	if (d < e && ((uintptr_t)d & 8)) {
+		_mm_stream_si64((word *)(void *)d, *(const word *)(const void *)q);
+		d += 8, q += 8;
+	}
+	for (; e - d >= 16; d += 16, q += 16)
+		_mm_stream_si128((__m128i *)(void *)d,
+				 _mm_loadu_si128((const __m128i *)(const void *)q));
+	if (d < e)
+		_mm_stream_si64((word *)(void *)d, *(const word *)(const void *)q);
+#else
+	memcpy(dst, src, len);
+#endif
+}
+
+static void batch_fence(void)
+{
+#if defined(__x86_64__)
+	_mm_sfence(); /* the streamed stores before the publishing store */
+#endif
+}
+
 /* Appends e's payload to *pay (grown as needed) and leaves its offset in
  * d->payload; 0, or ATR_E_NOMEM. */
 static int copy_payload(uint8_t **pay, size_t *paylen, size_t *paycap, struct atr_event *d,
@@ -218,13 +258,15 @@ static void *reader(void *arg)
 			if (r <= 0)
 				break;
 			struct atr_event *d = &b->ev[b->n];
-			*d = *e;
+			_Static_assert(sizeof(*d) % 8 == 0, "events in 8-byte words");
+			batch_out(d, e, sizeof(*d));
 			if (e->payload && e->payload_len && keep_payload(b, d, e) < 0) {
 				r = ATR_E_NOMEM;
 				break;
 			}
 			b->n++;
 		}
+		batch_fence();
 		for (unsigned k = 0; k < b->npay; k++) {
 			struct atr_event *d = &b->ev[b->pidx[k]];
 			d->payload = b->pay + (uintptr_t)d->payload;
@@ -333,41 +375,52 @@ struct rp_cpipe {
 	unsigned run, pos;
 };
 
+/* Records the reader decodes per call: into a buffer of its own (in L1),
+ * then streamed into the batch (batch_out). */
+#define RP_CPIPE_CHUNK 64
+
 static void *creader(void *arg)
 {
 	struct rp_cpipe *p = arg;
 	uint64_t prod = 0;
 	int r = 1;
+	struct atr_call chunk[RP_CPIPE_CHUNK];
 	while (r > 0 && ring_room(&p->r, prod)) {
 		struct rp_cbatch *b = &p->b[prod % RP_PIPE_DEPTH];
 		b->n = b->nrun = 0;
 		b->paylen = 0;
 		while (b->nrun < RP_CPIPE_SEGS && RP_CPIPE_CALLS - b->n >= RP_CPIPE_MIN_ROOM) {
-			size_t n;
+			size_t n, room = RP_CPIPE_CALLS - b->n;
 			const struct atr_event *e;
-			r = atr_iter_next_calls(p->it, &b->calls[b->n], RP_CPIPE_CALLS - b->n, &n,
-						&e);
+			r = atr_iter_next_calls(
+			    p->it, chunk, room < RP_CPIPE_CHUNK ? room : RP_CPIPE_CHUNK, &n, &e);
 			if (r > 0 || n) {
+				_Static_assert(sizeof(chunk[0]) % 8 == 0,
+					       "records in 8-byte words");
+				batch_out(&b->calls[b->n], chunk, n * sizeof(chunk[0]));
+				/* records with no event between them: one run */
+				unsigned k =
+				    b->nrun && !b->has_ev[b->nrun - 1] ? b->nrun - 1 : b->nrun++;
 				b->n += (unsigned)n;
-				b->end[b->nrun] = b->n;
-				b->has_ev[b->nrun] = r > 0 && e != NULL;
-				b->has_pay[b->nrun] = 0;
+				b->end[k] = b->n;
+				b->has_ev[k] = r > 0 && e != NULL;
+				b->has_pay[k] = 0;
 				if (r > 0 && e) {
-					struct atr_event *d = &b->ev[b->nrun];
+					struct atr_event *d = &b->ev[k];
 					*d = *e;
 					if (e->payload && e->payload_len) {
 						if (copy_payload(&b->pay, &b->paylen, &b->paycap, d,
 								 e) < 0)
 							r = ATR_E_NOMEM;
 						else
-							b->has_pay[b->nrun] = 1;
+							b->has_pay[k] = 1;
 					}
 				}
-				b->nrun++;
 			}
 			if (r <= 0)
 				break;
 		}
+		batch_fence();
 		for (unsigned k = 0; k < b->nrun; k++)
 			if (b->has_pay[k])
 				b->ev[k].payload = b->pay + (uintptr_t)b->ev[k].payload;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "plat_clock.h"
+#include "plat_cpus.h"
 
 /* ------------------------------------------------------------- clock */
 /* The hardware ticks where they are a usable clock (plat_clock.h), else
@@ -1409,16 +1410,6 @@ static int verify_forked(awl_file *f, char *eb, size_t el)
 	return WIFEXITED(st) ? ATR_E_RECORD : ATR_E_PROCESS;
 }
 
-/* Cores this process may run on (taskset counts). */
-static unsigned usable_cpus(void)
-{
-	cpu_set_t cs;
-	if (sched_getaffinity(0, sizeof(cs), &cs) == 0 && CPU_COUNT(&cs) > 0)
-		return (unsigned)CPU_COUNT(&cs);
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (unsigned)n : 1;
-}
-
 /* Join threads as they finish (those a waiter has not joined: join_ended),
  * until every started one is joined. */
 static void reap(struct replay *rp)
@@ -1471,7 +1462,7 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	res->touch = rp.touch;
 	rp.timer_floor = timer_floor(o->timing);
 	rp.spin = o->spin == UINT_MAX ? 0 : o->spin ? o->spin : RP_SPIN_DEFAULT;
-	rp.ncpu = usable_cpus();
+	rp.ncpu = plat_usable_cpus();
 	rp.think_share = o->think == RP_THINK_SHARE;
 	if (o->think == RP_THINK_ON) {
 		/* ticks per second: 2 ms of spinning, once */
