@@ -395,8 +395,9 @@ static int same_bytes(const char *a, const char *b)
 	return same;
 }
 
-/* rp_convert with o's options on 1 and 2 threads: the same result, the
- * same error text, the same workload bytes (or none on an error). */
+/* rp_convert with o's options on 1 and 2 threads and by default: the same
+ * result, the same error text, the same workload bytes (or none on an
+ * error). */
 /* Two conversions of trace with o's options, *knob = v0 and v1 (a field
  * of o): their workloads wl[k] (named name.tagK.wl), errors, results and
  * stats. */
@@ -424,12 +425,11 @@ static int convert_both(const char *trace, const char *name, struct rp_convert_o
 		assert_int_equal(st[k].read_threads, k);
 	assert_int_equal(rc[0], rc[1]);
 	assert_string_equal(eb[0], eb[1]);
-	/* the default: a second thread where two cores are free */
-	char wd[400], ed[512] = "";
+	/* the default: a second thread where two cores are usable */
+	char wd[400], nm[40], ed[512] = "";
 	struct rp_convert_stats sd;
-	snprintf(ed, sizeof(ed), "%.20s.tdefault.wl", name);
-	path_in(wd, sizeof(wd), ed);
-	ed[0] = 0;
+	snprintf(nm, sizeof(nm), "%.20s.tdefault.wl", name);
+	path_in(wd, sizeof(wd), nm);
 	o->threads = 0;
 	assert_int_equal(rp_convert(trace, wd, o, &sd, ed, sizeof(ed)), rc[0]);
 	o->threads = 2; /* as convert_two left it */

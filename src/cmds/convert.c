@@ -56,7 +56,7 @@ static void convert_usage(FILE *out)
 	    "                     thread's allocation of the block, which the unfenced\n"
 	    "                     clock read allows, comes after that allocation)\n"
 	    "      --threads N    2: read the trace on a second thread while this one\n"
-	    "                     converts (the default where two cores are free);\n"
+	    "                     converts (the default where two cores are usable);\n"
 	    "                     1: both on one thread (the workload is the same byte\n"
 	    "                     for byte)\n"
 	    "  -q, --quiet        neither anomaly reports nor the summary: only errors\n"

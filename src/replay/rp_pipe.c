@@ -178,10 +178,10 @@ static void ring_stop(struct rp_ring *p)
 /* Copies len bytes (a multiple of 8, dst 8-aligned) into a batch.  On
  * x86-64 with non-temporal stores: the batch's lines were last read by the
  * converting thread, and a plain store must first take each line back from
- * that core's cache.  On this VM the two vCPUs sometimes sit on cores
- * ~250 ns apart (a cache-line ping-pong test: ~100 ns or ~500 ns a round
- * trip, changing from minute to minute), and then those transfers made
- * --threads 2 3-4x slower than one thread (bench/replay/RESULTS.md,
+ * that core's cache.  On this VM the two vCPUs sometimes sit on cores that
+ * share no cache (bench/replay/pingpong.c: a round trip of ~40-160 ns most
+ * minutes, ~350-550 ns in others), and then those transfers made
+ * --threads 2 3x slower than one thread (bench/replay/RESULTS.md,
  * "Convert's pipe with streaming stores").  Streaming stores write whole
  * lines without reading them; the converting thread's sequential reads
  * are prefetched.  The writer calls batch_fence() before publishing. */
