@@ -16,6 +16,7 @@
 #include "atr_format.h"
 #include "atr_reader.h"
 #include "atr_v2.h"
+#include "plat_cpus.h"
 #include "util_io.h"
 
 static int read_at(int fd, uint64_t off, void *dst, size_t len)
@@ -598,10 +599,8 @@ int atr_compact(const char *path, int level, int threads, uint64_t *before, uint
 	snprintf(tmp, sizeof tmp, "%s.compact", path);
 	struct cbuf c = {0};
 	if (threads <= 0) {
-		long nc = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = nc < 1			 ? 1
-			  : nc > ATR_COMPACT_THREADS_MAX ? ATR_COMPACT_THREADS_MAX
-							 : (int)nc;
+		unsigned nc = plat_usable_cpus(); /* taskset counts */
+		threads = nc > ATR_COMPACT_THREADS_MAX ? ATR_COMPACT_THREADS_MAX : (int)nc;
 	}
 	struct rz z = {.features = features,
 		       .bs = bs,

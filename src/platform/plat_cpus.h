@@ -1,5 +1,6 @@
 /* plat_cpus.h - how many cores this process may run on, for the tools that
- * size their own threads (replay's workers, convert's second thread).
+ * size their own threads (replay's workers, convert's second thread,
+ * compaction's workers).
  * Header-only and libc-only, as plat_clock.h. */
 #ifndef PLAT_CPUS_H
 #define PLAT_CPUS_H
