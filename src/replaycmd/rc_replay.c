@@ -221,14 +221,13 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 	if (r->version < 2)
 		printf("think time: none (workload version %d has none)\n", r->version);
 	else {
-		char own[32];
-		printf("think time: %s usec spent%s%s%s (workload: %s usec; %s usec of it was the "
+		char own[32], mode[24] = "";
+		if (o->think != RP_THINK_ON)
+			snprintf(mode, sizeof(mode), " (--think %s)", rp_think_names[o->think]);
+		printf("think time: %s usec spent%s (workload: %s usec; %s usec of it was the "
 		       "replay's own work between calls; %s gaps as a share); the traced run "
 		       "lasted %s usec\n",
-		       util_fmt_u64(a, sizeof(a), r->think_ns / 1000),
-		       o->think == RP_THINK_ON ? "" : " (--think ",
-		       o->think == RP_THINK_ON ? "" : rp_think_names[o->think],
-		       o->think == RP_THINK_ON ? "" : ")",
+		       util_fmt_u64(a, sizeof(a), r->think_ns / 1000), mode,
 		       util_fmt_u64(b, sizeof(b), r->think_trace_ns / 1000),
 		       util_fmt_u64(own, sizeof(own), r->think_own_ns / 1000),
 		       util_fmt_u64(d, sizeof(d), r->think_shared),
