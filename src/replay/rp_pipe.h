@@ -27,7 +27,13 @@
 #include "liveset/lv_set.h"
 
 #define RP_PIPE_BATCH 512
-#define RP_PIPE_DEPTH 8
+/* A side that waits sleeps until half the ring is ready, and runs again
+ * 25-40 us after its wake-up on the VM (bench/replay/wakeup.c).  With 8
+ * batches, while the two sides kept close paces, they slept in turns,
+ * one of them every ~170 us; 32 batches make the sleeps 4x rarer and
+ * convert 7-15% faster (bench/replay/RESULTS.md, "The pipe's depth").
+ * ~3 MB of batches. */
+#define RP_PIPE_DEPTH 32
 
 struct rp_pipe;
 
