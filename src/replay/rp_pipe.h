@@ -31,7 +31,7 @@
  * 25-40 us after its wake-up on the VM (bench/replay/wakeup.c).  With 8
  * batches, while the two sides kept close paces, they slept in turns,
  * one of them every ~170 us; 32 batches make the sleeps 4x rarer and
- * convert 7-15% faster (bench/replay/RESULTS.md, "The pipe's depth").
+ * convert 10-16% faster (bench/replay/RESULTS.md, "The pipe's depth").
  * ~3 MB of batches. */
 #define RP_PIPE_DEPTH 32
 
