@@ -12,7 +12,10 @@
 # WORK (default /tmp/rpconvspeed), RUNS (5), TRACES ("t10000 t1000000 xfree
 # py"), STEPS (liveset steps, 1000000), XFREE (blocks per producer, 250000),
 # PYN (JSON items, 100000); REC: the alloctrace that records (default: the
-# first command's).  The timing runs hold /tmp/alloctrace-bench.lock.
+# first command's); PAUSE (seconds of idle before each timed run, default 0; on
+# this VM memory left idle a few seconds goes back to the host, and a run
+# after a pause pays for fresh pages again: bench/replay/RESULTS.md, "The
+# pipe's depth").  The timing runs hold /tmp/alloctrace-bench.lock.
 # CALLGRIND=1: then one `valgrind --tool=callgrind --separate-threads=yes`
 # run per command and trace, outside the lock: instructions per record in
 # all and on the busiest thread (with two threads the busier one bounds the
@@ -72,6 +75,7 @@ for t in $TRACES; do
 		if [ $((i % 2)) -eq 0 ]; then idx=$(seq 1 $#); else idx=$(seq $# -1 1); fi
 		for j in $idx; do
 			eval "b=\${$j}"
+			[ "${PAUSE:-0}" = 0 ] || sleep "$PAUSE"
 			# shellcheck disable=SC2086
 			runtime "$W/time" \
 				"$(bin_of "$b")" convert "$t" $(args_of "$b") -o "$W/out.$(key "$b").wl" \
