@@ -703,10 +703,24 @@ const char *const rp_think_names[4] = {"on", "off", "share", "whole"};
 
 int rp_think_parse(const char *s)
 {
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < (int)(sizeof(rp_think_names) / sizeof(rp_think_names[0])); k++)
 		if (!strcmp(s, rp_think_names[k]))
 			return k;
 	return -1;
+}
+
+/* Whether this call of the thread is sampled, about one call in every
+ * (--timing sample's timed calls, the own work's samples).  A countdown
+ * drawn from [every/2, 3*every/2): a fixed period aliases with the
+ * workload's own (a malloc-free loop timed every 32nd call would time only
+ * its mallocs). */
+static inline int sample_due(uint32_t *left, uint64_t *rng, uint32_t every)
+{
+	if (__builtin_expect(--*left != 0, 1))
+		return 0;
+	*rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+	*left = every / 2 + (uint32_t)((*rng >> 33) % every);
+	return 1;
 }
 
 /* The replay's own work between two calls (decoding the next op, the
@@ -733,10 +747,7 @@ static inline void own_credit(struct rlocal *me, uint64_t ns)
 /* At a call's return: start a sample now and then. */
 static inline __attribute__((always_inline)) void own_start(const struct replay *rp, struct own *w)
 {
-	if (rp->own_tick_ps && --w->left == 0) {
-		w->rng = w->rng * 6364136223846793005ull + 1442695040888963407ull;
-		w->left =
-		    RP_OWN_SAMPLE_EVERY / 2 + (uint32_t)((w->rng >> 33) % RP_OWN_SAMPLE_EVERY);
+	if (rp->own_tick_ps && sample_due(&w->left, &w->rng, RP_OWN_SAMPLE_EVERY)) {
 		w->mark = rp_ticks();
 		w->set = 1;
 	}
@@ -1013,18 +1024,6 @@ static void run_xop(struct replay *rp, struct rlocal *L, const struct awl_op *op
 	x->done++;
 }
 
-/* --timing sample: whether this call of the thread is timed.  A countdown
- * drawn from [n/2, 3n/2): a fixed period aliases with the workload's own
- * (a malloc-free loop timed every 32nd call would time only its mallocs). */
-static inline int sample_due(uint32_t *left, uint64_t *rng)
-{
-	if (__builtin_expect(--*left != 0, 1))
-		return 0;
-	*rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
-	*left = RP_TIMING_SAMPLE_EVERY / 2 + (uint32_t)((*rng >> 33) % RP_TIMING_SAMPLE_EVERY);
-	return 1;
-}
-
 static void *run_thread(void *arg)
 {
 	struct rthread *me = arg;
@@ -1035,7 +1034,7 @@ static void *run_thread(void *arg)
 	const int time_all = tm == RP_TIMING_SERIAL || tm == RP_TIMING_FAST;
 	uint64_t s_rng = me->t + 1;
 	uint32_t s_left = 1;
-	sample_due(&s_left, &s_rng); /* the first countdown */
+	sample_due(&s_left, &s_rng, RP_TIMING_SAMPLE_EVERY); /* the first countdown */
 	const uint64_t floor_ticks = rp->timer_floor;
 	const int thinking = rp->o->think != RP_THINK_OFF;
 	uint64_t trim_every = rp->o->trim_interval, next_trim = trim_every;
@@ -1141,7 +1140,8 @@ static void *run_thread(void *arg)
 #define DST(f) (f ? &rp->slots[f - 1] : NULL)
 #define T0_                                                                                        \
 	own_end(&own);                                                                             \
-	timed = time_all || (tm == RP_TIMING_SAMPLE && sample_due(&s_left, &s_rng));               \
+	timed = time_all ||                                                                        \
+		(tm == RP_TIMING_SAMPLE && sample_due(&s_left, &s_rng, RP_TIMING_SAMPLE_EVERY));   \
 	t0 = timed ? tick(tm) : 0
 #define T1_                                                                                        \
 	t1 = timed ? tick(tm) : 0;                                                                 \
