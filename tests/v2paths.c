@@ -4,7 +4,9 @@
  * events of the frames decoded whole into v1 words (atr_set_v2_words),
  * event for event, field for field (atw_v2_paths_agree); and the narrow
  * path (atr_iter_next_calls: compact call records) must give the events
- * of atr_iter_next_ref (atw_calls_path_agree).
+ * of atr_iter_next_ref (atw_calls_path_agree), also with frames
+ * decompressed by a helper (atr_iter_help: between batches, and on a
+ * thread of its own).
  *   v2paths TRACE|DIR...   prints "N events in M traces agree"; exit 1 on
  *   the first disagreement or a trace that does not read.
  */
@@ -39,20 +41,25 @@ int main(int argc, char **argv)
 			    atr_get_info(fb)->version == 2 ? atr_get_info(fb)->blocks : 0;
 			atr_close(fa);
 			atr_close(fb);
-			/* the narrow path (compact call records) against events */
-			if (ok && (atr_open(paths[k], &fa, err, sizeof err) ||
-				   atr_open(paths[k], &fb, err, sizeof err))) {
-				fprintf(stderr, "v2paths: %s\n", err);
-				return 1;
-			}
-			if (ok) {
-				ok = atw_calls_path_agree(fa, fb, &ev2, err, sizeof err);
+			/* the narrow path (compact call records) against events:
+			 * alone, then with frames decompressed by a helper
+			 * between batches and on a thread of its own */
+			uint64_t helped[3] = {0};
+			for (int mode = ATW_HELP_NONE; ok && mode <= ATW_HELP_THREAD; mode++) {
+				if (atr_open(paths[k], &fa, err, sizeof err) ||
+				    atr_open(paths[k], &fb, err, sizeof err)) {
+					fprintf(stderr, "v2paths: %s\n", err);
+					return 1;
+				}
+				ok = atw_calls_path_agree_helped(fa, fb, mode, &ev2, &helped[mode],
+								 err, sizeof err);
 				atr_close(fa);
 				atr_close(fb);
 				if (ok && ev2 != ev) {
 					snprintf(err, sizeof err,
-						 "narrow path: %" PRIu64 " events, not %" PRIu64,
-						 ev2, ev);
+						 "narrow path (help %d): %" PRIu64
+						 " events, not %" PRIu64,
+						 mode, ev2, ev);
 					ok = 0;
 				}
 			}
@@ -60,8 +67,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "v2paths: %s: %s\n", paths[k], err);
 				return 1;
 			}
-			printf("%s: %" PRIu64 " events, %" PRIu64 " blocks\n", paths[k], ev,
-			       frames);
+			printf("%s: %" PRIu64 " events, %" PRIu64 " blocks, helped %" PRIu64
+			       " inline %" PRIu64 " threaded\n",
+			       paths[k], ev, frames, helped[ATW_HELP_INLINE],
+			       helped[ATW_HELP_THREAD]);
 			total += ev;
 			traces++;
 		}

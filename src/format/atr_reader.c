@@ -25,8 +25,10 @@
 
 #include <zstd.h>
 
+#include "atr_fileio.h"
 #include "atr_v2.h"
 #include "atr_v2dec.h"
+#include "atr_zahead.h"
 #include "util_hmap.h"
 #include "util_io.h"
 
@@ -57,6 +59,7 @@ struct atr_file {
 	uint8_t *zbuf, *dbuf; /* a frame's payload and its decompressed bytes */
 	size_t zcap, dcap;
 	size_t zpop;	   /* bytes of zbuf populated (util_populate: ready) */
+	struct za *za;	   /* atr_iter_set_helper: frames decompressed ahead */
 	uint8_t **moddata; /* copies of MODULE payloads (build ids live here) */
 	size_t nmoddata;
 	uint64_t trunc_calls;	      /* v2: calls of frames cut off by the file end */
@@ -359,15 +362,7 @@ static int validate_header(atr_file *f, char *eb, size_t el)
  * how many bytes the file has there. */
 static size_t src_read(const atr_file *f, uint64_t off, void *dst, size_t len)
 {
-	size_t have = off < f->size ? (f->size - off < len ? (size_t)(f->size - off) : len) : 0;
-	if (f->base) {
-		memcpy(dst, f->base + off, have);
-	} else {
-		ssize_t got = util_pread_full(f->fd, dst, have, off);
-		have = got > 0 ? (size_t)got : 0;
-	}
-	memset((uint8_t *)dst + have, 0, len - have);
-	return have;
+	return atr_read_at(f->base, f->fd, f->size, off, dst, len);
 }
 
 struct scan_list {
@@ -878,6 +873,7 @@ void atr_close(atr_file *f)
 	ZSTD_freeDCtx(f->dctx);
 	free(f->zbuf);
 	free(f->dbuf);
+	za_free(f->za);
 	for (size_t i = 0; i < f->nmoddata; i++)
 		free(f->moddata[i]);
 	free(f->moddata);
@@ -1084,18 +1080,6 @@ static int cur_corrupt(atr_file *f, const struct atr_cur *c, const char *what, u
 	return ATR_E_RECORD;
 }
 
-static int grow(uint8_t **p, size_t *cap, size_t need)
-{
-	if (*cap >= need)
-		return 0;
-	uint8_t *n = realloc(*p, need);
-	if (!n)
-		return -1;
-	*p = n;
-	*cap = need;
-	return 0;
-}
-
 /* The first len bytes of a buffer (grown to them) about to be written
  * whole: its pages not mapped yet (beyond *pop, which realloc keeps valid)
  * are mapped in one system call, not one page fault each (on the benchmark
@@ -1116,18 +1100,36 @@ static int frame_bad(atr_file *f, uint64_t off, const char *what, const char *wh
 	return ATR_E_BLOCK;
 }
 
+/* The cursor's next frames (up to ZA_SLOTS) to the helper, if any. */
+static void za_post_next(atr_file *f, const struct atr_cur *c)
+{
+	const struct atr_thr *t = &f->thr[c->t];
+	if (c->sel)
+		return; /* frames outside the window are never loaded */
+	for (uint64_t k = c->si; k < t->n && k < c->si + ZA_SLOTS; k++) {
+		const struct atr_sblk *sb = &f->stream[t->first + k];
+		if (sb->staging)
+			break;
+		za_post(f->za, sb->off);
+	}
+}
+
 /* v2 FRAME: its encoded records (decompressed) into the cursor's buffer w;
  * cur_next decodes them one by one (cur_fill). */
 static int cur_load_lazy(atr_file *f, struct atr_cur *c, int w, uint32_t used, uint32_t csize,
 			 uint32_t nrec, uint32_t calls)
 {
 	size_t elen = csize;
-	if (f->features & ATR_FEAT_ZSTD) {
-		/* at most the encoding bound of its records (a compacted frame
-		 * may hold more than a block: atr_frame_used_max): a frame that
-		 * claims more is corrupt (zstd stops at the buffer's end) */
-		size_t n = ATR_V2_ENC_BOUND((size_t)used);
-		if (grow(&c->buf[w], &c->cap[w], n) || grow(&f->zbuf, &f->zcap, csize ? csize : 1))
+	/* at most the encoding bound of its records (a compacted frame may
+	 * hold more than a block: atr_frame_used_max): a frame that claims
+	 * more is corrupt (zstd stops at the buffer's end) */
+	size_t n = ATR_V2_ENC_BOUND((size_t)used);
+	if ((f->features & ATR_FEAT_ZSTD) && f->za &&
+	    za_take(f->za, c->off, n, &c->buf[w], &c->cap[w], &c->pop[w], &elen)) {
+		/* decompressed by the helper */
+	} else if (f->features & ATR_FEAT_ZSTD) {
+		if (atr_grow(&c->buf[w], &c->cap[w], n) ||
+		    atr_grow(&f->zbuf, &f->zcap, csize ? csize : 1))
 			return ATR_E_NOMEM;
 		if (!f->dctx && !(f->dctx = ZSTD_createDCtx()))
 			return ATR_E_NOMEM;
@@ -1141,10 +1143,12 @@ static int cur_load_lazy(atr_file *f, struct atr_cur *c, int w, uint32_t used, u
 			return frame_bad(f, c->off, "zstd: ", ZSTD_getErrorName(r));
 		elen = r;
 	} else {
-		if (grow(&c->buf[w], &c->cap[w], csize ? csize : 1))
+		if (atr_grow(&c->buf[w], &c->cap[w], csize ? csize : 1))
 			return ATR_E_NOMEM;
 		src_read(f, c->off + ATR_BLOCK_HEADER_SIZE, c->buf[w], csize);
 	}
+	if (f->za)
+		za_post_next(f, c);
 	c->b = c->buf[w];
 	c->rb.p = c->b;
 	c->rb.end = c->b + elen;
@@ -1178,7 +1182,7 @@ static int cur_load_v2(atr_file *f, struct atr_cur *c)
 	c->lazy = 0;
 	uint8_t h[ATR_BLOCK_HEADER_SIZE];
 	if (c->staging) {
-		if (grow(&c->buf[w], &c->cap[w], f->bs))
+		if (atr_grow(&c->buf[w], &c->cap[w], f->bs))
 			return ATR_E_NOMEM;
 		c->end = src_read(f, c->off, c->buf[w], f->bs);
 		c->b = c->buf[w];
@@ -1191,8 +1195,8 @@ static int cur_load_v2(atr_file *f, struct atr_cur *c)
 	uint32_t nrec = atr_get32(h + ATR_B_RECORDS), calls = atr_get32(h + ATR_U_CALLS);
 	if (!f->v2_words)
 		return cur_load_lazy(f, c, w, used, csize, nrec, calls);
-	if (grow(&c->buf[w], &c->cap[w], ATR_BLOCK_HEADER_SIZE + (size_t)used) ||
-	    grow(&f->zbuf, &f->zcap, csize ? csize : 1))
+	if (atr_grow(&c->buf[w], &c->cap[w], ATR_BLOCK_HEADER_SIZE + (size_t)used) ||
+	    atr_grow(&f->zbuf, &f->zcap, csize ? csize : 1))
 		return ATR_E_NOMEM;
 	src_read(f, c->off + ATR_BLOCK_HEADER_SIZE, f->zbuf, csize);
 	const uint8_t *enc = f->zbuf;
@@ -1201,7 +1205,7 @@ static int cur_load_v2(atr_file *f, struct atr_cur *c)
 		/* at most the encoding bound of its records: a frame that
 		 * claims more is corrupt (zstd stops at the buffer's end) */
 		size_t n = ATR_V2_ENC_BOUND((size_t)used);
-		if (grow(&f->dbuf, &f->dcap, n))
+		if (atr_grow(&f->dbuf, &f->dcap, n))
 			return ATR_E_NOMEM;
 		if (!f->dctx && !(f->dctx = ZSTD_createDCtx()))
 			return ATR_E_NOMEM;
@@ -2120,6 +2124,23 @@ void atr_iter_set_prefetch(atr_iter *it, atr_prefetch_fn fn, void *ctx)
 		it->cur[t].pf = fn;
 		it->cur[t].pfctx = ctx;
 	}
+}
+
+int atr_iter_set_helper(atr_iter *it)
+{
+	if (!it)
+		return ATR_E_USAGE;
+	atr_file *f = it->f;
+	if (!f->v2 || f->v2_words || !(f->features & ATR_FEAT_ZSTD) || it->sel || f->za)
+		return ATR_OK; /* nothing to help with, or helped already */
+	if (!(f->za = za_new(f->base, f->fd, f->size)))
+		return ATR_E_NOMEM;
+	return ATR_OK;
+}
+
+int atr_iter_help(atr_iter *it)
+{
+	return it && it->f->za ? za_help(it->f->za) : 0;
 }
 
 void atr_iter_get_stats(const atr_iter *it, struct atr_iter_stats *st)

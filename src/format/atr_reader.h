@@ -308,6 +308,18 @@ static inline void atr_event_call(const struct atr_event *ev, struct atr_call *o
 typedef void (*atr_prefetch_fn)(void *ctx, uint64_t addr);
 void atr_iter_set_prefetch(atr_iter *it, atr_prefetch_fn fn, void *ctx);
 
+/* A second thread may decompress frames for it (atr_iter_help): the
+ * reader posts the next frames of the thread it reads, and takes the
+ * bytes a helper made, or makes them itself if no helper has begun (the
+ * events are the same either way).  Call it before the first
+ * atr_iter_next*(); it does nothing for an iterator with a selection or a
+ * file without zstd frames.  0, or ATR_E_NOMEM. */
+int atr_iter_set_helper(atr_iter *it);
+/* From one other thread at a time, while the iterator's own thread reads
+ * (the iterator must outlive the call): decompresses the frame posted
+ * last, if any.  1 done, 0 nothing to do. */
+int atr_iter_help(atr_iter *it);
+
 /* Iteration restricted to some threads and a time window, using the
  * index (docs/TRACE_FORMAT.md, "The index"): a v2 frame whose thread is
  * not selected, or whose time range lies outside [from_ts, to_ts], is

@@ -3,6 +3,9 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -426,15 +429,55 @@ out:
 	return ok;
 }
 
+/* The helper thread of atw_calls_path_agree_helped's ATW_HELP_THREAD. */
+struct helper {
+	atr_iter *it;
+	_Atomic int stop;
+	uint64_t helped;
+};
+
+static void *helper_run(void *arg)
+{
+	struct helper *h = arg;
+	while (!atomic_load(&h->stop))
+		if (atr_iter_help(h->it))
+			h->helped++;
+		else
+			sched_yield();
+	return NULL;
+}
+
 int atw_calls_path_agree(atr_file *full, atr_file *narrow, uint64_t *events, char *why, size_t len)
+{
+	uint64_t helped;
+	return atw_calls_path_agree_helped(full, narrow, ATW_HELP_NONE, events, &helped, why, len);
+}
+
+int atw_calls_path_agree_helped(atr_file *full, atr_file *narrow, int help, uint64_t *events,
+				uint64_t *helped, char *why, size_t len)
 {
 	atr_iter *ia = NULL, *ib = NULL;
 	int ok = 0, ra, rb = 1;
-	*events = 0;
+	struct helper h = {0};
+	pthread_t th;
+	int started = 0;
+	*events = *helped = 0;
 	snprintf(why, len, "agree");
 	if (atr_iter_new(full, &ia) || atr_iter_new(narrow, &ib)) {
 		snprintf(why, len, "no iterator");
 		goto out;
+	}
+	if (help != ATW_HELP_NONE && atr_iter_set_helper(ib) != ATR_OK) {
+		snprintf(why, len, "no helper");
+		goto out;
+	}
+	if (help == ATW_HELP_THREAD) {
+		h.it = ib;
+		if (pthread_create(&th, NULL, helper_run, &h)) {
+			snprintf(why, len, "no helper thread");
+			goto out;
+		}
+		started = 1;
 	}
 	struct atr_call calls[37];
 	struct atr_event ce;
@@ -455,6 +498,10 @@ int atw_calls_path_agree(atr_file *full, atr_file *narrow, uint64_t *events, cha
 			n = i = 0;
 		} else if (i == n) {
 			size_t cap = 1 + (size_t)(batches % 37);
+			/* every frame posted so far, decompressed by the "helper"
+			 * between two batches: the reader takes them all */
+			while (help == ATW_HELP_INLINE && atr_iter_help(ib))
+				++*helped;
 			rb = atr_iter_next_calls(ib, calls, cap, &n, &y);
 			i = 0;
 			if (rb > 0 && n > cap) {
@@ -503,6 +550,11 @@ int atw_calls_path_agree(atr_file *full, atr_file *narrow, uint64_t *events, cha
 	}
 	ok = 1;
 out:
+	if (started) {
+		atomic_store(&h.stop, 1);
+		pthread_join(th, NULL);
+		*helped = h.helped;
+	}
 	atr_iter_free(ia);
 	atr_iter_free(ib);
 	return ok;

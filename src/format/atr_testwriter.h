@@ -109,5 +109,13 @@ int atw_v2_paths_agree(atr_file *words, atr_file *lazy, uint64_t *events, char *
  * events, the same end or error, the same walk statistics
  * (atr_get_info); 0 with why explained otherwise. */
 int atw_calls_path_agree(atr_file *full, atr_file *narrow, uint64_t *events, char *why, size_t len);
+/* The same with frames decompressed by a helper (atr_iter_set_helper):
+ * ATW_HELP_INLINE, by atr_iter_help calls between the batches (every
+ * frame posted is decompressed before the reader needs it); ATW_HELP_THREAD,
+ * by a thread that calls it all the time (whatever the timing, the events
+ * are the same).  *helped: the frames the helper decompressed. */
+enum { ATW_HELP_NONE, ATW_HELP_INLINE, ATW_HELP_THREAD };
+int atw_calls_path_agree_helped(atr_file *full, atr_file *narrow, int help, uint64_t *events,
+				uint64_t *helped, char *why, size_t len);
 
 #endif
