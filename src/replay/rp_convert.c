@@ -2399,9 +2399,9 @@ static int conv_event(struct conv *c, const struct source *sc, const struct atr_
 static inline void call_prefetch(const struct lv_set *set, const struct atr_call *k)
 {
 	if (k->ptr)
-		lv_prefetch_lg(set, k->ptr, LV_LG_FULL);
+		lv_prefetch_lines(set, k->ptr, LV_LG_FULL, 1);
 	if (k->ret && k->ret != k->ptr)
-		lv_prefetch_lg(set, k->ret, LV_LG_FULL);
+		lv_prefetch_lines(set, k->ret, LV_LG_FULL, 1);
 }
 
 /* The fast path of conv_direct: the frees and mallocs of a thread's run
