@@ -7,7 +7,8 @@
  * v2 frames: the events read record by record must be the events of the
  * frames decoded whole into v1 words (atr_set_v2_words), and a frame one
  * path rejects the other rejects with the same code (same_paths()); and
- * the narrow path (atr_iter_next_calls) gives the events of
+ * the narrow path (atr_iter_next_calls), also with frames decompressed by
+ * a helper (atr_iter_help), gives the events of
  * atr_iter_next_ref, up to the same error (atw_calls_path_agree).
  */
 #define _GNU_SOURCE
@@ -92,14 +93,19 @@ static void same_paths(const uint8_t *data, size_t size)
 	}
 	atr_close(fa);
 	atr_close(fb);
-	/* the narrow path against events, on both v2 paths */
-	for (int words = 0; words < 2; words++) {
+	/* the narrow path against events, on both v2 paths, and with frames
+	 * decompressed by a helper between batches (pass 2) */
+	for (int pass = 0; pass < 3; pass++) {
+		int words = pass == 1;
+		uint64_t helped;
 		if (atr_open_buffer(data, size, "a.atr", &fa, err, sizeof(err)) ||
 		    atr_open_buffer(data, size, "b.atr", &fb, err, sizeof(err)))
 			__builtin_trap();
 		atr_set_v2_words(fa, words);
 		atr_set_v2_words(fb, words);
-		if (!atw_calls_path_agree(fa, fb, &n, err, sizeof(err))) {
+		if (!atw_calls_path_agree_helped(fa, fb,
+						 pass == 2 ? ATW_HELP_INLINE : ATW_HELP_NONE, &n,
+						 &helped, err, sizeof(err))) {
 			fprintf(stderr, "fuzz_reader: narrow path: %s\n", err);
 			__builtin_trap();
 		}
