@@ -66,7 +66,8 @@ static void test_basic(void **state)
 /* Random births and deaths over a small address space (long clusters and
  * backward shifts), then a million live blocks (huge-page table), against
  * a direct-indexed reference; totals checked all along. */
-static void run_random_set(unsigned naddr, unsigned steps, int sizes, uint64_t spacing)
+static void run_random_set(unsigned naddr, unsigned steps, int sizes, uint64_t spacing,
+			   int grow_helper)
 {
 	uint64_t *size = calloc(naddr, sizeof(*size));
 	unsigned char *live = calloc(naddr, 1);
@@ -77,6 +78,7 @@ static void run_random_set(unsigned naddr, unsigned steps, int sizes, uint64_t s
 		lv_init_sizes(&s, 0);
 	else
 		lv_init(&s, 0);
+	lv_set_grow_helper(&s, grow_helper);
 	uint64_t blocks = 0, bytes = 0, peak = 0;
 	for (unsigned i = 0; i < steps; i++) {
 		uint64_t r = rng();
@@ -138,7 +140,7 @@ static void run_random_set(unsigned naddr, unsigned steps, int sizes, uint64_t s
 
 static void run_random(unsigned naddr, unsigned steps)
 {
-	run_random_set(naddr, steps, 0, 16);
+	run_random_set(naddr, steps, 0, 16, 0);
 }
 
 static void test_random_small(void **state)
@@ -151,6 +153,15 @@ static void test_random_big(void **state)
 {
 	(void)state;
 	run_random(1500000, 3000000);
+}
+
+/* The same with lv_set_grow_helper: the tables of 8 MiB and more double
+ * while another thread faults in half of the new memory (convert's
+ * setting); nothing may change. */
+static void test_random_grow_helper(void **state)
+{
+	(void)state;
+	run_random_set(1500000, 3000000, 0, 16, 1);
 }
 
 /* A zeroed set (passes embed one in a memset struct) is an empty full set:
@@ -183,8 +194,8 @@ static void test_zeroed(void **state)
 static void test_random_sizes(void **state)
 {
 	(void)state;
-	run_random_set(3000, 400000, 1, 16);
-	run_random_set(1500000, 3000000, 1, 48);
+	run_random_set(3000, 400000, 1, 16, 0);
+	run_random_set(1500000, 3000000, 1, 48, 0);
 	struct lv_set s;
 	lv_init_sizes(&s, 0);
 	struct lv_block *b, old;
@@ -647,11 +658,12 @@ static void test_ahead(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_basic),	cmocka_unit_test(test_random_small),
-	    cmocka_unit_test(test_random_big),	cmocka_unit_test(test_random_sizes),
-	    cmocka_unit_test(test_dense),	cmocka_unit_test(test_zeroed),
-	    cmocka_unit_test(test_rules),	cmocka_unit_test(test_ahead),
-	    cmocka_unit_test(test_calls_batch), cmocka_unit_test(test_park),
+	    cmocka_unit_test(test_basic),	 cmocka_unit_test(test_random_small),
+	    cmocka_unit_test(test_random_big),	 cmocka_unit_test(test_random_grow_helper),
+	    cmocka_unit_test(test_random_sizes), cmocka_unit_test(test_dense),
+	    cmocka_unit_test(test_zeroed),	 cmocka_unit_test(test_rules),
+	    cmocka_unit_test(test_ahead),	 cmocka_unit_test(test_calls_batch),
+	    cmocka_unit_test(test_park),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

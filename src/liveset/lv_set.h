@@ -70,6 +70,7 @@ struct lv_set {
 	/* releases of blocks not live yet, waiting for the allocation they
 	 * release (lv_park.h; lv_set_park: off in a zeroed set) */
 	struct lv_park park;
+	int grow_helper; /* lv_set_grow_helper */
 };
 
 /* log2 of an entry's bytes: a whole struct lv_block, or its ptr and size */
@@ -382,6 +383,14 @@ void lv_unknown(struct lv_set *s);
  * unknown_frees: the releases still parked are counted then. */
 void lv_set_park(struct lv_set *s, uint64_t window);
 void lv_settle(struct lv_set *s);
+
+/* on: when a table of 8 MiB or more doubles, a second thread faults in
+ * half of the new memory while the table is rehashed (for a pass that may
+ * use two cores: convert with its second thread).  Off in a zeroed set. */
+static inline void lv_set_grow_helper(struct lv_set *s, int on)
+{
+	s->grow_helper = on;
+}
 
 /* ---- the shared rules ---- */
 

@@ -2828,6 +2828,10 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 			  (bench/replay/RESULTS.md, "Convert's pipe with streaming
 			  stores") */
 		nthreads = plat_usable_cpus() >= 2 ? 2 : 1;
+	/* a table of 8 MiB or more that doubles: half its new pages faulted
+	 * in by another thread (convert on big live sets a fifth faster after
+	 * idle time on the benchmark VM) */
+	lv_set_grow_helper(&c.live, nthreads > 1);
 	if (nthreads > 1 && sc.it && !c.filtered && rp_cpipe_start(&cpipe, sc.it) == 0) {
 		/* the narrow path's records on the second thread */
 		st->read_threads = 1;
