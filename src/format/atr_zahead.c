@@ -1,4 +1,5 @@
 /* atr_zahead.c - see atr_zahead.h. */
+#define _GNU_SOURCE /* plat_cpus.h: sched_getaffinity */
 #include "atr_zahead.h"
 
 #include <sched.h>
@@ -10,6 +11,7 @@
 #include "atr_fileio.h"
 #include "atr_format.h"
 #include "atr_v2.h"
+#include "plat_cpus.h"
 #include "util_io.h" /* util_populate */
 
 enum { ZA_FREE, ZA_POSTED, ZA_BUSY, ZA_DONE };
@@ -79,15 +81,6 @@ void za_post(struct za *z, uint64_t off)
 	atomic_store_explicit(&free_slot->state, ZA_POSTED, memory_order_release);
 }
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ volatile("pause");
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
-
 int za_take(struct za *z, uint64_t off, size_t bound, uint8_t **buf, size_t *cap, size_t *pop,
 	    size_t *len)
 {
@@ -108,7 +101,7 @@ int za_take(struct za *z, uint64_t off, size_t bound, uint8_t **buf, size_t *cap
 		 * itself; a helper that lost its CPU gets the reader's */
 		for (unsigned spins = 0; st == ZA_BUSY; spins++) {
 			if (spins < 4096)
-				cpu_relax();
+				plat_cpu_relax();
 			else
 				sched_yield();
 			st = atomic_load_explicit(&s->state, memory_order_acquire);

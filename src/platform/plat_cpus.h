@@ -1,6 +1,6 @@
 /* plat_cpus.h - how many cores this process may run on, for the tools that
  * size their own threads (replay's workers, convert's second thread,
- * compaction's workers).
+ * compaction's workers), and the pause of a spin-wait loop.
  * Header-only and libc-only, as plat_clock.h. */
 #ifndef PLAT_CPUS_H
 #define PLAT_CPUS_H
@@ -17,6 +17,17 @@ static inline unsigned plat_usable_cpus(void)
 		return (unsigned)CPU_COUNT(&cs);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (unsigned)n : 1;
+}
+
+/* One pause of a spin-wait loop: the core runs the other hardware thread
+ * meanwhile, and leaves the loop without a memory-order flush. */
+static inline void plat_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ volatile("pause");
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
 }
 
 #endif

@@ -11,6 +11,8 @@
 #include <immintrin.h>
 #endif
 
+#include "plat_cpus.h"
+
 /* Polls before the waiting side sleeps.  The side that waits is the
  * faster one, and it sleeps until half the ring is ready (RP_PIPE_DEPTH /
  * 2 batches filled for the converting thread, emptied for the reader): a
@@ -63,15 +65,6 @@ struct rp_pipe {
 	struct rp_batch *cur;
 };
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ volatile("pause");
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
-
 /* Wakes the other side if it sleeps and ctr (now at v) reached what it
  * waits for (want), or always (want NULL). */
 static void wake(struct rp_ring *p, uint64_t v, _Atomic uint64_t *want)
@@ -91,7 +84,7 @@ static void wait_for(struct rp_ring *p, _Atomic uint64_t *ctr, uint64_t want, _A
 	for (unsigned k = 0; k < RP_PIPE_SPIN; k++) {
 		if (atomic_load(ctr) >= want || atomic_load(flag))
 			return;
-		cpu_relax();
+		plat_cpu_relax();
 	}
 	pthread_mutex_lock(&p->mu);
 	atomic_store(want_slot, want);

@@ -490,16 +490,6 @@ static void abort_all(struct replay *rp, int code, const char *msg)
 	}
 }
 
-/* One spin-wait pause. */
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	_mm_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
-
 static void wait_for(struct replay *rp, struct rlocal *me, uint32_t t, uint64_t need)
 {
 	struct prog *p = &rp->prog[t];
@@ -513,7 +503,7 @@ static void wait_for(struct replay *rp, struct rlocal *me, uint32_t t, uint64_t 
 	int spin = atomic_load_explicit(&rp->running, memory_order_relaxed) <= rp->ncpu;
 	for (unsigned i = 0, n = spin ? rp->spin : RP_WAIT_YIELDS; i < n; i++) {
 		if (spin)
-			cpu_relax();
+			plat_cpu_relax();
 		else
 			sched_yield();
 		if (atomic_load_explicit(&p->done, memory_order_acquire) >= need) {
