@@ -2656,14 +2656,17 @@ static int conv_direct(struct conv *c, struct source *sc, struct rp_cpipe *pipe)
 	struct rp_convert_stats *st = c->st;
 	const size_t cap = sizeof(sc->calls) / sizeof(sc->calls[0]);
 	int prog = c->o->progress && c->o->note;
+	const struct atr_call *run_end = NULL; /* the previous run's end */
 	for (;;) {
-		size_t n;
+		size_t n, ahead;
 		const struct atr_event *next;
 		const struct atr_call *calls = sc->calls;
-		int r = pipe ? rp_cpipe_next(pipe, &calls, &n, &next)
+		int r = pipe ? rp_cpipe_next(pipe, &calls, &n, &ahead, &next)
 			     : atr_iter_next_calls(sc->it, sc->calls, cap, &n, &next);
 		if (r <= 0)
 			return r;
+		if (!pipe)
+			ahead = n;
 		/* the counters stay in registers through the batch: every
 		   record but a release is a call (records, calls) */
 		uint64_t before = st->records, nrec = before, lost = 0;
@@ -2677,10 +2680,16 @@ static int conv_direct(struct conv *c, struct source *sc, struct rp_cpipe *pipe)
 		/* the live set's entries LV_AHEAD records ahead (the reader's
 		   prefetch hook fetched a whole batch's at once as it decoded
 		   it, more misses at a time than the core takes: the prefetch
-		   instruction stalled) */
+		   instruction stalled), across the runs of a pipe's batch: a
+		   run that follows the previous one there had its first
+		   records' fetched during it (runs of a few records between
+		   glibc's HEAP records: bench/replay/RESULTS.md, "Runs of a
+		   few records") */
 		size_t i;
-		for (i = 0; i < LV_AHEAD && i < n; i++)
-			call_prefetch(&c->live, &calls[i]);
+		if (calls != run_end)
+			for (i = 0; i < LV_AHEAD && i < ahead; i++)
+				call_prefetch(&c->live, &calls[i]);
+		run_end = calls + n;
 		/* the reader hands out a thread's records in runs: its index
 		   is looked up, and its last_seq stored, once per run */
 		uint32_t serial = UINT32_MAX, ti = RP_NONE;
@@ -2689,7 +2698,7 @@ static int conv_direct(struct conv *c, struct source *sc, struct rp_cpipe *pipe)
 		struct frun fr = {0};
 		for (i = 0; i < n; i++) {
 			const struct atr_call *k = &calls[i];
-			if (i + LV_AHEAD < n)
+			if (i + LV_AHEAD < ahead)
 				call_prefetch(&c->live, &calls[i + LV_AHEAD]);
 			nrec += k->type != RP_EV_REALLOC_RELEASE;
 			if (__builtin_expect(k->thread != serial, 0)) {

@@ -460,7 +460,7 @@ int rp_cpipe_start(struct rp_cpipe **out, atr_iter *it)
 	return 0;
 }
 
-int rp_cpipe_next(struct rp_cpipe *p, const struct atr_call **calls, size_t *n,
+int rp_cpipe_next(struct rp_cpipe *p, const struct atr_call **calls, size_t *n, size_t *ahead,
 		  const struct atr_event **ev)
 {
 	if (!p->cur || p->run >= p->cur->nrun) {
@@ -474,6 +474,7 @@ int rp_cpipe_next(struct rp_cpipe *p, const struct atr_call **calls, size_t *n,
 	unsigned k = p->run++;
 	*calls = &b->calls[p->pos];
 	*n = b->end[k] - p->pos;
+	*ahead = b->n - p->pos;
 	*ev = b->has_ev[k] ? &b->ev[k] : NULL;
 	p->pos = b->end[k];
 	return 1;

@@ -92,8 +92,12 @@ struct rp_cpipe;
 int rp_cpipe_start(struct rp_cpipe **out, atr_iter *it);
 /* As atr_iter_next_calls: 1 with *n compact records at *calls and, if *ev
  * is not NULL, the full event after them (both valid until the next
- * call); 0 at the end; the reader's error after the records before it. */
-int rp_cpipe_next(struct rp_cpipe *p, const struct atr_call **calls, size_t *n,
+ * call); 0 at the end; the reader's error after the records before it.
+ * *ahead (>= *n): the records from *calls on that are in memory already,
+ * the later runs' of the batch, for a caller that fetches their data
+ * ahead across runs (short runs: a thread's records between full events
+ * such as glibc's HEAP records). */
+int rp_cpipe_next(struct rp_cpipe *p, const struct atr_call **calls, size_t *n, size_t *ahead,
 		  const struct atr_event **ev);
 /* As rp_pipe_stop. */
 void rp_cpipe_stop(struct rp_cpipe *p);
