@@ -609,6 +609,49 @@ static void test_fast_same(void **state)
 	}
 }
 
+/* Blocks of 4 GiB and more (convert keeps sizes below it in its live
+ * set's entries, bigger ones apart): born and freed by malloc, realloc
+ * in place and moved, a failed realloc that keeps one, an allocation of
+ * a live address, on one thread and across two; the ideal peak is the
+ * summary's and the fast path writes what the handlers write. */
+static void test_big_blocks(void **state)
+{
+	(void)state;
+	const uint64_t G = 1ULL << 30;
+	for (int two = 0; two < 2; two++) {
+		char trace[300], wl[300];
+		path_in(trace, sizeof(trace), two ? "big2.atr" : "big.atr");
+		path_in(wl, sizeof(wl), two ? "big2.wl" : "big.wl");
+		struct atw *w = atw_new(1 << 14);
+		uint32_t a = atw_thread(w, 61, 1), b = two ? atw_thread(w, 62, 1) : a;
+		uint64_t ts = 1000;
+		atw_malloc(w, a, ts++, 0x10000, 5 * G, 8);
+		atw_malloc(w, a, ts++, 0x20000, 100, 8);
+		atw_realloc(w, a, ts, 0x20000, 0x20000, 6 * G, 2); /* in place, to big */
+		ts += 3;
+		atw_realloc(w, a, ts, 0x10000, 0x30000, 64, 2); /* moved, to small */
+		ts += 3;
+		atw_malloc(w, a, ts++, 0x30000, 7 * G, 8);	  /* 0x30000 still live */
+		atw_realloc(w, a, ts, 0x20000, 0, 1ULL << 46, 2); /* failed: stays */
+		ts += 3;
+		for (uint64_t i = 0; i < 300; i++) { /* the fast path, big ones in it */
+			uint64_t p = 0x100000 + i * 0x40;
+			atw_malloc(w, a, ts++, p, i % 50 ? 16 + i : (4 + i % 3) * G, 0);
+			atw_free(w, b, ts++, p);
+		}
+		atw_free(w, b, ts++, 0x20000);
+		atw_malloc(w, b, ts++, 0x40000, UINT32_MAX, 0); /* the escape itself */
+		atw_malloc(w, b, ts++, 0x50000, UINT32_MAX - 1ULL, 0);
+		atw_free(w, a, ts++, 0x40000);
+		atw_free(w, a, ts++, 0x30000);
+		assert_int_equal(atw_write_file(w, trace, 1), 0);
+		atw_destroy(w);
+		check_exact(trace, wl, 0);
+		struct rp_convert_opts o = {.quiet = 1};
+		convert_fast_same(trace, two ? "bigf2" : "bigf", &o);
+	}
+}
+
 /* Paths of the built tool and a test program; 0 (and a note that the
  * test is skipped) if any is missing. */
 static int built(const char *prog, char *tool, size_t tl, char *pp, size_t pl)
@@ -1852,19 +1895,20 @@ static void test_touch_heap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_calls),	     cmocka_unit_test(test_cross_thread_order),
-	    cmocka_unit_test(test_bad_input),	     cmocka_unit_test(test_recorded_threads),
-	    cmocka_unit_test(test_recorded_waves),   cmocka_unit_test(test_v1_fixture),
-	    cmocka_unit_test(test_think_time),	     cmocka_unit_test(test_mapping_model),
-	    cmocka_unit_test(test_touch_resident),   cmocka_unit_test(test_writer_patch),
-	    cmocka_unit_test(test_touch_budget),     cmocka_unit_test(test_join_gap),
-	    cmocka_unit_test(test_share_gap),	     cmocka_unit_test(test_cpu_gap),
-	    cmocka_unit_test(test_handoff_gap),	     cmocka_unit_test(test_sampled_durations),
-	    cmocka_unit_test(test_recorder_gap),     cmocka_unit_test(test_think_shared),
-	    cmocka_unit_test(test_pipe_same),	     cmocka_unit_test(test_touch_heap),
-	    cmocka_unit_test(test_fast_same),	     cmocka_unit_test(test_timing_sample),
-	    cmocka_unit_test(test_recorded_turns),   cmocka_unit_test(test_reordered_free),
-	    cmocka_unit_test(test_recorded_handoff), cmocka_unit_test(test_own_work),
+	    cmocka_unit_test(test_all_calls),	   cmocka_unit_test(test_cross_thread_order),
+	    cmocka_unit_test(test_bad_input),	   cmocka_unit_test(test_recorded_threads),
+	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
+	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
+	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
+	    cmocka_unit_test(test_touch_budget),   cmocka_unit_test(test_join_gap),
+	    cmocka_unit_test(test_share_gap),	   cmocka_unit_test(test_cpu_gap),
+	    cmocka_unit_test(test_handoff_gap),	   cmocka_unit_test(test_sampled_durations),
+	    cmocka_unit_test(test_recorder_gap),   cmocka_unit_test(test_think_shared),
+	    cmocka_unit_test(test_pipe_same),	   cmocka_unit_test(test_touch_heap),
+	    cmocka_unit_test(test_fast_same),	   cmocka_unit_test(test_timing_sample),
+	    cmocka_unit_test(test_big_blocks),	   cmocka_unit_test(test_recorded_turns),
+	    cmocka_unit_test(test_reordered_free), cmocka_unit_test(test_recorded_handoff),
+	    cmocka_unit_test(test_own_work),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

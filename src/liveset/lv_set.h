@@ -36,8 +36,9 @@
 
 /* One live block.  size is the requested size (the totals use it); when,
  * tag and owner are the pass's own (report: allocation time and stack
- * index; convert: the op index and thread of the slot's last use and the
- * slot). */
+ * index; convert's realloc releases: the op index and thread of the
+ * slot's last use and the slot; convert's live set is a set of sizes
+ * whose size word it packs itself, rp_convert.c's ent_pack). */
 struct lv_block {
 	uint64_t ptr;
 	uint64_t size;

@@ -135,9 +135,21 @@ struct conv {
 	uint32_t nth, thcap;
 	uint32_t *by_serial; /* serial -> cthread index (RP_NONE) */
 	uint32_t nserial;
-	/* the live blocks: ptr -> slot (tag) and the slot's last use (owner,
-	   when); a free slot carries its last use in a freeq instead */
+	/* the live blocks: ptr -> slot and size, in 16-byte entries (a set
+	   of sizes' layout, ent_pack); a big size in big, the slot's last
+	   use (owner, when) in use while the process has more than one thread
+	   (multi); a free slot carries its last use in a freeq instead.  The
+	   set's own totals count the packed words: bytes and peak are
+	   convert's (the ideal RSS). */
 	struct lv_set live;
+	struct util_hmap big; /* ptr -> size, for sizes from ENT_BIG on */
+	struct slot_use {
+		uint64_t when;
+		uint32_t owner, pad;
+	} * use;
+	uint64_t use_cap;
+	int multi;
+	uint64_t bytes, peak;
 	/* REALLOC_RELEASEs waiting for their realloc: rel_key() -> the old
 	   block.  A thread can have several (a dj trace's realloc waits for
 	   the release of its result's address, dj_trace.h). */
@@ -362,6 +374,8 @@ static void spawn(struct conv *c, uint32_t nt)
 	awl_writer_set_start(c->w, c->th[nt].widx, pw, idx, c->nlive);
 }
 
+static void multi_on(struct conv *c);
+
 /* A serial not seen yet (thread_of). */
 RP_COLD uint32_t thread_new(struct conv *c, uint32_t s, uint32_t tid)
 {
@@ -417,8 +431,11 @@ RP_COLD uint32_t thread_new(struct conv *c, uint32_t s, uint32_t tid)
 	c->alive[c->nlive++] = c->nth;
 	if (c->nlive > c->max_live)
 		c->max_live = c->nlive;
-	if (c->nth)
+	if (c->nth) {
+		if (!c->multi)
+			multi_on(c);
 		spawn(c, c->nth);
+	}
 	return c->nth++;
 }
 
@@ -655,9 +672,84 @@ RP_HOT uint64_t usable_of(const struct atr_call *k)
 	return k->usable != UINT64_MAX && k->usable ? k->usable : k->size;
 }
 
-/* ptr becomes live in slot, used last by thread ti's op idx (an_summary's
- * make_live).  A ptr that is still live means the trace missed its
- * release: its old slot is dropped. */
+/* ------------------------------------------------ the live set's entries */
+/* An entry's second word: the slot in the high half, the size in the low
+ * half, ENT_BIG for sizes from it on (the size in c->big).  16 bytes an
+ * entry instead of a full one's 32: half the table to fault in and fewer
+ * lines a call at 1e6 live blocks (bench/replay/RESULTS.md, "Entries of
+ * 16 bytes"). */
+#define ENT_BIG UINT32_MAX
+RP_HOT uint64_t ent_pack(uint32_t slot, uint64_t size)
+{
+	return (uint64_t)slot << 32 | (size < ENT_BIG ? size : ENT_BIG);
+}
+
+/* Slot's last use: thread owner's op when (kept while c->multi). */
+RP_COLD void use_grow(struct conv *c, uint64_t slot)
+{
+	uint64_t nc = c->use_cap ? c->use_cap : 1024;
+	while (nc <= slot)
+		nc *= 2;
+	struct slot_use *nu = realloc(c->use, nc * sizeof(*nu));
+	if (!nu) {
+		c->nomem = 1;
+		return;
+	}
+	for (uint64_t i = c->use_cap; i < nc; i++)
+		nu[i] = (struct slot_use){.owner = RP_NONE};
+	c->use = nu;
+	c->use_cap = nc;
+}
+
+RP_HOT void use_set(struct conv *c, uint32_t slot, uint32_t owner, uint64_t when)
+{
+	if (__builtin_expect(slot >= c->use_cap, 0)) {
+		use_grow(c, slot);
+		if (c->nomem)
+			return;
+	}
+	c->use[slot].when = when;
+	c->use[slot].owner = owner;
+}
+
+/* The process's second thread starts although its trace named one
+ * (multi was off): the blocks live now were allocated before the start,
+ * which the SPAWN orders, so their slots need no WAIT (owner RP_NONE). */
+static void multi_on(struct conv *c)
+{
+	c->multi = 1;
+	if (c->nslots)
+		use_grow(c, c->nslots - 1);
+	for (uint64_t i = 0; i < c->use_cap; i++)
+		c->use[i] = (struct slot_use){.owner = RP_NONE};
+}
+
+/* The block of entry word w at ptr, as the handlers see it. */
+RP_HOT void ent_view(const struct conv *c, uint64_t ptr, uint64_t w, struct lv_block *b)
+{
+	uint64_t big;
+	b->ptr = ptr;
+	b->tag = (uint32_t)(w >> 32);
+	b->size = (uint32_t)w;
+	if (__builtin_expect(b->size == ENT_BIG, 0) && util_hmap_lookup(&c->big, ptr, &big))
+		b->size = big;
+	if (c->multi) {
+		b->owner = c->use[b->tag].owner;
+		b->when = c->use[b->tag].when;
+	} else {
+		b->owner = RP_NONE;
+		b->when = 0;
+	}
+}
+
+/* The live bytes' peak (the ideal RSS), as lv_born counts it. */
+RP_HOT void bytes_born(struct conv *c, uint64_t size)
+{
+	c->bytes += size;
+	if (c->bytes > c->peak)
+		c->peak = c->bytes;
+}
+
 /* An allocation returned a block that is still live (old: its entry
  * before): the trace missed its release, its old slot is dropped. */
 RP_COLD void addr_dropped(struct conv *c, uint32_t ti, const struct atr_call *k,
@@ -677,20 +769,52 @@ RP_COLD void addr_dropped(struct conv *c, uint32_t ti, const struct atr_call *k,
 	slot_release(c, ti, old->tag, didx);
 }
 
+/* addr_insert's end (ptr born in slot by thread ti's op idx, r:
+ * lv_born's result, ow: the old entry's word when r is 0), also the
+ * fast path's for a block that was live already. */
+RP_COLD void addr_born_rest(struct conv *c, uint32_t ti, const struct atr_call *k,
+			    const struct atr_event *ev, uint64_t ptr, uint32_t slot, uint64_t size,
+			    uint64_t idx, int r, uint64_t ow)
+{
+	struct lv_block old;
+	if (r == 0) {
+		ent_view(c, ptr, ow, &old);
+		c->bytes -= old.size;
+		if ((uint32_t)ow == ENT_BIG)
+			util_hmap_remove(&c->big, ptr, NULL);
+	}
+	if (size >= ENT_BIG && util_hmap_insert(&c->big, ptr, size, NULL) < 0) {
+		c->nomem = 1;
+		return;
+	}
+	bytes_born(c, size);
+	if (c->multi)
+		use_set(c, slot, c->th[ti].widx, idx);
+	if (r == 0)
+		addr_dropped(c, ti, k, ev, &old);
+}
+
+/* ptr becomes live in slot, used last by thread ti's op idx (an_summary's
+ * make_live).  A ptr that is still live means the trace missed its
+ * release: its old slot is dropped. */
 RP_HOT void addr_insert(struct conv *c, uint32_t ti, const struct atr_call *k,
 			const struct atr_event *ev, uint64_t ptr, uint64_t slot, uint64_t size,
 			uint64_t idx)
 {
 	struct lv_block *b, old;
-	int r = lv_born_lg(&c->live, ptr, size, idx, &b, &old, LV_LG_FULL);
+	int r =
+	    lv_born_lg(&c->live, ptr, ent_pack((uint32_t)slot, size), idx, &b, &old, LV_LG_SIZES);
 	if (__builtin_expect(r < 0, 0)) {
 		c->nomem = 1;
 		return;
 	}
-	b->tag = (uint32_t)slot;
-	b->owner = c->th[ti].widx;
-	if (__builtin_expect(r == 0, 0))
-		addr_dropped(c, ti, k, ev, &old);
+	if (__builtin_expect(r == 0 || size >= ENT_BIG, 0)) {
+		addr_born_rest(c, ti, k, ev, ptr, (uint32_t)slot, size, idx, r, old.size);
+		return;
+	}
+	bytes_born(c, size);
+	if (c->multi)
+		use_set(c, (uint32_t)slot, c->th[ti].widx, idx);
 }
 
 static void unknown_free(struct conv *c, const struct atr_call *k, const struct atr_event *ev,
@@ -735,12 +859,31 @@ static void park_expire(struct conv *c, uint64_t now)
 	}
 }
 
+/* ptr's block, if live, into *b (a copy: its last use changes by
+ * use_set). */
+static int addr_peek(struct conv *c, uint64_t ptr, struct lv_block *b)
+{
+	size_t j;
+	struct lv_block *e;
+	if (!ptr || !c->live.cap || !(e = lv_lookup_lg(&c->live, ptr, &j, LV_LG_SIZES)))
+		return 0;
+	ent_view(c, ptr, e->size, b);
+	return 1;
+}
+
 /* ptr (non-NULL) dies: 1 and its block (slot, last use) in *b, or 0 if it
  * was not live. */
 RP_HOT int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
 {
-	if (!lv_died_lg(&c->live, ptr, b, LV_LG_FULL))
+	size_t j;
+	struct lv_block *e;
+	if (!ptr || !c->live.cap || !(e = lv_lookup_lg(&c->live, ptr, &j, LV_LG_SIZES)))
 		return 0;
+	ent_view(c, ptr, e->size, b);
+	if (__builtin_expect((uint32_t)e->size == ENT_BIG, 0))
+		util_hmap_remove(&c->big, ptr, NULL);
+	c->bytes -= b->size;
+	lv_remove_at(&c->live, j, e, LV_LG_SIZES);
 	c->recent[c->recent_pos++ % RECENT_FREES] = ptr;
 	return 1;
 }
@@ -909,7 +1052,7 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_call *k,
 	uint32_t wi = t->widx;
 	uint64_t src = 0, dst = 0; /* slot + 1 */
 	struct lv_block sb = {0};
-	struct lv_block *kept = NULL; /* a failed realloc's old block, still live */
+	int kept = 0; /* a failed realloc's old block (sb), still live */
 	int ok = k->ret != 0;
 	if (released) {
 		sb = *rel;
@@ -917,9 +1060,8 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_call *k,
 	} else if (k->ptr) {
 		if (!ok && k->size) {
 			/* failed realloc: the old block stays live */
-			kept = lv_find(&c->live, k->ptr);
+			kept = addr_peek(c, k->ptr, &sb);
 			if (kept) {
-				sb = *kept;
 				src = (uint64_t)sb.tag + 1;
 			} else {
 				c->st->unknown_reallocs++;
@@ -969,8 +1111,8 @@ static void on_realloc(struct conv *c, uint32_t ti, const struct atr_call *k,
 	}
 	op_end(c, ti, p, op);
 	if (kept) { /* still live, used last by this op */
-		kept->owner = wi;
-		kept->when = idx;
+		if (c->multi)
+			use_set(c, sb.tag, wi, idx);
 	} else if (frees_src && !ok) {
 		slot_release(c, ti, src - 1, idx);
 	}
@@ -1429,12 +1571,12 @@ static void on_xcall(struct conv *c, uint32_t ti, const struct atr_event *ev)
 		uint64_t src = 0;
 		if (!c->in_window || (ev->ptr && util_hmap_lookup(&c->excl, ev->ptr, NULL)))
 			break; /* a block left out */
-		struct lv_block *b = ev->ptr ? lv_find(&c->live, ev->ptr) : NULL;
-		if (b) {
-			emit_wait_for(c, ti, b->owner, b->when);
-			b->owner = t->widx;
-			b->when = awl_writer_thread_ops(c->w, t->widx);
-			src = (uint64_t)b->tag + 1;
+		struct lv_block b;
+		if (addr_peek(c, ev->ptr, &b)) {
+			emit_wait_for(c, ti, b.owner, b.when);
+			if (c->multi)
+				use_set(c, b.tag, t->widx, awl_writer_thread_ops(c->w, t->widx));
+			src = (uint64_t)b.tag + 1;
 		} else if (ev->ptr) {
 			c->st->usable_unknown++; /* replayed as malloc_usable_size(NULL) */
 		}
@@ -2399,9 +2541,21 @@ static int conv_event(struct conv *c, const struct source *sc, const struct atr_
 static inline void call_prefetch(const struct lv_set *set, const struct atr_call *k)
 {
 	if (k->ptr)
-		lv_prefetch_lines(set, k->ptr, LV_LG_FULL, 1);
+		lv_prefetch_lines(set, k->ptr, LV_LG_SIZES, 1);
 	if (k->ret && k->ret != k->ptr)
-		lv_prefetch_lines(set, k->ret, LV_LG_FULL, 1);
+		lv_prefetch_lines(set, k->ret, LV_LG_SIZES, 1);
+}
+
+/* A release's slot's last use into the cache (c->multi), fewer records
+ * ahead than call_prefetch: the entry's line, which names the slot, has
+ * come by then.  Without it the use's line missed on every free at 1e6
+ * live blocks (bench/replay/RESULTS.md, "Entries of 16 bytes"). */
+static inline void use_prefetch(const struct conv *c, const struct atr_call *k)
+{
+	size_t j;
+	const struct lv_block *e;
+	if (k->ptr && (e = lv_lookup_lg(&c->live, k->ptr, &j, LV_LG_SIZES)))
+		lv_prefetch_line(&c->use[e->size >> 32]);
 }
 
 /* The fast path of conv_direct: the frees and mallocs of a thread's run
@@ -2444,7 +2598,8 @@ static inline __attribute__((always_inline)) void frun_load(struct conv *c, stru
 	r->ops = wt->ops;
 	r->calls = wt->calls;
 	r->ret_ts = t->ret_ts;
-	r->touch_lo = c->touch_min ? c->touch_lo : UINT64_MAX;
+	/* sizes from ENT_BIG on are conv_call's too */
+	r->touch_lo = c->touch_min && c->touch_lo < ENT_BIG ? c->touch_lo : ENT_BIG;
 	r->touch_min = c->touch_min ? c->touch_min : UINT64_MAX;
 	r->share_min = c->nlive > c->ncpu ? c->share_ticks : UINT64_MAX;
 	if (c->est_on) {
@@ -2571,21 +2726,24 @@ frun_call(struct conv *c, struct frun *r, uint32_t ti, const struct atr_call *k,
 		uint64_t ptr = k->ptr;
 		size_t j;
 		struct lv_block *b;
-		if (!ptr || !live->cap || !(b = lv_lookup_lg(live, ptr, &j, LV_LG_FULL)) ||
-		    b->size >= r->touch_lo)
+		if (!ptr || !live->cap || !(b = lv_lookup_lg(live, ptr, &j, LV_LG_SIZES)))
+			return 0;
+		uint64_t w = b->size;
+		uint32_t size = (uint32_t)w; /* ENT_BIG: conv_call's */
+		if (size >= r->touch_lo)
 			return 0;
 		/* think_before, then free_block */
 		frun_times(c, r, ti, k, ATR_T_FREE, gap);
-		uint32_t tag = b->tag;
-		if (__builtin_expect(b->owner != RP_NONE && b->owner != r->widx, 0)) {
-			uint32_t owner = b->owner;
-			uint64_t when = b->when;
-			lv_remove_at(live, j, b, LV_LG_FULL);
-			frun_store(r);
-			emit_wait_slow(c, ti, owner, when);
-			frun_reload(r);
-		} else {
-			lv_remove_at(live, j, b, LV_LG_FULL);
+		uint32_t tag = (uint32_t)(w >> 32);
+		c->bytes -= size;
+		lv_remove_at(live, j, b, LV_LG_SIZES);
+		if (c->multi) {
+			const struct slot_use *u = &c->use[tag];
+			if (__builtin_expect(u->owner != RP_NONE && u->owner != r->widx, 0)) {
+				frun_store(r);
+				emit_wait_slow(c, ti, u->owner, u->when);
+				frun_reload(r);
+			}
 		}
 		c->recent[c->recent_pos++ % RECENT_FREES] = ptr;
 		frun_room(c, r);
@@ -2603,7 +2761,7 @@ frun_call(struct conv *c, struct frun *r, uint32_t ti, const struct atr_call *k,
 		return 1;
 	}
 	struct deque *q = &r->t->freeq;
-	if (type != ATR_T_MALLOC || !k->ret || usable_of(k) >= r->touch_min)
+	if (type != ATR_T_MALLOC || !k->ret || usable_of(k) >= r->touch_min || k->size >= ENT_BIG)
 		return 0;
 	/* think_before, then on_alloc */
 	frun_times(c, r, ti, k, ATR_T_MALLOC, gap);
@@ -2631,18 +2789,21 @@ frun_call(struct conv *c, struct frun *r, uint32_t ti, const struct atr_call *k,
 	r->calls++;
 	c->w->calls[op]++;
 	struct lv_block *b, old;
-	int got = lv_born_lg(live, k->ret, k->size, idx, &b, &old, LV_LG_FULL);
-	if (__builtin_expect(got < 0, 0)) {
-		c->nomem = 1;
+	int got =
+	    lv_born_lg(live, k->ret, (uint64_t)f.slot << 32 | k->size, idx, &b, &old, LV_LG_SIZES);
+	if (__builtin_expect(got <= 0, 0)) {
+		if (got < 0) {
+			c->nomem = 1;
+			return 1;
+		}
+		frun_store(r);
+		addr_born_rest(c, ti, k, NULL, k->ret, f.slot, k->size, idx, 0, old.size);
+		frun_reload(r);
 		return 1;
 	}
-	b->tag = f.slot;
-	b->owner = r->widx;
-	if (__builtin_expect(got == 0, 0)) {
-		frun_store(r);
-		addr_dropped(c, ti, k, NULL, &old);
-		frun_reload(r);
-	}
+	bytes_born(c, k->size);
+	if (c->multi)
+		use_set(c, f.slot, r->widx, idx);
 	return 1;
 }
 
@@ -2694,12 +2855,15 @@ static int conv_direct(struct conv *c, struct source *sc, struct rp_cpipe *pipe)
 		   is looked up, and its last_seq stored, once per run */
 		uint32_t serial = UINT32_MAX, ti = RP_NONE;
 		int fast_ok = c->in_window && !c->o->no_fast;
+		int multi = c->multi && c->live.cap;
 		uint64_t gap = c->gap_ticks;
 		struct frun fr = {0};
 		for (i = 0; i < n; i++) {
 			const struct atr_call *k = &calls[i];
 			if (i + LV_AHEAD < ahead)
 				call_prefetch(&c->live, &calls[i + LV_AHEAD]);
+			if (multi && i + LV_AHEAD / 2 < ahead)
+				use_prefetch(c, &calls[i + LV_AHEAD / 2]);
 			nrec += k->type != RP_EV_REALLOC_RELEASE;
 			if (__builtin_expect(k->thread != serial, 0)) {
 				if (ti != RP_NONE) {
@@ -2769,7 +2933,10 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	c.last_exit = RP_NONE;
 	long pg = sysconf(_SC_PAGESIZE);
 	c.page = pg > 0 ? (uint64_t)pg : 4096;
-	lv_init(&c.live, 0); /* convert counts unknown frees itself */
+	lv_init_sizes(&c.live, 0); /* convert counts unknown frees itself */
+	util_hmap_init(&c.big);
+	/* the slots' last uses are kept from the process's second thread on */
+	c.multi = !sc.f || sc.nm || sc.dj || atr_thread_count(sc.f) > 1;
 	if (!o->no_reorder)
 		lv_set_park(&c.live, lv_park_ticks(sc.f));
 	lv_init(&c.rel, 0);
@@ -2898,7 +3065,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		rc = ATR_E_NOMEM;
 	}
 	park_expire(&c, UINT64_MAX);
-	st->ideal_peak = c.live.peak_bytes;
+	st->ideal_peak = c.peak;
 	st->slots = c.nslots;
 	st->threads = c.nth;
 	st->think_ns = c.think_total;
@@ -2929,7 +3096,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	if (rc == 0) {
 		struct awl_summary_in s = {
 		    .slots = c.nslots,
-		    .ideal_peak = c.live.peak_bytes,
+		    .ideal_peak = c.peak,
 		    .waits = st->waits,
 		    .anomalies = st->anomalies,
 		    .duration_ns =
@@ -2963,6 +3130,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	free(c.by_serial);
 	lv_ahead_free(&ah);
 	lv_destroy(&c.live);
+	util_hmap_destroy(&c.big);
+	free(c.use);
 	lv_destroy(&c.rel);
 	util_hmap_destroy(&c.excl);
 	ur_destroy(&c.maps);
