@@ -1,8 +1,9 @@
 #!/bin/sh
 # convert throughput (issue 12 item 5: >= 30 M records/s at 1e4-1e6 live
 # blocks) on one and two threads: bench/replay/liveset.c under `record` at
-# 1e4 and 1e6 live blocks, xfreebench (8 threads, cross-thread frees) and
-# python3 (PYTHONMALLOC=malloc, JSON).  Each argument is a command that
+# 1e4 and 1e6 live blocks, xfreebench (8 threads, cross-thread frees),
+# python3 (PYTHONMALLOC=malloc, JSON) and, if TRACES names it (mt1000000),
+# liveset.c with 1e6 live blocks on two threads.  Each argument is a command that
 # converts, e.g. "B/alloctrace" or "B/alloctrace --threads 1"; RUNS
 # interleaved runs of each; prints M records per wall second and per CPU
 # second (user+sys, from wait4 to the microsecond), median (min-max), max RSS, and whether every output is
@@ -33,8 +34,12 @@ for t in $TRACES; do
 	[ -d "$t" ] && continue
 	case $t in
 	t*)
-		gcc -O2 -o liveset "$SRC/replay/liveset.c"
+		gcc -O2 -pthread -o liveset "$SRC/replay/liveset.c"
 		"$REC" record -o "$t" -- ./liveset "${t#t}" "${STEPS:-1000000}" >/dev/null
+		;;
+	mt*)
+		gcc -O2 -pthread -o liveset "$SRC/replay/liveset.c"
+		"$REC" record -o "$t" -- ./liveset "${t#mt}" "${STEPS:-1000000}" 2 >/dev/null
 		;;
 	xfree)
 		gcc -O2 -pthread -o xfreebench "$SRC/xfreebench.c"

@@ -859,13 +859,21 @@ static void park_expire(struct conv *c, uint64_t now)
 	}
 }
 
+/* ptr's entry if it is live (*j: its index), else NULL. */
+RP_HOT struct lv_block *ent_find(const struct conv *c, uint64_t ptr, size_t *j)
+{
+	if (!ptr || !c->live.cap)
+		return NULL;
+	return lv_lookup_lg(&c->live, ptr, j, LV_LG_SIZES);
+}
+
 /* ptr's block, if live, into *b (a copy: its last use changes by
  * use_set). */
 static int addr_peek(struct conv *c, uint64_t ptr, struct lv_block *b)
 {
 	size_t j;
-	struct lv_block *e;
-	if (!ptr || !c->live.cap || !(e = lv_lookup_lg(&c->live, ptr, &j, LV_LG_SIZES)))
+	struct lv_block *e = ent_find(c, ptr, &j);
+	if (!e)
 		return 0;
 	ent_view(c, ptr, e->size, b);
 	return 1;
@@ -876,8 +884,8 @@ static int addr_peek(struct conv *c, uint64_t ptr, struct lv_block *b)
 RP_HOT int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
 {
 	size_t j;
-	struct lv_block *e;
-	if (!ptr || !c->live.cap || !(e = lv_lookup_lg(&c->live, ptr, &j, LV_LG_SIZES)))
+	struct lv_block *e = ent_find(c, ptr, &j);
+	if (!e)
 		return 0;
 	ent_view(c, ptr, e->size, b);
 	if (__builtin_expect((uint32_t)e->size == ENT_BIG, 0))
