@@ -255,10 +255,9 @@ int lv_died_slow(struct lv_set *s, uint64_t ptr, struct lv_block *out);
  * Returns 1, or 0 if ptr was live already: the old block is replaced (copied
  * to *old if old, counted in dup_allocs); ATR_E_NOMEM.  Inline: a pass
  * makes one or two of these calls per event. */
-static inline __attribute__((always_inline)) int lv_born_lg(struct lv_set *s, uint64_t ptr,
-							    uint64_t size, uint64_t ts,
-							    struct lv_block **blk,
-							    struct lv_block *old, unsigned lg)
+static inline __attribute__((always_inline)) int
+lv_born_in(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts, struct lv_block **blk,
+	   struct lv_block *old, unsigned lg, int totals)
 {
 	if (__builtin_expect(!ptr || s->count + 1 > s->limit, 0))
 		return lv_born_slow(s, ptr, size, ts, blk, old);
@@ -282,15 +281,37 @@ static inline __attribute__((always_inline)) int lv_born_lg(struct lv_set *s, ui
 		b->when = ts;
 		b->tag = b->owner = 0;
 	}
-	s->blocks++;
-	s->bytes += size;
-	if (s->bytes > s->peak_bytes) {
-		s->peak_bytes = s->bytes;
-		s->peak_ts = ts;
+	if (totals) {
+		s->blocks++;
+		s->bytes += size;
+		if (s->bytes > s->peak_bytes) {
+			s->peak_bytes = s->bytes;
+			s->peak_ts = ts;
+		}
 	}
 	if (blk)
 		*blk = b;
 	return 1;
+}
+
+static inline __attribute__((always_inline)) int lv_born_lg(struct lv_set *s, uint64_t ptr,
+							    uint64_t size, uint64_t ts,
+							    struct lv_block **blk,
+							    struct lv_block *old, unsigned lg)
+{
+	return lv_born_in(s, ptr, size, ts, blk, old, lg, 1);
+}
+
+/* A set of words: a set of sizes whose size word is the pass's own
+ * (convert packs a slot and a size into it, rp_convert.c's ent_pack).
+ * lv_born_word and lv_remove_word keep no totals: the pass keeps its
+ * own, and the set's blocks, bytes and peak mean nothing (lv_born_slow,
+ * for a growth or a live address, still adds the words up). */
+static inline __attribute__((always_inline)) int lv_born_word(struct lv_set *s, uint64_t ptr,
+							      uint64_t word, struct lv_block **blk,
+							      struct lv_block *old)
+{
+	return lv_born_in(s, ptr, word, 0, blk, old, LV_LG_SIZES, 0);
 }
 
 static inline int lv_born(struct lv_set *s, uint64_t ptr, uint64_t size, uint64_t ts,
@@ -320,14 +341,15 @@ lv_lookup_lg(const struct lv_set *s, uint64_t ptr, size_t *at, unsigned lg)
 	}
 }
 
-/* Removes entry j (b, lv_lookup_lg's) from the set: its block dies. */
 static inline __attribute__((always_inline)) void
-lv_remove_at(struct lv_set *s, size_t j, const struct lv_block *b, unsigned lg)
+lv_remove_in(struct lv_set *s, size_t j, const struct lv_block *b, unsigned lg, int totals)
 {
 	size_t mask = s->cap - 1;
 	s->count--;
-	s->blocks--;
-	s->bytes -= b->size;
+	if (totals) {
+		s->blocks--;
+		s->bytes -= b->size;
+	}
 	/* backward shift: pull later members of the cluster into the hole
 	 * when their home is not cyclically within (hole, k] */
 	size_t hole = j, k = j;
@@ -343,6 +365,20 @@ lv_remove_at(struct lv_set *s, size_t j, const struct lv_block *b, unsigned lg)
 		}
 	}
 	lv_ent_lg(s, hole, lg)->ptr = 0;
+}
+
+/* Removes entry j (b, lv_lookup_lg's) from the set: its block dies. */
+static inline __attribute__((always_inline)) void
+lv_remove_at(struct lv_set *s, size_t j, const struct lv_block *b, unsigned lg)
+{
+	lv_remove_in(s, j, b, lg, 1);
+}
+
+/* lv_remove_at in a set of words (lv_born_word). */
+static inline __attribute__((always_inline)) void lv_remove_word(struct lv_set *s, size_t j,
+								 const struct lv_block *b)
+{
+	lv_remove_in(s, j, b, LV_LG_SIZES, 0);
 }
 
 /* ptr dies: 1 and its block in *out (if out), or 0 if it was not live
