@@ -201,13 +201,12 @@ static inline void lv_prefetch_line(const void *p)
  * reads the entries after the block's, an insertion steps on past a taken
  * home (at 1e6 live blocks the unfetched next line was a fifth of
  * convert's samples; fetching it always beat fetching it only when the
- * home is a line's last entry: bench/replay/RESULTS.md).  third: and, in
- * a table that misses the caches, the line after those two, which those
- * walks often reach too at 1e6 live blocks (convert +9-16% there; in a
- * small table it is in the cache: bench/replay/RESULTS.md, "A third
- * line"). */
-static inline __attribute__((always_inline)) void
-lv_prefetch_lines(const struct lv_set *s, uint64_t ptr, unsigned lg, int third)
+ * home is a line's last entry: bench/replay/RESULTS.md).  With 32-byte
+ * entries a third line paid at 1e6 live blocks; convert's 16-byte ones
+ * are better off without it (bench/replay/RESULTS.md, "A third line",
+ * "Entries of 16 bytes"). */
+static inline __attribute__((always_inline)) void lv_prefetch_lg(const struct lv_set *s,
+								 uint64_t ptr, unsigned lg)
 {
 	if (!s->cap)
 		return;
@@ -215,13 +214,6 @@ lv_prefetch_lines(const struct lv_set *s, uint64_t ptr, unsigned lg, int third)
 	size_t next = (j | (per_line - 1)) + 1;
 	lv_prefetch_line(lv_ent_lg(s, j, lg));
 	lv_prefetch_line(lv_ent_lg(s, next & (s->cap - 1), lg));
-	if (third && ((uint64_t)s->cap << lg) >= LV_PREFETCH_BYTES)
-		lv_prefetch_line(lv_ent_lg(s, (next + per_line) & (s->cap - 1), lg));
-}
-
-static inline void lv_prefetch_lg(const struct lv_set *s, uint64_t ptr, unsigned lg)
-{
-	lv_prefetch_lines(s, ptr, lg, 0);
 }
 
 static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)

@@ -2548,9 +2548,9 @@ static int conv_event(struct conv *c, const struct source *sc, const struct atr_
 static inline void call_prefetch(const struct lv_set *set, const struct atr_call *k)
 {
 	if (k->ptr)
-		lv_prefetch_lines(set, k->ptr, LV_LG_SIZES, 1);
+		lv_prefetch_lg(set, k->ptr, LV_LG_SIZES);
 	if (k->ret && k->ret != k->ptr)
-		lv_prefetch_lines(set, k->ret, LV_LG_SIZES, 1);
+		lv_prefetch_lg(set, k->ret, LV_LG_SIZES);
 }
 
 /* A release's slot's last use into the cache (c->multi), fewer records
