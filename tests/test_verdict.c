@@ -16,7 +16,7 @@ static void line_of(const char *name, const double *wall, const double *bw, cons
 		    const double *br, int runs, char *out, size_t len)
 {
 	struct rp_verdict v;
-	rp_verdict_compute(wall, bw, rss, br, runs, 8.0, &v);
+	rp_verdict_compute(wall, bw, rss, br, runs, 8.0, 0, &v);
 	rp_verdict_line(out, len, name, &v);
 }
 
@@ -44,9 +44,32 @@ static void test_golden(void **state)
 	line_of("mimalloc", w4, bw4, r4, br4, 1, b, sizeof(b));
 	assert_string_equal(b, "mimalloc: +20% time (1 run: no range), -10% Max RSS");
 	struct rp_verdict v;
-	rp_verdict_compute(w, bw, r, br, 5, 8.0, &v);
+	rp_verdict_compute(w, bw, r, br, 5, 8.0, 0, &v);
 	assert_true(v.time_ms == 91 && v.rss_mib > 11.39 && v.rss_mib < 11.41 &&
-		    v.ideal_mib == 8.0);
+		    v.ideal_mib == 8.0 && !v.rss_anchored);
+}
+
+/* With the traced program's Max RSS (40 MiB): the prediction is it plus
+ * the replay's per-run differences (median 1.4 MiB), the change that
+ * over 40: +4%, where the replay's own ratio is +14%. */
+static void test_anchored(void **state)
+{
+	(void)state;
+	char b[256];
+	const double bw[] = {100, 100, 100, 100, 100}, w[] = {90, 93, 89, 91, 92};
+	const double br[] = {10, 10.2, 9.8, 10, 10}, r[] = {11.4, 11.5, 11.3, 11.4, 11.6};
+	struct rp_verdict v;
+	rp_verdict_compute(w, bw, r, br, 5, 8.0, 40.0, &v);
+	assert_true(v.rss_anchored);
+	assert_true(v.rss_mib > 41.39 && v.rss_mib < 41.41);
+	assert_true(v.replay_rss_mib > 11.39 && v.replay_rss_mib < 11.41);
+	rp_verdict_line(b, sizeof(b), "tcmalloc", &v);
+	assert_string_equal(b, "tcmalloc: -9% time (+-2%), +4% Max RSS");
+	/* the first column against itself: no change, the traced RSS */
+	rp_verdict_compute(bw, bw, br, br, 5, 8.0, 40.0, &v);
+	assert_true(v.rss_mib == 40.0 && v.rss_change == 0);
+	rp_verdict_line(b, sizeof(b), "glibc", &v);
+	assert_string_equal(b, "glibc: +0% time (+-0%), +0% Max RSS");
 }
 
 /* The ideal RSS is a floor only for blocks that are written: below the
@@ -106,6 +129,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_golden),
+	    cmocka_unit_test(test_anchored),
 	    cmocka_unit_test(test_ideal),
 	    cmocka_unit_test(test_caution),
 	};

@@ -21,6 +21,7 @@
 #include "analysis/an_summary.h"
 #include "atr_format.h"
 #include "atr_reader.h"
+#include "atr_rss.h"
 #include "atr_testwriter.h"
 #include "awl_workload.h"
 #include "plat_cpus.h"
@@ -820,6 +821,52 @@ static void test_v1_fixture(void **state)
 #else
 #define THINK_BOUND 0.10
 #endif
+
+/* The traced program's Max RSS in the workload: the highest of record's
+ * RSS samples while the process ran (tests/progs/gaps: ~60 ms, some
+ * samples); none with --no-rss. */
+static void test_traced_rss(void **state)
+{
+	(void)state;
+	char tool[1024], prog[1024], trace[512], wl[300], eb[512];
+	if (!built("gaps", tool, sizeof(tool), prog, sizeof(prog)))
+		return;
+	for (int rss = 1; rss >= 0; rss--) {
+		record_prog_opts(tool, prog, "240 250", rss ? "trss" : "trss0", "",
+				 rss ? "" : "--no-rss", trace, sizeof(trace));
+		path_in(wl, sizeof(wl), "trss.wl");
+		struct rp_convert_stats st;
+		convert_ok(trace, wl, &st);
+		awl_file *f;
+		assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+		uint64_t got = awl_get_info(f)->traced_rss;
+		awl_close(f);
+		assert_int_equal(got, st.traced_rss);
+		if (!rss) {
+			assert_int_equal(got, 0);
+			break;
+		}
+		/* the samples' highest, read here from the .rss file */
+		atr_file *af;
+		assert_int_equal(atr_open(trace, &af, eb, sizeof(eb)), 0);
+		const struct atr_info *in = atr_get_info(af);
+		char rp[1024];
+		struct atr_rss r;
+		assert_int_equal(atr_rss_path_for_trace(trace, in->pid, rp, sizeof(rp)), 0);
+		assert_int_equal(atr_rss_read(rp, &r, eb, sizeof(eb)), 0);
+		uint64_t m = 0;
+		for (size_t i = 0; i < r.n; i++)
+			if (r.s[i].mono_ns >= in->start_mono_ns &&
+			    (!in->end_mono_ns || r.s[i].mono_ns <= in->end_mono_ns) &&
+			    r.s[i].rss > m)
+				m = r.s[i].rss;
+		assert_true(r.n >= 2);
+		assert_true(m > 0);
+		assert_int_equal(got, m);
+		atr_rss_free(&r);
+		atr_close(af);
+	}
+}
 
 static void test_think_time(void **state)
 {
@@ -1895,20 +1942,20 @@ static void test_touch_heap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_calls),	   cmocka_unit_test(test_cross_thread_order),
-	    cmocka_unit_test(test_bad_input),	   cmocka_unit_test(test_recorded_threads),
-	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
-	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
-	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
-	    cmocka_unit_test(test_touch_budget),   cmocka_unit_test(test_join_gap),
-	    cmocka_unit_test(test_share_gap),	   cmocka_unit_test(test_cpu_gap),
-	    cmocka_unit_test(test_handoff_gap),	   cmocka_unit_test(test_sampled_durations),
-	    cmocka_unit_test(test_recorder_gap),   cmocka_unit_test(test_think_shared),
-	    cmocka_unit_test(test_pipe_same),	   cmocka_unit_test(test_touch_heap),
-	    cmocka_unit_test(test_fast_same),	   cmocka_unit_test(test_timing_sample),
-	    cmocka_unit_test(test_big_blocks),	   cmocka_unit_test(test_recorded_turns),
-	    cmocka_unit_test(test_reordered_free), cmocka_unit_test(test_recorded_handoff),
-	    cmocka_unit_test(test_own_work),
+	    cmocka_unit_test(test_all_calls),	     cmocka_unit_test(test_cross_thread_order),
+	    cmocka_unit_test(test_bad_input),	     cmocka_unit_test(test_recorded_threads),
+	    cmocka_unit_test(test_recorded_waves),   cmocka_unit_test(test_v1_fixture),
+	    cmocka_unit_test(test_think_time),	     cmocka_unit_test(test_mapping_model),
+	    cmocka_unit_test(test_touch_resident),   cmocka_unit_test(test_writer_patch),
+	    cmocka_unit_test(test_touch_budget),     cmocka_unit_test(test_join_gap),
+	    cmocka_unit_test(test_share_gap),	     cmocka_unit_test(test_cpu_gap),
+	    cmocka_unit_test(test_handoff_gap),	     cmocka_unit_test(test_sampled_durations),
+	    cmocka_unit_test(test_recorder_gap),     cmocka_unit_test(test_think_shared),
+	    cmocka_unit_test(test_pipe_same),	     cmocka_unit_test(test_touch_heap),
+	    cmocka_unit_test(test_fast_same),	     cmocka_unit_test(test_timing_sample),
+	    cmocka_unit_test(test_big_blocks),	     cmocka_unit_test(test_traced_rss),
+	    cmocka_unit_test(test_recorded_turns),   cmocka_unit_test(test_reordered_free),
+	    cmocka_unit_test(test_recorded_handoff), cmocka_unit_test(test_own_work),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

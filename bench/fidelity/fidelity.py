@@ -315,6 +315,12 @@ def main():
             p["replay"][cname] = {"wall_s": {k: c["wall_ms"][k] / 1e3 for k in ("median", "min", "max")},
                                   "cpu_s": {k: c["thread_cpu_ms"][k] / 1e3 for k in ("median", "min", "max")},
                                   "maxrss_mib": {k: c["max_rss_mib"][k] for k in ("median", "min", "max")}}
+            # compare's prediction: the traced program's Max RSS plus the replay's change (its
+            # verdict), when the workload knows it; the replay's own Max RSS stays beside it
+            v = c.get("verdict", {})
+            if v.get("max_rss_basis") == "traced program":
+                p["replay"][cname]["replay_maxrss_mib"] = p["replay"][cname]["maxrss_mib"]
+                p["replay"][cname]["maxrss_mib"] = {k: v["max_rss_mib"] for k in ("median", "min", "max")}
             if name in RATE:  # the replay makes the traced ops: its time per op follows its wall time
                 p["replay"][cname]["op_ns"] = p["replay"][cname]["wall_s"]
         res["programs"][name] = p

@@ -150,6 +150,8 @@ static int run_one(const char *wl, struct out_compare_col *c, const char *touch,
 			c->ideal_mib = (double)v / 1048576.0;
 		else if (!strcmp(key, "trace_duration_us"))
 			c->trace_ms = (double)v / 1000.0;
+		else if (!strcmp(key, "traced_rss_kb"))
+			c->traced_rss_mib = (double)v / 1024.0;
 		else if (!strcmp(key, "wait_us"))
 			c->wait_ms += (double)v / 1000.0;
 		else if (!strcmp(key, "think_us"))
@@ -373,7 +375,7 @@ int cmd_compare(int argc, char **argv)
 	for (int k = 0; !rc && k < ncol; k++) {
 		rp_verdict_compute(cols[k].v[CMP_M_WALL], cols[0].v[CMP_M_WALL],
 				   cols[k].v[CMP_M_RSS], cols[0].v[CMP_M_RSS], runs,
-				   cols[0].ideal_mib, &vd[k]);
+				   cols[0].ideal_mib, cols[0].traced_rss_mib, &vd[k]);
 		rp_verdict_line(cols[k].verdict, sizeof(cols[k].verdict), cols[k].spec, &vd[k]);
 	}
 	if (!rc && json) {
@@ -388,6 +390,11 @@ int cmd_compare(int argc, char **argv)
 		json_double(&w, cols[0].ideal_mib);
 		json_key(&w, "traced_run_ms");
 		json_double(&w, cols[0].trace_ms);
+		json_key(&w, "traced_max_rss_mib");
+		if (cols[0].traced_rss_mib > 0)
+			json_double(&w, cols[0].traced_rss_mib);
+		else
+			json_null(&w);
 		char caution[400];
 		json_key(&w, "caution");
 		if (out_compare_caution_text(&cols[0], runs, caution, sizeof(caution)))
@@ -428,6 +435,10 @@ int cmd_compare(int argc, char **argv)
 			json_double(&w, vd[k].rss_mib);
 			json_key(&w, "max_rss_change_pct");
 			json_double(&w, 100 * vd[k].rss_change);
+			json_key(&w, "max_rss_basis");
+			json_string(&w, vd[k].rss_anchored ? "traced program" : "replay");
+			json_key(&w, "replay_max_rss_mib");
+			json_double(&w, vd[k].replay_rss_mib);
 			json_key(&w, "line");
 			json_string(&w, cols[k].verdict);
 			json_end_object(&w);
@@ -465,11 +476,16 @@ int cmd_compare(int argc, char **argv)
 			printf("\n");
 		}
 		char ideal[160];
+		char basis[160] = "";
+		if (vd[0].rss_anchored)
+			snprintf(basis, sizeof(basis),
+				 " (the traced program's, the tracer's buffers included; the "
+				 "replay's changes added to it)");
 		printf("\nverdict: predicted run time (replay wall time, think time included%s) "
-		       "and Max RSS\n"
+		       "and Max RSS%s\n"
 		       "against %s: %.0f ms, %.1f MiB Max RSS; %s\n",
 		       timing && !strcmp(timing, "off") ? "" : "; --timing off disturbs it least",
-		       cols[0].spec, vd[0].time_ms, vd[0].rss_mib,
+		       basis, cols[0].spec, vd[0].time_ms, vd[0].rss_mib,
 		       out_compare_ideal_text(&cols[0], runs, ideal, sizeof(ideal)));
 		for (int k = 1; k < ncol; k++)
 			printf("  %s\n", cols[k].verdict);

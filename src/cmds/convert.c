@@ -172,6 +172,11 @@ static int do_convert(const char *in, const char *out, const struct rp_convert_o
 			st.seconds > 0 ? (double)st.records / st.seconds / 1e6 : 0.0);
 		fprintf(stderr, "convert: ideal RSS (peak live requested bytes) %s bytes\n",
 			util_fmt_u64(a, sizeof(a), st.ideal_peak));
+		if (st.traced_rss)
+			fprintf(stderr,
+				"convert: the traced program's Max RSS %s bytes (record's RSS "
+				"samples; the tracer's buffers included)\n",
+				util_fmt_u64(a, sizeof(a), st.traced_rss));
 		fprintf(stderr,
 			"convert: threads alive at once: at most %" PRIu32 "; think time %.3f s\n",
 			st.max_live, (double)st.think_ns / 1e9);

@@ -168,3 +168,12 @@ int atr_rss_path_for_trace(const char *trace_path, uint32_t pid, char *out, size
 		      : snprintf(out, len, "%u.rss", pid);
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
+
+uint64_t atr_rss_max_in(const struct atr_rss *r, uint64_t from_ns, uint64_t to_ns)
+{
+	uint64_t m = 0;
+	for (size_t i = 0; i < r->n; i++)
+		if (r->s[i].mono_ns >= from_ns && r->s[i].mono_ns <= to_ns && r->s[i].rss > m)
+			m = r->s[i].rss;
+	return m;
+}

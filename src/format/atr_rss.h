@@ -53,5 +53,8 @@ int atr_rss_read(const char *path, struct atr_rss *out, char *errbuf, size_t err
 void atr_rss_free(struct atr_rss *r);
 /* DIR/<pid>.rss next to a trace file path (whatever its exec number). */
 int atr_rss_path_for_trace(const char *trace_path, uint32_t pid, char *out, size_t len);
+/* The highest RSS of the samples taken from from_ns to to_ns
+ * (CLOCK_MONOTONIC, both included), bytes; 0 if none was. */
+uint64_t atr_rss_max_in(const struct atr_rss *r, uint64_t from_ns, uint64_t to_ns);
 
 #endif

@@ -297,6 +297,7 @@ int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char
 	atr_put64(hdr + AWL_H_FILE_MAPS, s->file_maps);
 	atr_put64(hdr + AWL_H_MAP_UNKNOWN, s->map_unknown);
 	atr_put64(hdr + AWL_H_MAP_ODD, s->map_odd);
+	atr_put64(hdr + AWL_H_TRACED_RSS, s->traced_rss);
 	if (fflush(w->fp) != 0 && !w->ioerr)
 		w->ioerr = errno ? errno : EIO;
 	if (!w->ioerr && (fseeko(w->fp, 0, SEEK_SET) != 0 ||
@@ -404,7 +405,7 @@ static int load(awl_file *f, char *eb, size_t el)
 		seterr(eb, el, "%s: bad header size %" PRIu32, nm, hs);
 		return -1;
 	}
-	if (in->version >= 3 && rd(f, 0, h, AWL_H_END) < 0) {
+	if (in->version >= 3 && rd(f, 0, h, hs < AWL_H_END_RSS ? AWL_H_END : AWL_H_END_RSS) < 0) {
 		seterr(eb, el, "%s: short read in the header", nm);
 		return -1;
 	}
@@ -450,6 +451,8 @@ static int load(awl_file *f, char *eb, size_t el)
 		in->file_maps = atr_get64(h + AWL_H_FILE_MAPS);
 		in->map_unknown = atr_get64(h + AWL_H_MAP_UNKNOWN);
 		in->map_odd = atr_get64(h + AWL_H_MAP_ODD);
+		if (hs >= AWL_H_END_RSS)
+			in->traced_rss = atr_get64(h + AWL_H_TRACED_RSS);
 	} else if (in->features) {
 		seterr(eb, el, "%s: feature bits in a version %" PRIu32 " workload", nm,
 		       in->version);

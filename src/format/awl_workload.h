@@ -85,7 +85,11 @@ enum {
 				    trace never mapped */
 	AWL_H_MAP_ODD = 368,	 /* v3: u64 mapping calls replayed approximately
 				    (docs/WORKLOAD_FORMAT.md, "Mappings") */
-	AWL_H_END = 376,	 /* zero up to header_size */
+	AWL_H_END = 376,	 /* the least header_size of v3 */
+	AWL_H_TRACED_RSS = 376,	 /* v3, header_size >= 384: u64 the traced
+				    program's Max RSS, bytes (0: unknown; zero
+				    in workloads written before it) */
+	AWL_H_END_RSS = 384,	 /* zero up to header_size */
 };
 
 /* Op codes (first byte of an op), then LEB128 varints.
@@ -163,7 +167,7 @@ _Static_assert(AWL_OP_CALL_LAST < AWL_OP_WAIT, "call ops run into the other ops"
 _Static_assert(AWL_H_CALLS + 8 * (AWL_OP_CALL_LAST + 1) <= AWL_H_THINK_NS,
 	       "header call counters overrun the header fields");
 _Static_assert(AWL_H_XOPS + 8 * AWL_NXOPS <= AWL_H_FILE_MAPS, "xop counters overrun");
-_Static_assert(AWL_H_END <= AWL_HEADER_SIZE && AWL_HEADER_SIZE % 8 == 0, "header size");
+_Static_assert(AWL_H_END_RSS <= AWL_HEADER_SIZE && AWL_HEADER_SIZE % 8 == 0, "header size");
 
 /* Argument shape (enum atr_args) of a call op; 0 for other ops. */
 #define AWL_ARGS_(NAME, name, type, op, args, ret, params) [AWL_OP_##NAME] = ATR_ARGS_##args,
@@ -323,6 +327,7 @@ struct awl_summary_in {
 	uint32_t src_pid, src_exec, max_live;
 	uint64_t features; /* AWL_FEAT_* */
 	uint64_t map_slots, file_maps, map_unknown, map_odd;
+	uint64_t traced_rss; /* the traced program's Max RSS, bytes; 0: unknown */
 };
 /* Flush, write the thread table and the final header.  0 or -1. */
 int awl_writer_finish(struct awl_writer *w, const struct awl_summary_in *s, char *errbuf,
@@ -356,6 +361,7 @@ struct awl_info {
 	/* v3; 0 in older versions */
 	uint64_t map_slots, file_maps, map_unknown, map_odd;
 	uint64_t xops[AWL_NXOPS]; /* ops of code AWL_OP_XFIRST + i */
+	uint64_t traced_rss;	  /* the traced program's Max RSS, bytes; 0: unknown */
 };
 
 typedef struct awl_file awl_file;

@@ -32,11 +32,12 @@ struct out_compare_col {
 	int ntun;
 	double *v[CMP_NMETRIC]; /* runs */
 	uint64_t count[4];
-	double ideal_mib;  /* the workload's ideal RSS */
-	double trace_ms;   /* the traced run, first to last record */
-	double wait_ms;	   /* the replays' waits for other threads' ops, summed over runs */
-	double think_ms;   /* think time spent, summed over runs */
-	char verdict[256]; /* rp_verdict_line: "NAME: -9% time (+-2%), +14% Max RSS" */
+	double ideal_mib;      /* the workload's ideal RSS */
+	double trace_ms;       /* the traced run, first to last record */
+	double traced_rss_mib; /* the traced program's Max RSS; 0 unknown */
+	double wait_ms;	       /* the replays' waits for other threads' ops, summed over runs */
+	double think_ms;       /* think time spent, summed over runs */
+	char verdict[256];     /* rp_verdict_line: "NAME: -9% time (+-2%), +14% Max RSS" */
 };
 
 /* Median, min and max of n (1..256) values. */

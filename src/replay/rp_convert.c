@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "atr_reader.h"
+#include "atr_rss.h"
 #include "awl_workload.h"
 #include "plat_clock.h"
 #include "plat_cpus.h"
@@ -2923,6 +2924,29 @@ static int conv_direct(struct conv *c, struct source *sc, struct rp_cpipe *pipe)
 	}
 }
 
+/* The traced program's Max RSS: the highest of record's RSS samples of
+ * f's process while its image ran (docs/RSS_FORMAT.md), bytes; 0 if
+ * there are none.  compare anchors its Max RSS change there: the
+ * replay's own RSS lacks the program's code and data, which made the
+ * changes of small programs too big (bench/fidelity/RESULTS.md). */
+static uint64_t traced_rss(atr_file *f)
+{
+	const struct atr_info *in = atr_get_info(f);
+	char path[4096], eb[256];
+	struct atr_rss r;
+	if (!in->path || atr_rss_path_for_trace(in->path, in->pid, path, sizeof(path)) < 0 ||
+	    access(path, R_OK) != 0 || atr_rss_read(path, &r, eb, sizeof(eb)) < 0)
+		return 0;
+	/* an image that exec'd, or a program killed, has no end stamp: its
+	   last record's, and one interval more */
+	uint64_t to = in->end_mono_ns
+			  ? in->end_mono_ns
+			  : in->start_mono_ns + atr_ticks_to_ns_u64(f, in->last_ts) + r.interval_ns;
+	uint64_t m = atr_rss_max_in(&r, in->start_mono_ns, to);
+	atr_rss_free(&r);
+	return m;
+}
+
 int rp_convert(const char *trace, const char *out, const struct rp_convert_opts *o,
 	       struct rp_convert_stats *st, char *eb, size_t el)
 {
@@ -3122,6 +3146,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		    .file_maps = st->file_maps,
 		    .map_unknown = st->map_unknown,
 		    .map_odd = st->map_odd,
+		    .traced_rss = st->traced_rss = in && !sc.nm ? traced_rss(sc.f) : 0,
 		};
 		int fr = awl_writer_finish(c.w, &s, eb, el);
 		if (fr < 0)

@@ -93,6 +93,9 @@ struct rp_convert_stats {
 	uint32_t pid, nprocs;
 	char trace_path[512];
 	uint64_t records, calls, ops, waits, slots, threads, ideal_peak;
+	/* the traced program's Max RSS (record's RSS samples of the process
+	   while this image ran), bytes; 0: unknown (no .rss file, --merge) */
+	uint64_t traced_rss;
 	uint64_t unknown_frees, double_frees, dup_allocs, unknown_reallocs, failed_allocs;
 	uint64_t lost_records, anomalies, bytes_out;
 	uint64_t reordered; /* frees stamped ahead of another thread's allocation

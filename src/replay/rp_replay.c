@@ -1511,6 +1511,7 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	}
 	res->threads = rp.n;
 	res->ideal_peak = in->ideal_peak;
+	res->traced_rss = in->traced_rss;
 	pthread_attr_init(&rp.attr);
 	pthread_attr_setstacksize(&rp.attr, 256 << 10);
 	uint64_t c_create = plat_mono_ns();

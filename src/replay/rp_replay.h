@@ -122,11 +122,12 @@ struct rp_result {
 	enum rp_touch touch;	    /* the mode used (AUTO resolved) */
 	int has_touch;		    /* the workload has TOUCH ops */
 	uint64_t wall_ns, cycles, thread_ns_sum;
-	uint64_t thread_cpu_ns_sum;		 /* CPU time of the replay threads */
-	uint64_t invol_switches;		 /* their involuntary context switches */
-	uint64_t rss_before_kb, rss_after_kb;	 /* ru_maxrss */
-	uint64_t vmrss_end_kb, vmsize_end_kb;	 /* /proc/self/statm at the end */
-	uint64_t ideal_peak;			 /* from the workload */
+	uint64_t thread_cpu_ns_sum;	      /* CPU time of the replay threads */
+	uint64_t invol_switches;	      /* their involuntary context switches */
+	uint64_t rss_before_kb, rss_after_kb; /* ru_maxrss */
+	uint64_t vmrss_end_kb, vmsize_end_kb; /* /proc/self/statm at the end */
+	uint64_t ideal_peak;		      /* from the workload */
+	uint64_t traced_rss; /* the traced program's Max RSS (workload), bytes; 0 unknown */
 	uint64_t unexpected_ok, unexpected_fail; /* results that differ from the trace */
 	uint64_t emulated;			 /* calls the allocator lacks, emulated */
 	struct rp_callstat st[RP_NTYPES + 1];

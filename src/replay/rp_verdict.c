@@ -36,7 +36,8 @@ static void ratios(const double *a, const double *b, int n, double *change, doub
 }
 
 void rp_verdict_compute(const double *wall, const double *base_wall, const double *rss,
-			const double *base_rss, int runs, double ideal_mib, struct rp_verdict *v)
+			const double *base_rss, int runs, double ideal_mib, double traced_mib,
+			struct rp_verdict *v)
 {
 	double tmp[256];
 	int n = runs < 256 ? runs : 256;
@@ -46,10 +47,18 @@ void rp_verdict_compute(const double *wall, const double *base_wall, const doubl
 	v->time_ms = n ? median(tmp, n) : 0;
 	for (int i = 0; i < n; i++)
 		tmp[i] = rss[i];
-	v->rss_mib = n ? median(tmp, n) : 0;
+	v->replay_rss_mib = v->rss_mib = n ? median(tmp, n) : 0;
 	double unused;
 	ratios(wall, base_wall, n, &v->time_change, &v->time_range);
 	ratios(rss, base_rss, n, &v->rss_change, &unused);
+	v->rss_anchored = traced_mib > 0 && n > 0;
+	if (v->rss_anchored) {
+		for (int i = 0; i < n; i++)
+			tmp[i] = rss[i] - base_rss[i];
+		double d = median(tmp, n);
+		v->rss_mib = traced_mib + d;
+		v->rss_change = d / traced_mib;
+	}
 	v->ideal_mib = ideal_mib;
 }
 

@@ -172,6 +172,9 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 	    util_fmt_u64(b, sizeof(b), r->rss_before_kb),
 	    util_fmt_u64(c, sizeof(c), r->rss_after_kb));
 	printf("%s Kb Max Ideal RSS\n", util_fmt_u64(a, sizeof(a), (r->ideal_peak + 1023) / 1024));
+	if (r->traced_rss)
+		printf("%s Kb Max RSS of the traced program\n",
+		       util_fmt_u64(a, sizeof(a), (r->traced_rss + 1023) / 1024));
 	static const unsigned seed_order[] = {AWL_OP_MALLOC, AWL_OP_CALLOC, AWL_OP_REALLOC,
 					      AWL_OP_FREE};
 	for (unsigned i = 0; i < 4; i++) {
@@ -305,6 +308,8 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_u64(&w, r->vmsize_end_kb);
 	json_key(&w, "ideal_rss_peak_bytes");
 	json_u64(&w, r->ideal_peak);
+	json_key(&w, "traced_rss_kb");
+	json_u64(&w, (r->traced_rss + 1023) / 1024);
 	json_key(&w, "total_call_cycles");
 	json_u64(&w, r->total_cycles);
 	json_key(&w, "waits");
@@ -426,8 +431,10 @@ static void print_kv(const struct rp_result *r)
 		       type_names[k], rp_stat_avg(&r->st[k]));
 	for (unsigned k = 0; k < RP_NXOPS; k++)
 		printf("done_%s %" PRIu64 "\n", awl_op_name(AWL_OP_XFIRST + k), r->x[k].done);
-	printf("mapped_kb %" PRIu64 "\ntrace_duration_us %" PRIu64 "\nwait_us %" PRIu64 "\n",
-	       r->map_bytes / 1024, r->trace_duration_ns / 1000, r->wait_ns / 1000);
+	printf("mapped_kb %" PRIu64 "\ntrace_duration_us %" PRIu64 "\nwait_us %" PRIu64
+	       "\ntraced_rss_kb %" PRIu64 "\n",
+	       r->map_bytes / 1024, r->trace_duration_ns / 1000, r->wait_ns / 1000,
+	       (r->traced_rss + 1023) / 1024);
 }
 
 int rc_replay_parse(int argc, char **argv, rc_getopt_fn getopt_fn, struct rc_args *a)
