@@ -26,7 +26,10 @@ Cases:
               libzstd and libm (not zlib and every command's code, which
               alloctrace maps: they would be in the replay's Max RSS), refuses to run
               without `alloctrace replay`, and the replay's calls are made
-              in its process image (recorded: the root's last exec image).
+              in its process image (recorded: the root's last exec image),
+              the program's thread's on the image's main thread (glibc's
+              main arena, as the program had): the other threads make
+              fewer calls than the workload has.
 
 usage: test_xreplay.py --build DIR CASE   (or --list)
 A sanitizer build runs under ASan's allocator, not glibc's: skipped (77).
@@ -71,6 +74,7 @@ def header(path):
     xops = struct.unpack_from("<16Q", h, 224)
     file_maps, unknown, odd = struct.unpack_from("<3Q", h, 352)
     return {"version": version, "header_size": hsize, "features": features,
+            "calls": struct.unpack_from("<Q", h, 104)[0],
             "map_slots": struct.unpack_from("<Q", h, 216)[0],
             "xops": dict(zip(XOPS, xops)), "xops_rest": xops[len(XOPS):],
             "file_maps": file_maps, "map_unknown": unknown, "map_odd": odd}
@@ -262,6 +266,19 @@ def case_runner(cli, build, work):
     if rp["other_calls"]["malloc_usable_size"] != XCALLS_OPS["malloc_usable_size"]:
         errs.append("the runner's image made %r of the program's other calls"
                     % rp["other_calls"])
+    # tests/progs/gaps: 300 mallocs and frees on its one thread
+    gdir = os.path.join(work, "gaps")
+    run([cli, "record", "-o", gdir, "--", os.path.join(build, "tests", "progs", "gaps"), "300", "0"])
+    gwl = os.path.join(work, "g.wl")
+    calls = convert(cli, gdir, gwl)["calls"]
+    grec = os.path.join(work, "grec")
+    run([cli, "record", "-o", grec, "--", cli, "replay", gwl, "--timing", "off", "--think", "off"])
+    rp = root_process(cli, grec)
+    main = sum(t["calls"] for t in rp["thread_stats"] if t["tid"] == rp["pid"])
+    rest = sum(t["calls"] for t in rp["thread_stats"] if t["tid"] != rp["pid"])
+    if calls < 600 or main < calls or rest >= calls / 10:
+        errs.append("the workload's %d calls: %d on the replay's main thread, %d on others "
+                    "(its one thread belongs on the main thread)" % (calls, main, rest))
     return errs
 
 

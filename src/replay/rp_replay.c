@@ -281,7 +281,9 @@ struct mslot {
 struct rthread {
 	struct replay *rp;
 	uint32_t t;
-	int exited; /* its THREAD_EXIT op ran (or its stream ended) */
+	int exited;		/* its THREAD_EXIT op ran (or its stream ended) */
+	int on_main;		/* runs on the replay's main thread (no pthread) */
+	_Atomic uint32_t ended; /* on_main: its run_thread returned */
 	pthread_t th;
 	_Atomic uint32_t jstate; /* JS_*: who joins it (join_ended, reap) */
 };
@@ -778,7 +780,11 @@ static int join_once(struct replay *rp, struct rthread *x)
 	if (!atomic_compare_exchange_strong(&x->jstate, &s, JS_JOINING))
 		return 0;
 	uint64_t a = plat_mono_ns();
-	pthread_join(x->th, NULL);
+	if (x->on_main) /* no pthread to join: it ends when it says so */
+		while (!atomic_load(&x->ended))
+			futex(&x->ended, FUTEX_WAIT_PRIVATE, 0, NULL);
+	else
+		pthread_join(x->th, NULL);
 	atomic_fetch_add_explicit(&rp->exit_ns, plat_mono_ns() - a, memory_order_relaxed);
 	atomic_store(&x->jstate, JS_JOINED);
 	futex(&x->jstate, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
@@ -1402,9 +1408,13 @@ static int verify_forked(awl_file *f, char *eb, size_t el)
 
 /* Join threads as they finish (those a waiter has not joined: join_ended),
  * until every started one is joined. */
-static void reap(struct replay *rp)
+/* Joins the finished threads until every thread started has ended;
+ * batch: room for rp->n indices (NULL: one at a time).  It runs on a
+ * thread of its own that never calls malloc (batch is the caller's): a
+ * thread that allocates gets an arena of its own from glibc, one more
+ * than the program had. */
+static void reap(struct replay *rp, uint32_t *batch)
 {
-	uint32_t *batch = malloc(sizeof(*batch) * (rp->n ? rp->n : 1));
 	for (;;) {
 		uint32_t z = atomic_load(&rp->zseq);
 		pthread_mutex_lock(&rp->lock);
@@ -1420,7 +1430,18 @@ static void reap(struct replay *rp)
 		if (!k)
 			futex(&rp->zseq, FUTEX_WAIT_PRIVATE, z, NULL);
 	}
-	free(batch);
+}
+
+struct reaper {
+	struct replay *rp;
+	uint32_t *batch;
+};
+
+static void *run_reaper(void *arg)
+{
+	struct reaper *r = arg;
+	reap(r->rp, r->batch);
+	return NULL;
 }
 
 int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, char *eb, size_t el)
@@ -1514,10 +1535,32 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	res->traced_rss = in->traced_rss;
 	pthread_attr_init(&rp.attr);
 	pthread_attr_setstacksize(&rp.attr, 256 << 10);
+	/* the reaper's room, taken here: it never calls malloc (reap) */
+	uint32_t *batch = malloc(sizeof(*batch) * (rp.n ? rp.n : 1));
+	/* The program's first thread replays on this thread, the process's
+	   main thread: glibc serves its main thread from the main arena (the
+	   brk heap), as it served the program's, where a thread of its own
+	   gets an arena of its own (python3's workload replayed 5-8% slower
+	   so, bench/fidelity/RESULTS.md, "The first thread on the main
+	   thread"); other allocators keep a main-thread heap too.  A reaper
+	   thread joins the others meanwhile. */
+	struct rthread *t0 = rp.n && awl_get_thread(f, 0)->parent == 0 ? &rp.th[0] : NULL;
 	uint64_t c_create = plat_mono_ns();
-	for (uint32_t i = 0; i < rp.n && !rc; i++)
-		if (awl_get_thread(f, i)->parent == 0 && start_thread(&rp, NULL, i) < 0)
+	for (uint32_t i = 0; i < rp.n && !rc; i++) {
+		if (awl_get_thread(f, i)->parent != 0)
+			continue;
+		if (&rp.th[i] == t0) {
+			t0->on_main = 1;
+			note_live(&rp, atomic_fetch_add(&rp.live, 1) + 1);
+			atomic_fetch_add(&rp.spawned, 1);
+			atomic_fetch_add(&rp.running, 1);
+		} else if (start_thread(&rp, NULL, i) < 0) {
 			rc = ATR_E_NOMEM; /* rp.errmsg says what */
+		}
+	}
+	struct reaper rpr = {.rp = &rp, .batch = batch};
+	pthread_t rth;
+	int reaper = t0 && pthread_create(&rth, NULL, run_reaper, &rpr) == 0;
 	res->thread_create_ns += plat_mono_ns() - c_create;
 	struct sampler smp = {.rp = &rp, .fd = -1};
 	pthread_t sth;
@@ -1538,7 +1581,16 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	uint64_t w0 = plat_mono_ns(), c0 = rp_ticks();
 	atomic_store_explicit(&rp.go, 1, memory_order_release);
 	futex(&rp.go, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
-	reap(&rp);
+	if (t0) {
+		run_thread(t0);
+		atomic_store(&t0->ended, 1);
+		futex(&t0->ended, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+	}
+	if (reaper)
+		pthread_join(rth, NULL);
+	else
+		reap(&rp, batch);
+	free(batch);
 	uint64_t c1 = rp_ticks(), w1 = plat_mono_ns();
 	pthread_attr_destroy(&rp.attr);
 	if (sampling) {
