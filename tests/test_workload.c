@@ -866,6 +866,34 @@ static void test_traced_rss(void **state)
 		atr_rss_free(&r);
 		atr_close(af);
 	}
+	/* a fork child (sh runs gaps in one: a command follows): record
+	   samples it too, from when its trace file appears */
+	char dir[300], cmd[3000];
+	path_in(dir, sizeof(dir), "trssfork");
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' record -o '%s' -- /bin/sh -c \"'%s' 240 250; true\" >/dev/null 2>&1", tool,
+		 dir, prog);
+	assert_int_equal(system(cmd), 0);
+	char **paths;
+	size_t n;
+	assert_int_equal(atr_list(dir, &paths, &n, eb, sizeof(eb)), 0);
+	int found = 0;
+	for (size_t i = 0; i < n; i++) {
+		atr_file *af;
+		assert_int_equal(atr_open(paths[i], &af, eb, sizeof(eb)), 0);
+		const struct atr_info *in = atr_get_info(af);
+		const char *exe = strrchr(in->exe, '/');
+		if (exe && !strcmp(exe, "/gaps")) {
+			found = 1;
+			assert_true(in->ppid != 0);
+			struct rp_convert_stats st;
+			convert_ok(paths[i], wl, &st);
+			assert_true(st.traced_rss > 0);
+		}
+		atr_close(af);
+	}
+	atr_list_free(paths, n);
+	assert_true(found);
 }
 
 static void test_think_time(void **state)

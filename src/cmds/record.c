@@ -34,6 +34,7 @@
 #include "attach/att_attach.h"
 #include "util_buf.h"
 #include "util_fmt.h"
+#include "util_hmap.h"
 #include "util_msg.h"
 #include "util_wbehind.h"
 
@@ -90,8 +91,9 @@ static void record_usage(FILE *out)
 		"                     written, staging blocks compacted only); default 9\n"
 		"      --buffer-kb N  per-thread block size in KiB (power of two, 4..65536;\n"
 		"                     default 256)\n"
-		"      --no-rss       do not sample PROG's RSS/VmSize every 10 ms into\n"
-		"                     DIR/<pid>.rss (docs/RSS_FORMAT.md)\n"
+		"      --no-rss       do not sample the RSS/VmSize of PROG and of every\n"
+		"                     traced process every 10 ms into DIR/<pid>.rss\n"
+		"                     (docs/RSS_FORMAT.md)\n"
 		"      --write-behind MIB  while PROG runs, keep the newest MIB of each\n"
 		"                     trace file in the page cache: older parts are written\n"
 		"                     to disk and dropped (0: leave it to the kernel);\n"
@@ -344,29 +346,107 @@ static void child_exec(const struct rec_opts *o, const char *lib, const char *ab
 	_exit(127);
 }
 
-/* ---- RSS sampling: /proc/<child>/statm every 10 ms into DIR/<pid>.rss ---- */
+/* ---- RSS sampling: /proc/<pid>/statm every 10 ms into DIR/<pid>.rss ----
+ * The child's from its start; every other traced process's from when its
+ * trace file appears in DIR (looked for every other sample, less often
+ * when reading the directory takes long: at most ~2% of the thread's
+ * time): a fork child's Max RSS is what compare anchors its prediction
+ * at (rp_convert.c's traced_rss), and report's RSS account needs them. */
 
 #define REC_RSS_INTERVAL_NS 10000000u
+#define REC_RSS_SCAN_TICKS  2u
+
+struct rss_proc {
+	struct atr_rss_writer w;
+	int live;
+};
 
 struct rss_sampler {
-	struct atr_rss_writer w;
+	struct atr_rss_writer w; /* the child's */
+	int root_live;
+	pid_t root;
+	char dir[PATH_MAX];
+	struct rss_proc *more; /* the other processes' */
+	size_t nmore, capmore;
+	struct util_hmap seen; /* pid -> 1: a writer was tried */
 	pthread_t th;
 	volatile int stop;
 	int running, err;
 };
+
+/* A sample of w: 1 while its process lives, 0 when it is gone. */
+static int rss_sample(struct rss_sampler *s, struct atr_rss_writer *w)
+{
+	int rc = atr_rss_writer_sample(w);
+	if (rc >= 0)
+		return 1;
+	if (rc != -ESRCH && rc != -ENOENT && !s->err)
+		s->err = -rc;
+	return 0;
+}
+
+/* "<pid>.atr" or "<pid>.<n>.atr": the pid, else 0. */
+static pid_t rss_trace_pid(const char *name)
+{
+	char *e;
+	long v = strtol(name, &e, 10);
+	if (e == name || v <= 0 || v > INT32_MAX || (*e != '.'))
+		return 0;
+	size_t l = strlen(e);
+	return l >= 4 && !strcmp(e + l - 4, ".atr") ? (pid_t)v : 0;
+}
+
+/* New trace files in the directory: a writer for each new process. */
+static void rss_scan(struct rss_sampler *s)
+{
+	DIR *d = opendir(s->dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		pid_t pid = rss_trace_pid(de->d_name);
+		if (!pid || pid == s->root || util_hmap_lookup(&s->seen, (uint64_t)pid, NULL))
+			continue;
+		if (util_hmap_insert(&s->seen, (uint64_t)pid, 1, NULL) < 0)
+			break;
+		if (s->nmore == s->capmore) {
+			size_t nc = s->capmore ? s->capmore * 2 : 16;
+			struct rss_proc *nm = realloc(s->more, nc * sizeof(*nm));
+			if (!nm)
+				break;
+			s->more = nm;
+			s->capmore = nc;
+		}
+		char path[PATH_MAX + 32];
+		snprintf(path, sizeof(path), "%s/%d.rss", s->dir, (int)pid);
+		struct rss_proc *r = &s->more[s->nmore];
+		/* gone already, or an earlier process of the pid has the file */
+		if (atr_rss_writer_open(&r->w, path, (uint32_t)pid, REC_RSS_INTERVAL_NS) < 0)
+			continue;
+		r->live = 1;
+		s->nmore++;
+	}
+	closedir(d);
+}
 
 static void *rss_thread(void *arg)
 {
 	struct rss_sampler *s = arg;
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
-	while (!s->stop) {
-		int rc = atr_rss_writer_sample(&s->w);
-		if (rc < 0) {
-			if (rc != -ESRCH && rc != -ENOENT)
-				s->err = -rc;
-			break;
+	uint64_t scan_at = 0;
+	for (uint64_t tick = 0; !s->stop; tick++) {
+		if (s->root_live)
+			s->root_live = rss_sample(s, &s->w);
+		if (tick >= scan_at) {
+			uint64_t t0 = plat_mono_ns();
+			rss_scan(s);
+			uint64_t took = plat_mono_ns() - t0;
+			scan_at = tick + REC_RSS_SCAN_TICKS + 50 * took / REC_RSS_INTERVAL_NS;
 		}
+		for (size_t i = 0; i < s->nmore; i++)
+			if (s->more[i].live && !(s->more[i].live = rss_sample(s, &s->more[i].w)))
+				atr_rss_writer_close(&s->more[i].w);
 		next.tv_nsec += REC_RSS_INTERVAL_NS;
 		if (next.tv_nsec >= 1000000000L) {
 			next.tv_nsec -= 1000000000L;
@@ -383,11 +463,16 @@ static void rss_start(struct rss_sampler *s, const char *dir, pid_t pid)
 	char path[PATH_MAX + 32];
 	memset(s, 0, sizeof(*s));
 	snprintf(path, sizeof(path), "%s/%d.rss", dir, (int)pid);
+	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	s->root = pid;
+	util_hmap_init(&s->seen);
 	int rc = atr_rss_writer_open(&s->w, path, (uint32_t)pid, REC_RSS_INTERVAL_NS);
 	if (rc < 0) {
 		util_err("record: %s: %s (no RSS samples)", path, strerror(-rc));
+		util_hmap_destroy(&s->seen);
 		return;
 	}
+	s->root_live = 1;
 	/* signals stay with the main thread (it forwards them) */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -397,6 +482,7 @@ static void rss_start(struct rss_sampler *s, const char *dir, pid_t pid)
 	if (rc != 0) {
 		util_err("record: RSS sampling thread: %s", strerror(rc));
 		atr_rss_writer_close(&s->w);
+		util_hmap_destroy(&s->seen);
 		return;
 	}
 	s->running = 1;
@@ -409,6 +495,13 @@ static void rss_stop(struct rss_sampler *s)
 	s->stop = 1;
 	pthread_join(s->th, NULL);
 	int rc = atr_rss_writer_close(&s->w);
+	for (size_t i = 0; i < s->nmore; i++) {
+		int r = s->more[i].live ? atr_rss_writer_close(&s->more[i].w) : 0;
+		if (r < 0 && !rc)
+			rc = r;
+	}
+	free(s->more);
+	util_hmap_destroy(&s->seen);
 	if (s->err || rc < 0)
 		util_err("record: writing RSS samples: %s", strerror(s->err ? s->err : -rc));
 	s->running = 0;
