@@ -222,6 +222,12 @@ int out_compare_write_html(const char *path, const char *wl, struct out_compare_
 	char ideal[160];
 	fputs("; ", o);
 	util_fputs_html(o, out_compare_ideal_text(&cols[0], runs, ideal, sizeof(ideal)), SIZE_MAX);
+	if (cols[0].traced_rss_mib > 0)
+		fprintf(o,
+			"; Max RSS predicted for the program: the traced program's %.1f MiB "
+			"(the tracer's buffers included) plus the replay's change (the bars "
+			"below are the replay's own)",
+			cols[0].traced_rss_mib);
 	fputs("</p>\n<ul class=\"verdict\">\n", o);
 	for (int k = 1; k < ncol; k++) {
 		fputs("<li>", o);
