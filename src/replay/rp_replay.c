@@ -1406,13 +1406,11 @@ static int verify_forked(awl_file *f, char *eb, size_t el)
 	return WIFEXITED(st) ? ATR_E_RECORD : ATR_E_PROCESS;
 }
 
-/* Join threads as they finish (those a waiter has not joined: join_ended),
- * until every started one is joined. */
-/* Joins the finished threads until every thread started has ended;
- * batch: room for rp->n indices (NULL: one at a time).  It runs on a
- * thread of its own that never calls malloc (batch is the caller's): a
- * thread that allocates gets an arena of its own from glibc, one more
- * than the program had. */
+/* Joins threads as they finish (those a waiter has not joined:
+ * join_ended), until every started one is joined; batch: room for rp->n
+ * indices (NULL: one at a time).  It runs on a thread of its own that
+ * never calls malloc (batch is the caller's): a thread that allocates
+ * gets an arena of its own from glibc, one more than the program had. */
 static void reap(struct replay *rp, uint32_t *batch)
 {
 	for (;;) {
