@@ -867,11 +867,12 @@ static void test_traced_rss(void **state)
 		atr_close(af);
 	}
 	/* a fork child (sh runs gaps in one: a command follows): record
-	   samples it too, from when its trace file appears */
+	   samples it too, from when its trace file appears (~200 ms: the
+	   directory is read every 20 ms, also on a loaded machine) */
 	char dir[300], cmd[3000];
 	path_in(dir, sizeof(dir), "trssfork");
 	snprintf(cmd, sizeof(cmd),
-		 "'%s' record -o '%s' -- /bin/sh -c \"'%s' 240 250; true\" >/dev/null 2>&1", tool,
+		 "'%s' record -o '%s' -- /bin/sh -c \"'%s' 800 250; true\" >/dev/null 2>&1", tool,
 		 dir, prog);
 	assert_int_equal(system(cmd), 0);
 	char **paths;
