@@ -191,12 +191,6 @@ static inline void lv_prefetch_line(const void *p)
 #endif
 }
 
-/* A table from this size on misses the core's caches: prefetching its
- * entries pays.  Below it the hook is an indirect call and a hash per
- * address for lines that are in the cache already (info on xfreebench's
- * and cc1plus's traces, 512 KiB tables: bench/RESULTS.md). */
-#define LV_PREFETCH_BYTES (2u << 20)
-
 /* The home entry's line and the line after it: a removal's backward shift
  * reads the entries after the block's, an insertion steps on past a taken
  * home (at 1e6 live blocks the unfetched next line was a fifth of
@@ -211,9 +205,8 @@ static inline __attribute__((always_inline)) void lv_prefetch_lg(const struct lv
 	if (!s->cap)
 		return;
 	size_t j = lv_home(s, ptr), per_line = (size_t)64 >> lg;
-	size_t next = (j | (per_line - 1)) + 1;
 	lv_prefetch_line(lv_ent_lg(s, j, lg));
-	lv_prefetch_line(lv_ent_lg(s, next & (s->cap - 1), lg));
+	lv_prefetch_line(lv_ent_lg(s, ((j | (per_line - 1)) + 1) & (s->cap - 1), lg));
 }
 
 static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)
@@ -224,6 +217,12 @@ static inline void lv_prefetch(const struct lv_set *s, uint64_t ptr)
 /* lv_prefetch as an atr_prefetch_fn (atr_iter_set_prefetch; set: the
  * struct lv_set *). */
 void lv_prefetch_hook(void *set, uint64_t ptr);
+
+/* A table from this size on misses the core's caches: prefetching its
+ * entries pays.  Below it the hook is an indirect call and a hash per
+ * address for lines that are in the cache already (info on xfreebench's
+ * and cc1plus's traces, 512 KiB tables: bench/RESULTS.md). */
+#define LV_PREFETCH_BYTES (2u << 20)
 
 /* Does s's table have LV_PREFETCH_BYTES or more (a pass sets the reader's
  * prefetch hook while it does)? */

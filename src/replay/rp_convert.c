@@ -867,16 +867,20 @@ RP_HOT struct lv_block *ent_find(const struct conv *c, uint64_t ptr, size_t *j)
 	return lv_lookup_lg(&c->live, ptr, j, LV_LG_SIZES);
 }
 
-/* ptr's block, if live, into *b (a copy: its last use changes by
- * use_set). */
+/* ent_find, and the block into *b if it is live (a copy: its last use
+ * changes by use_set). */
+RP_HOT struct lv_block *ent_get(const struct conv *c, uint64_t ptr, size_t *j, struct lv_block *b)
+{
+	struct lv_block *e = ent_find(c, ptr, j);
+	if (e)
+		ent_view(c, ptr, e->size, b);
+	return e;
+}
+
 static int addr_peek(struct conv *c, uint64_t ptr, struct lv_block *b)
 {
 	size_t j;
-	struct lv_block *e = ent_find(c, ptr, &j);
-	if (!e)
-		return 0;
-	ent_view(c, ptr, e->size, b);
-	return 1;
+	return ent_get(c, ptr, &j, b) != NULL;
 }
 
 /* ptr (non-NULL) dies: 1 and its block (slot, last use) in *b, or 0 if it
@@ -884,10 +888,9 @@ static int addr_peek(struct conv *c, uint64_t ptr, struct lv_block *b)
 RP_HOT int addr_take(struct conv *c, uint64_t ptr, struct lv_block *b)
 {
 	size_t j;
-	struct lv_block *e = ent_find(c, ptr, &j);
+	struct lv_block *e = ent_get(c, ptr, &j, b);
 	if (!e)
 		return 0;
-	ent_view(c, ptr, e->size, b);
 	if (__builtin_expect((uint32_t)e->size == ENT_BIG, 0))
 		util_hmap_remove(&c->big, ptr, NULL);
 	c->bytes -= b->size;
@@ -2561,8 +2564,8 @@ static inline void call_prefetch(const struct lv_set *set, const struct atr_call
 static inline void use_prefetch(const struct conv *c, const struct atr_call *k)
 {
 	size_t j;
-	const struct lv_block *e;
-	if (k->ptr && (e = lv_lookup_lg(&c->live, k->ptr, &j, LV_LG_SIZES)))
+	const struct lv_block *e = ent_find(c, k->ptr, &j);
+	if (e)
 		lv_prefetch_line(&c->use[e->size >> 32]);
 }
 
@@ -2797,7 +2800,7 @@ frun_call(struct conv *c, struct frun *r, uint32_t ti, const struct atr_call *k,
 	r->calls++;
 	c->w->calls[op]++;
 	struct lv_block *b, old;
-	int got = lv_born_word(live, k->ret, (uint64_t)f.slot << 32 | k->size, &b, &old);
+	int got = lv_born_word(live, k->ret, ent_pack(f.slot, k->size), &b, &old);
 	if (__builtin_expect(got <= 0, 0)) {
 		if (got < 0) {
 			c->nomem = 1;
@@ -2935,7 +2938,7 @@ static uint64_t traced_rss(atr_file *f)
 	char path[4096], eb[256];
 	struct atr_rss r;
 	if (!in->path || atr_rss_path_for_trace(in->path, in->pid, path, sizeof(path)) < 0 ||
-	    access(path, R_OK) != 0 || atr_rss_read(path, &r, eb, sizeof(eb)) < 0)
+	    atr_rss_read(path, &r, eb, sizeof(eb)) < 0) /* none: record --no-rss */
 		return 0;
 	/* an image that exec'd, or a program killed, has no end stamp: its
 	   last record's, and one interval more */
@@ -3127,6 +3130,8 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	st->xops = 0;
 	for (unsigned i = 0; i < AWL_NXOPS; i++)
 		st->xops += c.w->xops[i];
+	if (rc == 0 && in && !sc.nm)
+		st->traced_rss = traced_rss(sc.f);
 	if (rc == 0) {
 		struct awl_summary_in s = {
 		    .slots = c.nslots,
@@ -3146,7 +3151,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		    .file_maps = st->file_maps,
 		    .map_unknown = st->map_unknown,
 		    .map_odd = st->map_odd,
-		    .traced_rss = st->traced_rss = in && !sc.nm ? traced_rss(sc.f) : 0,
+		    .traced_rss = st->traced_rss,
 		};
 		int fr = awl_writer_finish(c.w, &s, eb, el);
 		if (fr < 0)
