@@ -467,9 +467,10 @@ int an_session_rss_account(const struct an_session *c, struct an_session_account
 	memset(a, 0, sizeof *a);
 	if (!c->have_rss || !c->have_tl || !c->tl.n || !c->rss.n)
 		return -1;
+	/* the program's peak, not the tracer's */
 	size_t best = 0;
 	for (size_t i = 1; i < c->rss.n; i++)
-		if (c->rss.s[i].rss > c->rss.s[best].rss)
+		if (atr_rss_program(&c->rss.s[i]) > atr_rss_program(&c->rss.s[best]))
 			best = i;
 	int64_t ns = an_session_rss_ns(c, best);
 	a->t_ns = ns > 0 ? (uint64_t)ns : 0;
@@ -479,9 +480,10 @@ int an_session_rss_account(const struct an_session *c, struct an_session_account
 	double k = ticks / (double)c->tl.width;
 	const struct an_tl_bucket *b = &c->tl.b[k >= c->tl.n ? c->tl.n - 1 : (uint32_t)k];
 	a->rss = c->rss.s[best].rss;
+	a->tracer = a->rss - atr_rss_program(&c->rss.s[best]);
 	a->heap = b->last;
 	a->mapped = b->mapped_last;
-	a->rest = (int64_t)a->rss - (int64_t)a->heap - (int64_t)a->mapped;
+	a->rest = (int64_t)a->rss - (int64_t)a->heap - (int64_t)a->mapped - (int64_t)a->tracer;
 	return 0;
 }
 

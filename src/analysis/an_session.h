@@ -137,6 +137,7 @@ static inline int64_t an_session_rss_ns(const struct an_session *c, size_t i)
 struct an_session_account {
 	uint64_t t_ns; /* the sample's time since the trace began */
 	uint64_t rss, heap, mapped;
+	uint64_t tracer; /* the recorder's own memory in rss (0: not measured) */
 	int64_t rest;
 };
 int an_session_rss_account(const struct an_session *c, struct an_session_account *a);

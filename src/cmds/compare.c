@@ -479,7 +479,7 @@ int cmd_compare(int argc, char **argv)
 		char basis[160] = "";
 		if (vd[0].rss_anchored)
 			snprintf(basis, sizeof(basis),
-				 " (the traced program's, the tracer's buffers included; the "
+				 " (the traced program's, without the tracer's own memory; the "
 				 "replay's changes added to it)");
 		printf("\nverdict: predicted run time (replay wall time, think time included%s) "
 		       "and Max RSS%s\n"

@@ -175,8 +175,11 @@ static int do_convert(const char *in, const char *out, const struct rp_convert_o
 		if (st.traced_rss)
 			fprintf(stderr,
 				"convert: the traced program's Max RSS %s bytes (record's RSS "
-				"samples; the tracer's buffers included)\n",
-				util_fmt_u64(a, sizeof(a), st.traced_rss));
+				"samples; %s)\n",
+				util_fmt_u64(a, sizeof(a), st.traced_rss),
+				st.traced_rss_self ? "the tracer's own memory left out"
+						   : "the tracer's buffers included: a recorder "
+						     "that did not measure them");
 		fprintf(stderr,
 			"convert: threads alive at once: at most %" PRIu32 "; think time %.3f s\n",
 			st.max_live, (double)st.think_ns / 1e9);

@@ -385,18 +385,59 @@ static int rss_sample(struct rss_sampler *s, struct atr_rss_writer *w)
 	return 0;
 }
 
-/* "<pid>.atr" or "<pid>.<n>.atr": the pid, else 0. */
-static pid_t rss_trace_pid(const char *name)
+/* "<pid>.atr" or "<pid>.<n>.atr": the pid and *seq n (0 for the
+ * first), else 0. */
+static pid_t rss_trace_pid(const char *name, uint32_t *seq)
 {
 	char *e;
 	long v = strtol(name, &e, 10);
+	*seq = 0;
 	if (e == name || v <= 0 || v > INT32_MAX || (*e != '.'))
 		return 0;
-	size_t l = strlen(e);
-	return l >= 4 && !strcmp(e + l - 4, ".atr") ? (pid_t)v : 0;
+	if (!strcmp(e, ".atr"))
+		return (pid_t)v;
+	char *f;
+	long n = strtol(e + 1, &f, 10);
+	if (f == e + 1 || n <= 0 || n > INT32_MAX || strcmp(f, ".atr"))
+		return 0;
+	*seq = (uint32_t)n;
+	return (pid_t)v;
 }
 
-/* New trace files in the directory: a writer for each new process. */
+/* The writer of pid's samples, a new one for a new process, or NULL
+ * (none could be opened, or its process is gone). */
+static struct atr_rss_writer *rss_writer_of(struct rss_sampler *s, pid_t pid)
+{
+	if (pid == s->root)
+		return s->root_live ? &s->w : NULL;
+	uint64_t v;
+	if (util_hmap_lookup(&s->seen, (uint64_t)pid, &v))
+		return v && s->more[v - 1].live ? &s->more[v - 1].w : NULL;
+	if (util_hmap_insert(&s->seen, (uint64_t)pid, 0, NULL) < 0)
+		return NULL;
+	if (s->nmore == s->capmore) {
+		size_t nc = s->capmore ? s->capmore * 2 : 16;
+		struct rss_proc *nm = realloc(s->more, nc * sizeof(*nm));
+		if (!nm)
+			return NULL;
+		s->more = nm;
+		s->capmore = nc;
+	}
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/%d.rss", s->dir, (int)pid);
+	struct rss_proc *r = &s->more[s->nmore];
+	/* gone already, or an earlier process of the pid has the file */
+	if (atr_rss_writer_open(&r->w, path, (uint32_t)pid, REC_RSS_INTERVAL_NS) < 0)
+		return NULL;
+	r->live = 1;
+	util_hmap_insert(&s->seen, (uint64_t)pid, ++s->nmore, NULL);
+	return &r->w;
+}
+
+/* New trace files in the directory: a writer for each new process, and
+ * each process's samples read the self_rss of its latest image's trace
+ * (an image that exec'd keeps the old one's until then: its first
+ * samples, where its RSS is small, may subtract too much). */
 static void rss_scan(struct rss_sampler *s)
 {
 	DIR *d = opendir(s->dir);
@@ -404,27 +445,14 @@ static void rss_scan(struct rss_sampler *s)
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		pid_t pid = rss_trace_pid(de->d_name);
-		if (!pid || pid == s->root || util_hmap_lookup(&s->seen, (uint64_t)pid, NULL))
+		uint32_t seq;
+		pid_t pid = rss_trace_pid(de->d_name, &seq);
+		struct atr_rss_writer *w = pid ? rss_writer_of(s, pid) : NULL;
+		if (!w || (w->trace >= 0 && seq <= w->trace_seq))
 			continue;
-		if (util_hmap_insert(&s->seen, (uint64_t)pid, 1, NULL) < 0)
-			break;
-		if (s->nmore == s->capmore) {
-			size_t nc = s->capmore ? s->capmore * 2 : 16;
-			struct rss_proc *nm = realloc(s->more, nc * sizeof(*nm));
-			if (!nm)
-				break;
-			s->more = nm;
-			s->capmore = nc;
-		}
-		char path[PATH_MAX + 32];
-		snprintf(path, sizeof(path), "%s/%d.rss", s->dir, (int)pid);
-		struct rss_proc *r = &s->more[s->nmore];
-		/* gone already, or an earlier process of the pid has the file */
-		if (atr_rss_writer_open(&r->w, path, (uint32_t)pid, REC_RSS_INTERVAL_NS) < 0)
-			continue;
-		r->live = 1;
-		s->nmore++;
+		char path[PATH_MAX + 300];
+		snprintf(path, sizeof(path), "%s/%s", s->dir, de->d_name);
+		atr_rss_writer_trace(w, path, seq);
 	}
 	closedir(d);
 }
@@ -473,6 +501,9 @@ static void rss_start(struct rss_sampler *s, const char *dir, pid_t pid)
 		return;
 	}
 	s->root_live = 1;
+	/* its samples read the trace's self_rss from when it appears */
+	snprintf(path, sizeof(path), "%s/%d.atr", dir, (int)pid);
+	atr_rss_writer_trace(&s->w, path, 0);
 	/* signals stay with the main thread (it forwards them) */
 	sigset_t all, old;
 	sigfillset(&all);

@@ -122,6 +122,9 @@ enum {
 	ATR_H_TIMING_SAMPLE = 152, /* u32 without TIMING: the recorder timed
 				      every n-th call of a thread (sampled
 				      durations); 0: none */
+	ATR_H_SELF_RSS = 160,	   /* u64 bytes of the recorder's own memory
+				      in the process's resident set, kept up
+				      to date while it runs; 0 unknown */
 	ATR_H_COMPACT_LEVEL = 252, /* u32 zstd level compaction recompressed the
 				      frames at (atr_compact.h); 0: as written */
 	ATR_H_EXE = 256,	   /* char[256] executable path, NUL-terminated */

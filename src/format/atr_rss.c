@@ -18,7 +18,7 @@ int atr_rss_writer_open(struct atr_rss_writer *w, const char *path, uint32_t pid
 			uint64_t interval_ns)
 {
 	memset(w, 0, sizeof(*w));
-	w->fd = w->statm = -1;
+	w->fd = w->statm = w->trace = -1;
 	char sp[64];
 	snprintf(sp, sizeof(sp), "/proc/%u/statm", pid);
 	w->statm = open(sp, O_RDONLY | O_CLOEXEC);
@@ -60,6 +60,26 @@ static int flush(struct atr_rss_writer *w)
 	return rc;
 }
 
+int atr_rss_writer_trace(struct atr_rss_writer *w, const char *trace_path, uint32_t exec_seq)
+{
+	if (w->trace >= 0 && exec_seq <= w->trace_seq)
+		return 0;
+	int fd = open(trace_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENOENT && exec_seq == 0 && w->trace < 0 && !w->first)
+			w->first = strdup(trace_path);
+		return -e;
+	}
+	free(w->first);
+	w->first = NULL;
+	if (w->trace >= 0)
+		close(w->trace);
+	w->trace = fd;
+	w->trace_seq = exec_seq;
+	return 0;
+}
+
 int atr_rss_writer_sample(struct atr_rss_writer *w)
 {
 	char b[256];
@@ -78,6 +98,15 @@ int atr_rss_writer_sample(struct atr_rss_writer *w)
 	atr_put64(p, plat_mono_ns());
 	atr_put64(p + 8, (uint64_t)size * (uint64_t)w->page);
 	atr_put64(p + 16, (uint64_t)res * (uint64_t)w->page);
+	/* after statm: a staging page written between the two reads is
+	   not subtracted from a sample that lacks it */
+	unsigned char v[8];
+	uint64_t self = 0;
+	if (w->trace < 0 && w->first)
+		atr_rss_writer_trace(w, w->first, 0);
+	if (w->trace >= 0 && pread(w->trace, v, sizeof v, ATR_H_SELF_RSS) == (ssize_t)sizeof v)
+		self = atr_get64(v);
+	atr_put64(p + 24, self);
 	w->used += ATR_RSS_SAMPLE_SIZE;
 	w->count++;
 	if (w->used + ATR_RSS_SAMPLE_SIZE > sizeof(w->buf))
@@ -95,7 +124,11 @@ int atr_rss_writer_close(struct atr_rss_writer *w)
 	}
 	if (w->statm >= 0)
 		close(w->statm);
-	w->fd = w->statm = -1;
+	if (w->trace >= 0)
+		close(w->trace);
+	free(w->first);
+	w->first = NULL;
+	w->fd = w->statm = w->trace = -1;
 	return rc;
 }
 
@@ -115,7 +148,7 @@ int atr_rss_read(const char *path, struct atr_rss *out, char *errbuf, size_t err
 	}
 	uint32_t ver = atr_get32(h + 8), hsize = atr_get32(h + 12), ssize = atr_get32(h + 16);
 	if (ver != ATR_RSS_VERSION || hsize < ATR_RSS_HEADER_SIZE || hsize > 65536 ||
-	    ssize < ATR_RSS_SAMPLE_SIZE || ssize > 4096) {
+	    ssize < ATR_RSS_SAMPLE_MIN || ssize > 4096) {
 		snprintf(errbuf, errlen, "%s: unsupported RSS file (version %u)", path, ver);
 		fclose(f);
 		return -1;
@@ -147,6 +180,7 @@ int atr_rss_read(const char *path, struct atr_rss *out, char *errbuf, size_t err
 		out->s[out->n].mono_ns = atr_get64(rec);
 		out->s[out->n].vmsize = atr_get64(rec + 8);
 		out->s[out->n].rss = atr_get64(rec + 16);
+		out->s[out->n].self = ssize >= ATR_RSS_SAMPLE_SIZE ? atr_get64(rec + 24) : 0;
 		out->n++;
 	}
 	fclose(f);
@@ -173,7 +207,8 @@ uint64_t atr_rss_max_in(const struct atr_rss *r, uint64_t from_ns, uint64_t to_n
 {
 	uint64_t m = 0;
 	for (size_t i = 0; i < r->n; i++)
-		if (r->s[i].mono_ns >= from_ns && r->s[i].mono_ns <= to_ns && r->s[i].rss > m)
-			m = r->s[i].rss;
+		if (r->s[i].mono_ns >= from_ns && r->s[i].mono_ns <= to_ns &&
+		    atr_rss_program(&r->s[i]) > m)
+			m = atr_rss_program(&r->s[i]);
 	return m;
 }

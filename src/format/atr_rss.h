@@ -14,13 +14,22 @@
 #define ATR_RSS_MAGIC	    "ALCTRSS\0" /* 8 bytes */
 #define ATR_RSS_VERSION	    1u
 #define ATR_RSS_HEADER_SIZE 64u
-#define ATR_RSS_SAMPLE_SIZE 24u
+#define ATR_RSS_SAMPLE_SIZE 32u
+#define ATR_RSS_SAMPLE_MIN  24u /* samples before the self field */
 
 struct atr_rss_sample {
 	uint64_t mono_ns; /* CLOCK_MONOTONIC when read */
 	uint64_t vmsize;  /* bytes (statm size * page size) */
 	uint64_t rss;	  /* bytes (statm resident * page size) */
+	uint64_t self;	  /* bytes of rss that are the recorder's own (the
+			     trace header's self_rss then); 0 unknown */
 };
+
+/* The program's own part of a sample's RSS: without the recorder's. */
+static inline uint64_t atr_rss_program(const struct atr_rss_sample *s)
+{
+	return s->rss - (s->self < s->rss ? s->self : s->rss);
+}
 
 struct atr_rss {
 	uint32_t pid, page_size;
@@ -31,8 +40,11 @@ struct atr_rss {
 
 /* ---- writer (the recorder) ---- */
 struct atr_rss_writer {
-	int fd;	   /* the output file */
-	int statm; /* /proc/<pid>/statm */
+	int fd;		    /* the output file */
+	int statm;	    /* /proc/<pid>/statm */
+	int trace;	    /* the trace file of the process's image, -1: none yet */
+	uint32_t trace_seq; /* its exec number */
+	char *first;	    /* until then, the first image's trace to look for */
 	long page;
 	uint64_t count;
 	unsigned char buf[ATR_RSS_SAMPLE_SIZE * 128];
@@ -41,6 +53,12 @@ struct atr_rss_writer {
 /* Create path (O_EXCL) and open /proc/<pid>/statm; 0 or -errno. */
 int atr_rss_writer_open(struct atr_rss_writer *w, const char *path, uint32_t pid,
 			uint64_t interval_ns);
+/* The trace file of the process's image exec_seq: each sample then
+ * reads its header's self_rss.  Kept if w has one of a later image;
+ * 0 or -errno.  With exec_seq 0 and a file that does not exist yet, each
+ * sample looks for it until it does (a program whose library has not
+ * initialised yet). */
+int atr_rss_writer_trace(struct atr_rss_writer *w, const char *trace_path, uint32_t exec_seq);
 /* One sample now; 0, or -errno (the process is gone: ESRCH/ENOENT, or a
  * read of 0 bytes gives -ESRCH). */
 int atr_rss_writer_sample(struct atr_rss_writer *w);
@@ -53,8 +71,9 @@ int atr_rss_read(const char *path, struct atr_rss *out, char *errbuf, size_t err
 void atr_rss_free(struct atr_rss *r);
 /* DIR/<pid>.rss next to a trace file path (whatever its exec number). */
 int atr_rss_path_for_trace(const char *trace_path, uint32_t pid, char *out, size_t len);
-/* The highest RSS of the samples taken from from_ns to to_ns
- * (CLOCK_MONOTONIC, both included), bytes; 0 if none was. */
+/* The highest RSS of the program (atr_rss_program) in the samples taken
+ * from from_ns to to_ns (CLOCK_MONOTONIC, both included), bytes; 0 if
+ * none was. */
 uint64_t atr_rss_max_in(const struct atr_rss *r, uint64_t from_ns, uint64_t to_ns);
 
 #endif

@@ -225,7 +225,7 @@ int out_compare_write_html(const char *path, const char *wl, struct out_compare_
 	if (cols[0].traced_rss_mib > 0)
 		fprintf(o,
 			"; Max RSS predicted for the program: the traced program's %.1f MiB "
-			"(the tracer's buffers included) plus the replay's change (the bars "
+			"(without the tracer's own memory) plus the replay's change (the bars "
 			"below are the replay's own)",
 			cols[0].traced_rss_mib);
 	fputs("</p>\n<ul class=\"verdict\">\n", o);

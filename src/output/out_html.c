@@ -314,12 +314,14 @@ static void json_rss(struct json_writer *w, struct an_session *c, double bucket_
 			ns = 0;
 		double kb = (double)ns / bucket_ns;
 		uint32_t k = kb >= nb ? nb - 1 : (uint32_t)kb;
-		if ((int64_t)c->rss.s[i].rss > rss[k])
-			rss[k] = (int64_t)c->rss.s[i].rss;
+		/* the program's: the tracer's own memory left out */
+		uint64_t prog = atr_rss_program(&c->rss.s[i]);
+		if ((int64_t)prog > rss[k])
+			rss[k] = (int64_t)prog;
 		if ((int64_t)c->rss.s[i].vmsize > vm[k])
 			vm[k] = (int64_t)c->rss.s[i].vmsize;
-		if (c->rss.s[i].rss > peak_rss)
-			peak_rss = c->rss.s[i].rss;
+		if (prog > peak_rss)
+			peak_rss = prog;
 		if (c->rss.s[i].vmsize > peak_vm)
 			peak_vm = c->rss.s[i].vmsize;
 	}

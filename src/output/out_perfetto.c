@@ -161,6 +161,10 @@ int out_perfetto_write(FILE *out, struct an_session *cs, size_t n)
 				json_u64(&w, c->rss.s[k].rss);
 				json_key(&w, "vmsize");
 				json_u64(&w, c->rss.s[k].vmsize);
+				if (c->rss.s[k].self) {
+					json_key(&w, "tracer");
+					json_u64(&w, c->rss.s[k].self);
+				}
 				json_end_object(&w);
 				json_end_object(&w);
 			}

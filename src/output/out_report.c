@@ -398,6 +398,8 @@ static void json_maps(struct json_writer *w, struct an_session *c, size_t top)
 	json_u64(w, a.heap);
 	json_key(w, "mapped");
 	json_u64(w, a.mapped);
+	json_key(w, "tracer");
+	json_u64(w, a.tracer);
 	json_key(w, "rest");
 	json_i64(w, a.rest);
 	json_end_object(w);
@@ -698,14 +700,17 @@ int out_print_report_text(struct an_session *c, enum an_by by, size_t top, int f
 	}
 	struct an_session_account acc;
 	if (an_session_rss_account(c, &acc) == 0) {
-		char d[UTIL_FMT_BUF], e[UTIL_FMT_BUF];
+		char d[UTIL_FMT_BUF], e[UTIL_FMT_BUF], t[UTIL_FMT_BUF + 16] = "";
+		if (acc.tracer)
+			snprintf(t, sizeof(t), " + tracer %s",
+				 util_fmt_bytes(e, sizeof(e), acc.tracer));
 		/* rest < 0: live blocks with pages never written (large
 		   blocks are mapped lazily), not a negative overhead */
 		printf("  %-18s at peak RSS %s (%" PRIu64 ".%03" PRIu64 " s) = heap live %s + "
-		       "mappings %s %s %s %s\n",
+		       "mappings %s%s %s %s %s\n",
 		       "RSS account", util_fmt_bytes(a, sizeof(a), acc.rss), acc.t_ns / 1000000000u,
 		       acc.t_ns % 1000000000u / 1000000u, util_fmt_bytes(b, sizeof(b), acc.heap),
-		       util_fmt_bytes(d, sizeof(d), acc.mapped), acc.rest < 0 ? "-" : "+",
+		       util_fmt_bytes(d, sizeof(d), acc.mapped), t, acc.rest < 0 ? "-" : "+",
 		       util_fmt_bytes(e, sizeof(e),
 				      acc.rest < 0 ? (uint64_t)-acc.rest : (uint64_t)acc.rest),
 		       acc.rest < 0 ? "at least, not resident (allocated, never written)"

@@ -27,6 +27,7 @@ struct atp_zctx {
 	uint8_t *mem; /* NULL until first used */
 	ZSTD_CCtx *cctx;
 	uint8_t *enc, *out;
+	size_t counted; /* its resident bytes in the header's self_rss */
 };
 
 static struct atp_zctx zpool[ATP_NZCTX];
@@ -73,6 +74,29 @@ static int zctx_setup(struct atp_zctx *z)
 	}
 	z->mem = m;
 	return 0;
+}
+
+/* The context's pages that became resident since last time into the
+ * header's self_rss: mincore after an encode, until all are (zstd's
+ * workspace is sized for the worst case and an encode writes as much of
+ * the buffers as its block needed). */
+static void zctx_count(struct atp_zctx *z)
+{
+	if (z->counted >= z_total)
+		return;
+	unsigned char v[256];
+	size_t pg = g.page ? g.page : 4096, res = 0;
+	for (size_t off = 0; off < z_total; off += sizeof v * pg) {
+		size_t len = z_total - off < sizeof v * pg ? z_total - off : sizeof v * pg;
+		if (mincore(z->mem + off, len, v) != 0)
+			return; /* not counted: an unknown beats a wrong figure */
+		for (size_t i = 0; i < (len + pg - 1) / pg; i++)
+			res += (v[i] & 1) * pg;
+	}
+	if (res > z->counted) {
+		atp_self_rss_add(&g.self_other, (int64_t)(res - z->counted));
+		z->counted = res;
+	}
 }
 
 static struct atp_zctx *zctx_take(void)
@@ -142,6 +166,7 @@ int atp_encode_block(const uint8_t *recs, uint32_t used, uint32_t serial, uint32
 	size_t pad = (ATR_UNIT_ALIGN - clen % ATR_UNIT_ALIGN) % ATR_UNIT_ALIGN;
 	memset(payload + clen, 0, pad);
 	put_header(z->out, serial, tid, seq, used, &m, (uint32_t)clen);
+	zctx_count(z);
 	f->data = z->out;
 	f->len = ATR_BLOCK_HEADER_SIZE + clen + pad;
 	f->ctx = z;

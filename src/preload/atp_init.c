@@ -545,6 +545,7 @@ static void fill_header(uint8_t *h)
 	size_t clen;
 	read_file("/proc/self/cmdline", h + ATR_H_CMDLINE + 4, ATR_H_CMDLINE_MAX, &clen);
 	atr_put32(h + ATR_H_CMDLINE, (uint32_t)clen);
+	atr_put64(h + ATR_H_SELF_RSS, atp_self_rss());
 	g.hdr = h;
 	atomic_store(&g.next_block, 0);
 	atomic_store(&g.next_off, ATR_HEADER_SIZE);
@@ -601,6 +602,7 @@ static void after_fork_child(void)
 		g.real.munmap(g.hdr, ATR_HEADER_SIZE);
 	g.hdr = NULL;
 	atp_spares_forget();
+	atomic_store(&g.self_staging, 0); /* those blocks were all of them */
 	atp_offload_after_fork_child();
 	atp_encode_after_fork();
 	memset(t, 0, sizeof *t);

@@ -120,6 +120,10 @@ struct atp_thread {
 	   one, and the generator that draws that distance */
 	uint32_t untimed;
 	uint64_t trng;
+	/* the staging block's real end (end is where the pages counted in
+	   the header's self_rss end, atp_touch_more) and its bytes counted */
+	uint64_t *block_end;
+	uint32_t touched;
 };
 
 enum atp_off_state { ATP_OFF_NONE = 0, ATP_OFF_STARTING, ATP_OFF_RUNNING, ATP_OFF_STOPPED };
@@ -142,7 +146,8 @@ struct atp_flight {
 	uint32_t used; /* bytes of records after the header */
 	uint32_t serial, tid;
 	uint64_t seq;
-	uint8_t *block; /* a staging block of the file (NULL: EMPTY) */
+	uint8_t *block;	  /* a staging block of the file (NULL: EMPTY) */
+	uint32_t touched; /* its bytes counted in self_rss */
 };
 
 struct atp_global {
@@ -237,7 +242,12 @@ struct atp_global {
 	struct atp_zombie {
 		uint8_t *block;
 		uint32_t tid;
+		uint32_t touched;
 	} spare[ATP_MAX_SPARE];
+	/* the header's self_rss but for the header page: the staging blocks'
+	   pages counted (the parent's are gone in a fork child) and the
+	   rest (zstd contexts) */
+	_Atomic uint64_t self_staging, self_other;
 };
 
 extern struct atp_global g ATP_HIDDEN;
@@ -306,8 +316,15 @@ int atp_flush_block(const uint8_t *b, uint32_t serial, uint32_t tid, uint64_t se
 /* A new staging block of the file, mapped (0 or -errno). */
 int atp_new_staging(uint8_t **out) ATP_HIDDEN;
 /* Make block b (empty, or its records already in a FRAME) t's STAGING
- * block with t->seq; every step leaves a header a reader accepts. */
-void atp_staging_retarget(struct atp_thread *t, uint8_t *b) ATP_HIDDEN;
+ * block with t->seq; every step leaves a header a reader accepts.
+ * touched: b's bytes counted in self_rss already (0 for a new block). */
+void atp_staging_retarget(struct atp_thread *t, uint8_t *b, uint32_t touched) ATP_HIDDEN;
+/* d bytes more (or fewer) of the recorder's own memory resident: part
+ * (&g.self_staging or &g.self_other) and the header's self_rss. */
+void atp_self_rss_add(_Atomic uint64_t *part, int64_t d) ATP_HIDDEN;
+/* The header's self_rss when it is written: the header page and both
+ * parts. */
+uint64_t atp_self_rss(void) ATP_HIDDEN;
 
 /* atp_offload.c: full staging blocks encoded by a helper thread */
 /* 0: t's full block (used bytes of records) was handed over and t has

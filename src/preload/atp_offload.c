@@ -144,9 +144,11 @@ int atp_offload_handoff(struct atp_thread *t, uint32_t used)
 	if (!e)
 		return -1; /* all waiting: encode this one here */
 	uint8_t *nb = e->block;
+	uint32_t touched = nb ? e->touched : 0;
 	if (!nb && atp_new_staging(&nb) != 0)
 		return -1;
 	e->block = t->block;
+	e->touched = t->touched;
 	e->used = used;
 	e->serial = t->serial;
 	e->tid = t->tid;
@@ -156,7 +158,7 @@ int atp_offload_handoff(struct atp_thread *t, uint32_t used)
 	if (atomic_load(&g.off_sleeping))
 		futex(&g.off_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 	t->seq++;
-	atp_staging_retarget(t, nb);
+	atp_staging_retarget(t, nb, touched);
 	return 0;
 }
 

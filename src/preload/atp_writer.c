@@ -38,6 +38,19 @@ void atp_hdr_clear_status(uint32_t bits)
 					  memory_order_relaxed);
 }
 
+void atp_self_rss_add(_Atomic uint64_t *part, int64_t d)
+{
+	atomic_fetch_add_explicit(part, (uint64_t)d, memory_order_relaxed);
+	if (g.hdr)
+		atomic_fetch_add_explicit((_Atomic uint64_t *)(g.hdr + ATR_H_SELF_RSS), (uint64_t)d,
+					  memory_order_relaxed);
+}
+
+uint64_t atp_self_rss(void)
+{
+	return ATR_HEADER_SIZE + atomic_load(&g.self_staging) + atomic_load(&g.self_other);
+}
+
 void atp_lost(uint64_t n)
 {
 	if (g.hdr)
@@ -154,12 +167,46 @@ static void write_block_header(uint8_t *b, uint32_t kind, const struct atp_threa
 	atr_put32(b + ATR_B_MAGIC, ATR_BLOCK_MAGIC); /* valid from here on */
 }
 
+/* A staging block's pages are counted in the header's self_rss as the
+ * thread's writes first reach them, this many bytes at a time: t->end
+ * stops at the counted bytes, so the hot path's one bound check sends
+ * the thread here once per step of a block's first fill (a few hundred
+ * calls), never again once the block was full.  An untraced program has
+ * none of these pages, and a thread that made a few calls has one step
+ * of its block resident, not all of it (64 threads of
+ * bench/replay/thread_waves.c: 20 MB of a traced 46 MB Max RSS). */
+#define ATP_TOUCH_STEP (16u << 10)
+
+/* t->end at the bytes of t->block counted so far */
+static void touch_end(struct atp_thread *t)
+{
+	t->end =
+	    t->touched >= g.block_size ? t->block_end : (uint64_t *)(t->block + t->touched) - 1;
+}
+
+/* Count steps of t's block until nwords more words fit or the block's
+ * end is counted; 1 if they fit now. */
+static int touch_more(struct atp_thread *t, unsigned nwords)
+{
+	while (t->cur + nwords > t->end && t->end < t->block_end) {
+		uint32_t step = g.block_size - t->touched < ATP_TOUCH_STEP
+				    ? g.block_size - t->touched
+				    : ATP_TOUCH_STEP;
+		t->touched += step;
+		atp_self_rss_add(&g.self_staging, step);
+		touch_end(t);
+	}
+	return t->cur + nwords <= t->end;
+}
+
 static void reset_cursor(struct atp_thread *t)
 {
 	uint64_t *first = (uint64_t *)(t->block + ATR_BLOCK_HEADER_SIZE);
 	first[0] = 0;
 	t->cur = first;
-	t->end = (uint64_t *)(t->block + g.block_size) - 1;
+	t->block_end = (uint64_t *)(t->block + g.block_size) - 1;
+	touch_end(t);
+	touch_more(t, 1); /* the header and the first terminator */
 	t->nrec_block = 0;
 }
 
@@ -250,7 +297,7 @@ static int flush_staging(struct atp_thread *t, uint64_t ts)
 		if (rc < 0)
 			return rc;
 		t->seq++;
-		atp_staging_retarget(t, t->block);
+		atp_staging_retarget(t, t->block, t->touched);
 		return 0;
 	}
 	/* an encoder thread takes it (atp_offload.c), or this thread does */
@@ -331,10 +378,11 @@ static void spare_unlock(void)
 	atomic_flag_clear_explicit(&g.spare_lock, memory_order_release);
 }
 
-/* The staging block of a thread that has exited for good, or NULL.  The
- * kernel answers ESRCH for a tid once that thread is gone, so no late call
- * of it can still be writing the block. */
-static uint8_t *spare_take(void)
+/* The staging block of a thread that has exited for good, or NULL; its
+ * bytes counted in *touched.  The kernel answers ESRCH for a tid once
+ * that thread is gone, so no late call of it can still be writing the
+ * block. */
+static uint8_t *spare_take(uint32_t *touched)
 {
 	uint8_t *b = NULL;
 	pid_t pid = getpid();
@@ -343,6 +391,7 @@ static uint8_t *spare_take(void)
 		if (syscall(SYS_tgkill, pid, (pid_t)g.spare[i].tid, 0) == 0 || errno != ESRCH)
 			continue;
 		b = g.spare[i].block;
+		*touched = g.spare[i].touched;
 		g.spare[i] = g.spare[--g.nspare];
 		break;
 	}
@@ -351,13 +400,14 @@ static uint8_t *spare_take(void)
 }
 
 /* Park an exiting thread's staging block.  1 if kept. */
-static int spare_put(uint8_t *b, uint32_t tid)
+static int spare_put(uint8_t *b, uint32_t tid, uint32_t touched)
 {
 	int kept = 0;
 	spare_lock();
 	if (g.nspare < ATP_MAX_SPARE) {
 		g.spare[g.nspare].block = b;
 		g.spare[g.nspare].tid = tid;
+		g.spare[g.nspare].touched = touched;
 		g.nspare++;
 		kept = 1;
 	}
@@ -374,7 +424,7 @@ void atp_spares_forget(void)
 	atomic_flag_clear(&g.spare_lock);
 }
 
-static void adopt_block(struct atp_thread *t, uint8_t *b)
+static void adopt_block(struct atp_thread *t, uint8_t *b, uint32_t touched)
 {
 	t->block = b;
 	if (t->serial == 0)
@@ -386,14 +436,15 @@ static void adopt_block(struct atp_thread *t, uint8_t *b)
 	}
 	/* a spare block's header changes under RETIRED: a reader never
 	 * sees it half written (atp_staging_retarget) */
-	atp_staging_retarget(t, b);
+	atp_staging_retarget(t, b, touched);
 	t->state = ATP_T_ACTIVE;
 }
 
 /* First record of a thread: a staging block of its own. */
 static int start_thread(struct atp_thread *t)
 {
-	uint8_t *spare = spare_take();
+	uint32_t touched = 0;
+	uint8_t *spare = spare_take(&touched);
 	if (spare) {
 		/* keep what the old thread wrote after its exit hook */
 		uint32_t used, nrec, calls = 0;
@@ -409,17 +460,17 @@ static int start_thread(struct atp_thread *t)
 		else if (rc == 1)
 			atp_lost(calls); /* dropped on its way to the collector */
 		if (rc < 0) {
-			spare_put(spare, 0); /* tid 0 never answers ESRCH... */
+			spare_put(spare, 0, touched); /* tid 0 never answers ESRCH... */
 			return rc;
 		}
-		adopt_block(t, spare);
+		adopt_block(t, spare, touched);
 		return 0;
 	}
 	uint8_t *m;
 	int rc = atp_new_staging(&m);
 	if (rc)
 		return rc;
-	adopt_block(t, m);
+	adopt_block(t, m, 0);
 	return 0;
 }
 
@@ -445,7 +496,7 @@ int atp_new_staging(uint8_t **out)
 /* A fresh block is all zeros; a reused one holds records that a FRAME
  * with its seq has: RETIRED while its header changes (a reader skips
  * RETIRED units), its first record word zeroed, then STAGING again. */
-void atp_staging_retarget(struct atp_thread *t, uint8_t *b)
+void atp_staging_retarget(struct atp_thread *t, uint8_t *b, uint32_t touched)
 {
 	volatile uint32_t *kind = (volatile uint32_t *)(b + ATR_B_KIND);
 	if (atr_get32(b + ATR_B_MAGIC) == ATR_BLOCK_MAGIC) {
@@ -463,6 +514,7 @@ void atp_staging_retarget(struct atp_thread *t, uint8_t *b)
 		write_block_header(b, ATR_BLOCK_STAGING, t, t->seq, 0, 0);
 	}
 	t->block = b;
+	t->touched = touched;
 	if (t->slot < ATP_MAX_SLOTS)
 		g.slots[t->slot].block = b;
 	reset_cursor(t);
@@ -558,6 +610,9 @@ uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts)
 	}
 	if (t->state == ATP_T_DEAD)
 		return NULL;
+	/* only the counted bytes of the block were full (touch_end) */
+	if (t->block && t->end < t->block_end && touch_more(t, nwords))
+		return t->cur;
 	int saved = errno;
 	int rc = 0;
 	if (t->block == NULL) {
@@ -595,10 +650,9 @@ uint64_t *atp_reserve_slow(struct atp_thread *t, unsigned nwords, uint64_t ts)
 		atp_lost(1);
 		return NULL;
 	}
-	uint64_t *p = t->cur;
-	if (p + nwords > t->end)
+	if (!touch_more(t, nwords))
 		return NULL; /* larger than a block: cannot happen for our records */
-	return p;
+	return t->cur;
 }
 
 /* Thread exit (last pthread key destructor round).  glibc still calls
@@ -612,8 +666,9 @@ void atp_thread_finish(struct atp_thread *t)
 	int saved = errno;
 	if (g.recording)
 		atp_write_meta(t, ATR_T_THREAD_EXIT, t->tid, NULL, 0);
-	spare_put(t->block, t->tid); /* if the list is full the block stays
-					 mapped and is never reused */
+	/* if the list is full the block stays mapped and is never reused
+	   (its pages stay counted: they stay resident) */
+	spare_put(t->block, t->tid, t->touched);
 	atp_stacks_thread_done(t);
 	atomic_fetch_add(&g.exited_records, *t->counter);
 	if (t->slot < ATP_MAX_SLOTS) {

@@ -2932,7 +2932,7 @@ static int conv_direct(struct conv *c, struct source *sc, struct rp_cpipe *pipe)
  * there are none.  compare anchors its Max RSS change there: the
  * replay's own RSS lacks the program's code and data, which made the
  * changes of small programs too big (bench/fidelity/RESULTS.md). */
-static uint64_t traced_rss(atr_file *f)
+static uint64_t traced_rss(atr_file *f, int *self)
 {
 	const struct atr_info *in = atr_get_info(f);
 	char path[4096], eb[256];
@@ -2946,6 +2946,8 @@ static uint64_t traced_rss(atr_file *f)
 			  ? in->end_mono_ns
 			  : in->start_mono_ns + atr_ticks_to_ns_u64(f, in->last_ts) + r.interval_ns;
 	uint64_t m = atr_rss_max_in(&r, in->start_mono_ns, to);
+	for (size_t i = 0; i < r.n && !*self; i++)
+		*self = r.s[i].self != 0; /* a recorder that measured its own */
 	atr_rss_free(&r);
 	return m;
 }
@@ -3131,7 +3133,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	for (unsigned i = 0; i < AWL_NXOPS; i++)
 		st->xops += c.w->xops[i];
 	if (rc == 0 && in && !sc.nm)
-		st->traced_rss = traced_rss(sc.f);
+		st->traced_rss = traced_rss(sc.f, &st->traced_rss_self);
 	if (rc == 0) {
 		struct awl_summary_in s = {
 		    .slots = c.nslots,

@@ -96,6 +96,7 @@ struct rp_convert_stats {
 	/* the traced program's Max RSS (record's RSS samples of the process
 	   while this image ran), bytes; 0: unknown (no .rss file, --merge) */
 	uint64_t traced_rss;
+	int traced_rss_self; /* record's samples said how much was the tracer's */
 	uint64_t unknown_frees, double_frees, dup_allocs, unknown_reallocs, failed_allocs;
 	uint64_t lost_records, anomalies, bytes_out;
 	uint64_t reordered; /* frees stamped ahead of another thread's allocation

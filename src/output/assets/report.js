@@ -202,7 +202,7 @@
       '<span>' + sw('var(--heap)') + 'live heap at bucket end</span>' +
       '<span>' + sw('var(--peak)') + 'peak ' + esc(bytes(p.peak_live_bytes)) + ' at ' + esc(dur(p.peak_live_ns)) + '</span>';
     if (rss) {
-      var l1 = el('label', { html: '<input type="checkbox" checked> ' + sw('var(--rss)') + 'RSS (max per bucket; peak ' + esc(bytes(rss.peak_rss)) + ')' });
+      var l1 = el('label', { html: '<input type="checkbox" checked> ' + sw('var(--rss)') + 'RSS (the program\'s, the tracer\'s own memory left out; max per bucket; peak ' + esc(bytes(rss.peak_rss)) + ')' });
       var l2 = el('label', { html: '<input type="checkbox"> ' + sw('var(--vm)') + 'VmSize (peak ' + esc(bytes(rss.peak_vmsize)) + ')' });
       l1.firstChild.addEventListener('change', function (e) { showRss = e.target.checked; draw(); });
       l2.firstChild.addEventListener('change', function (e) { showVm = e.target.checked; draw(); });
@@ -635,7 +635,7 @@
     sec.appendChild(heapChart(p, W));
     var notes = [];
     notes.push('Each of the ' + num(p.timeline.n) + ' time buckets (' + dur(p.timeline.bucket_ns) + ' each) shows the minimum and maximum of the live heap bytes inside it, so no spike is lost whatever the trace length.');
-    if (!p.rss) notes.push('No RSS samples (DIR/' + p.pid + '.rss): this trace was recorded without them (record --no-rss, or a child process: only the direct child is sampled).');
+    if (!p.rss) notes.push('No RSS samples (DIR/' + p.pid + '.rss): this trace was recorded without them (record --no-rss, or a process that lived less than the 20 ms between record\'s looks for new processes).');
     var nm = p.timeline.marks.length;
     if (nm) notes.push('Dashed lines: ' + num(nm) + (nm === 1 ? ' marker or control call' : ' markers and control calls') +
       ' (alloctrace_marker(), start/stop/pause/resume, exit).' + (p.timeline.dropped_marks ? ' ' + num(p.timeline.dropped_marks) + ' more not shown.' : ''));
