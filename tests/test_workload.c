@@ -611,6 +611,33 @@ static void test_fast_same(void **state)
 	}
 }
 
+/* A trace whose thread count says one but that has a second thread
+ * (convert's multi_on: the slots' last uses kept from that thread's start
+ * on, late_multi forces it): the same workload as when the count is
+ * right, on the fast path and through the handlers, one reading thread
+ * or two. */
+static void test_late_multi(void **state)
+{
+	(void)state;
+	char trace[300];
+	path_in(trace, sizeof(trace), "late.atr");
+	fast_trace(trace, 0);
+	for (int nf = 0; nf < 2; nf++)
+		for (int th = 1; th <= 2; th++) {
+			struct rp_convert_opts o = {.quiet = 1, .no_fast = nf, .threads = th};
+			char wl[2][400], eb[2][512];
+			int rc[2];
+			struct rp_convert_stats st[2];
+			convert_two(trace, "late", "m", &o, &o.late_multi, 0, 1, wl, eb, rc, st);
+			assert_int_equal(rc[0], 0);
+			assert_int_equal(rc[1], 0);
+			assert_true(st[0].waits > 0);
+			st[0].seconds = st[1].seconds = 0;
+			assert_memory_equal(&st[0], &st[1], sizeof(st[0]));
+			assert_true(same_bytes(wl[0], wl[1]));
+		}
+}
+
 /* Blocks of 4 GiB and more (convert keeps sizes below it in its live
  * set's entries, bigger ones apart): born and freed by malloc, realloc
  * in place and moved, a failed realloc that keeps one, an allocation of
@@ -2100,21 +2127,22 @@ static void test_touch_heap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_calls),	     cmocka_unit_test(test_cross_thread_order),
-	    cmocka_unit_test(test_bad_input),	     cmocka_unit_test(test_recorded_threads),
-	    cmocka_unit_test(test_recorded_waves),   cmocka_unit_test(test_v1_fixture),
-	    cmocka_unit_test(test_think_time),	     cmocka_unit_test(test_mapping_model),
-	    cmocka_unit_test(test_touch_resident),   cmocka_unit_test(test_writer_patch),
-	    cmocka_unit_test(test_touch_budget),     cmocka_unit_test(test_join_gap),
-	    cmocka_unit_test(test_share_gap),	     cmocka_unit_test(test_cpu_gap),
-	    cmocka_unit_test(test_handoff_gap),	     cmocka_unit_test(test_sampled_durations),
-	    cmocka_unit_test(test_recorder_gap),     cmocka_unit_test(test_think_shared),
-	    cmocka_unit_test(test_pipe_same),	     cmocka_unit_test(test_touch_heap),
-	    cmocka_unit_test(test_fast_same),	     cmocka_unit_test(test_timing_sample),
-	    cmocka_unit_test(test_big_blocks),	     cmocka_unit_test(test_traced_rss),
-	    cmocka_unit_test(test_tracer_rss),	     cmocka_unit_test(test_rss_sizes),
-	    cmocka_unit_test(test_recorded_turns),   cmocka_unit_test(test_reordered_free),
-	    cmocka_unit_test(test_recorded_handoff), cmocka_unit_test(test_own_work),
+	    cmocka_unit_test(test_all_calls),	   cmocka_unit_test(test_cross_thread_order),
+	    cmocka_unit_test(test_bad_input),	   cmocka_unit_test(test_recorded_threads),
+	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
+	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
+	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
+	    cmocka_unit_test(test_touch_budget),   cmocka_unit_test(test_join_gap),
+	    cmocka_unit_test(test_share_gap),	   cmocka_unit_test(test_cpu_gap),
+	    cmocka_unit_test(test_handoff_gap),	   cmocka_unit_test(test_sampled_durations),
+	    cmocka_unit_test(test_recorder_gap),   cmocka_unit_test(test_think_shared),
+	    cmocka_unit_test(test_pipe_same),	   cmocka_unit_test(test_touch_heap),
+	    cmocka_unit_test(test_fast_same),	   cmocka_unit_test(test_timing_sample),
+	    cmocka_unit_test(test_big_blocks),	   cmocka_unit_test(test_traced_rss),
+	    cmocka_unit_test(test_tracer_rss),	   cmocka_unit_test(test_rss_sizes),
+	    cmocka_unit_test(test_late_multi),	   cmocka_unit_test(test_recorded_turns),
+	    cmocka_unit_test(test_reordered_free), cmocka_unit_test(test_recorded_handoff),
+	    cmocka_unit_test(test_own_work),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

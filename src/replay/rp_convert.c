@@ -2975,7 +2975,7 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 	lv_init_sizes(&c.live, 0); /* convert counts unknown frees itself */
 	util_hmap_init(&c.big);
 	/* the slots' last uses are kept from the process's second thread on */
-	c.multi = !sc.f || sc.nm || sc.dj || atr_thread_count(sc.f) > 1;
+	c.multi = !o->late_multi && (!sc.f || sc.nm || sc.dj || atr_thread_count(sc.f) > 1);
 	if (!o->no_reorder)
 		lv_set_park(&c.live, lv_park_ticks(sc.f));
 	lv_init(&c.rel, 0);

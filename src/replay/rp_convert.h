@@ -59,6 +59,9 @@ struct rp_convert_opts {
 	int no_sampled;		 /* 1: sampled durations not used (est_update) */
 	int no_fast;		 /* 1: every call through the handlers, none by
 				    the fast path (tests: the same bytes) */
+	int late_multi;		 /* 1: the slots' last uses kept only from the
+				    second thread's start on (multi_on), as for
+				    a trace whose thread count said one (tests) */
 	/* 1: one thread; 2: the trace is read on a second thread (rp_pipe.h;
 	 * not with keep, whose callback reads the source's state); 0: 2 if
 	 * this process may run on two cores or more, else 1.  The workload is
