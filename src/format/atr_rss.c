@@ -98,8 +98,8 @@ int atr_rss_writer_sample(struct atr_rss_writer *w)
 	atr_put64(p, plat_mono_ns());
 	atr_put64(p + 8, (uint64_t)size * (uint64_t)w->page);
 	atr_put64(p + 16, (uint64_t)res * (uint64_t)w->page);
-	/* after statm: a staging page written between the two reads is
-	   not subtracted from a sample that lacks it */
+	/* the recorder's own then: read after statm, it may count the
+	   staging pages of a few microseconds more than statm saw */
 	unsigned char v[8];
 	uint64_t self = 0;
 	if (w->trace < 0 && w->first)

@@ -121,7 +121,8 @@ struct atp_thread {
 	uint32_t untimed;
 	uint64_t trng;
 	/* the staging block's real end (end is where the pages counted in
-	   the header's self_rss end, atp_touch_more) and its bytes counted */
+	   the header's self_rss end: atp_writer.c's touch_more) and its
+	   bytes counted */
 	uint64_t *block_end;
 	uint32_t touched;
 };

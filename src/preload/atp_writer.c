@@ -174,7 +174,8 @@ static void write_block_header(uint8_t *b, uint32_t kind, const struct atp_threa
  * calls), never again once the block was full.  An untraced program has
  * none of these pages, and a thread that made a few calls has one step
  * of its block resident, not all of it (64 threads of
- * bench/replay/thread_waves.c: 20 MB of a traced 46 MB Max RSS). */
+ * bench/replay/thread_waves.c: 16.6 MB of a traced 40.8 MB Max RSS,
+ * bench/RESULTS.md). */
 #define ATP_TOUCH_STEP (16u << 10)
 
 /* t->end at the bytes of t->block counted so far */
