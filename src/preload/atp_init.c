@@ -253,6 +253,9 @@ static size_t boot_malloc_usable_size(void *p)
 /* every traced function has a boot_<name> forwarder above */
 #define BOOT_(NAME, name, type, op, args, ret, params) .name = boot_##name,
 #define XBOOT_(NAME, name, type, words, ret, params)   .name = boot_##name,
+struct atp_slot atp_slots[ATP_MAX_SLOTS];
+struct atp_flight atp_flights[ATP_MAX_SLOTS][ATP_INFLIGHT];
+
 struct atp_global g = {
     .real = {ATR_CALLS(BOOT_) ATR_XCALLS(XBOOT_)},
     .cpu_gap = INT64_MAX, /* no CPU records before the settings are read */
@@ -608,8 +611,8 @@ static void after_fork_child(void)
 	memset(t, 0, sizeof *t);
 	t->slot = ATP_MAX_SLOTS;
 	for (uint32_t i = 0; i < ATP_MAX_SLOTS; i++) {
-		atomic_store(&g.slots[i].used, 0);
-		g.slots[i].block = NULL;
+		atomic_store(&atp_slots[i].used, 0);
+		atp_slots[i].block = NULL;
 	}
 	if (g.net)
 		atp_net_after_fork_child();

@@ -100,7 +100,7 @@ struct atp_thread {
 	uint32_t guard; /* inside the tracer: pass calls through */
 	uint32_t state; /* enum atp_thread_state */
 	uint32_t dtor_rounds;
-	uint32_t slot;	    /* index in g.slots, or ATP_MAX_SLOTS */
+	uint32_t slot;	    /* index in atp_slots, or ATP_MAX_SLOTS */
 	uint64_t own_count; /* counter when no slot was free */
 	/* --stacks: this thread's stacks (hash -> id), see atp_stacks.c */
 	struct atp_stack_ent *stab; /* mmap'd open-addressing table or NULL */
@@ -224,16 +224,15 @@ struct atp_global {
 	 * first (atp_cpu_note); INT64_MAX: never.  cpu_gap_ns: the header's */
 	uint64_t cpu_gap;
 	uint32_t cpu_gap_ns;
-	struct atp_slot slots[ATP_MAX_SLOTS];
 	/* ALLOCTRACE_OFFLOAD (atp_offload.c): full blocks are encoded by a
-	 * helper thread.  flight[s]: slot s's blocks handed over (apart from
-	 * slots: the helper writes them, the owner writes slots[s].count) */
+	 * helper thread.  atp_flights[s]: slot s's blocks handed over (apart
+	 * from atp_slots: the helper writes them, the owner writes
+	 * atp_slots[s].count) */
 	int offload;		       /* 1: hand full blocks over */
 	_Atomic int off_state;	       /* enum atp_off_state */
 	_Atomic uint32_t off_seq;      /* hand-offs so far: the helper's futex word */
 	_Atomic uint32_t off_sleeping; /* the helper waits on off_seq */
 	_Atomic uint32_t slot_hi;      /* slots claimed so far (high-water mark) */
-	struct atp_flight flight[ATP_MAX_SLOTS][ATP_INFLIGHT];
 	/* staging blocks of exited threads: still written by the calls glibc
 	 * makes after the last key destructor, then reused by a new thread
 	 * once the kernel says the old one is gone.  Thread start and exit
@@ -252,6 +251,14 @@ struct atp_global {
 };
 
 extern struct atp_global g ATP_HIDDEN;
+/* Per-thread slots and their blocks in flight, apart from g: g has
+ * initial values (the boot table), so it is file-backed .data whose
+ * pages count in the process's RSS once read; zero-initialised arrays
+ * are .bss, whose pages cost nothing until written (a scan of the slots,
+ * sync()'s count, then reads the zero page).  576 KiB of g's 604 were
+ * these two. */
+extern struct atp_slot atp_slots[ATP_MAX_SLOTS] ATP_HIDDEN;
+extern struct atp_flight atp_flights[ATP_MAX_SLOTS][ATP_INFLIGHT] ATP_HIDDEN;
 extern __thread struct atp_thread atp_tls ATP_HIDDEN __attribute__((tls_model("initial-exec")));
 
 /* atp_control.c: the exported control API (include/alloctrace.h) */

@@ -74,7 +74,7 @@ static unsigned encode_all(int helper)
 	uint32_t hi = atomic_load(&g.slot_hi);
 	for (uint32_t s = 0; s < hi && s < ATP_MAX_SLOTS; s++)
 		for (int i = 0; i < ATP_INFLIGHT; i++)
-			n += (unsigned)encode_one(&g.flight[s][i]);
+			n += (unsigned)encode_one(&atp_flights[s][i]);
 	return n;
 }
 
@@ -135,7 +135,7 @@ int atp_offload_handoff(struct atp_thread *t, uint32_t used)
 		if (st != ATP_OFF_NONE || ATP_SINGLE_THREADED() || start_encoder() != 0)
 			return -1;
 	}
-	struct atp_flight *fl = g.flight[t->slot], *e = NULL;
+	struct atp_flight *fl = atp_flights[t->slot], *e = NULL;
 	for (int i = 0; i < ATP_INFLIGHT && !e; i++) {
 		uint32_t s = atomic_load_explicit(&fl[i].state, memory_order_acquire);
 		if (s == ATP_FL_FREE || s == ATP_FL_EMPTY)
@@ -175,7 +175,7 @@ void atp_offload_drain(void)
 		uint32_t hi = atomic_load(&g.slot_hi);
 		for (uint32_t s = 0; s < hi && s < ATP_MAX_SLOTS && !busy; s++)
 			for (int i = 0; i < ATP_INFLIGHT; i++)
-				busy |= atomic_load(&g.flight[s][i].state) == ATP_FL_BUSY;
+				busy |= atomic_load(&atp_flights[s][i].state) == ATP_FL_BUSY;
 		if (!busy)
 			break;
 		struct timespec ts = {0, 1000000};
@@ -189,7 +189,7 @@ void atp_offload_after_fork_child(void)
 	uint32_t hi = atomic_load(&g.slot_hi);
 	for (uint32_t s = 0; s < hi && s < ATP_MAX_SLOTS; s++)
 		for (int i = 0; i < ATP_INFLIGHT; i++) {
-			struct atp_flight *e = &g.flight[s][i];
+			struct atp_flight *e = &atp_flights[s][i];
 			if (e->block)
 				g.real.munmap(e->block, g.block_size);
 			e->block = NULL;

@@ -356,9 +356,9 @@ static uint32_t claim_slot(void)
 {
 	for (uint32_t i = 0; i < ATP_MAX_SLOTS; i++) {
 		uint32_t z = 0;
-		if (atomic_load_explicit(&g.slots[i].used, memory_order_relaxed) == 0 &&
-		    atomic_compare_exchange_strong(&g.slots[i].used, &z, 1)) {
-			g.slots[i].count = 0;
+		if (atomic_load_explicit(&atp_slots[i].used, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong(&atp_slots[i].used, &z, 1)) {
+			atp_slots[i].count = 0;
 			uint32_t hi = atomic_load(&g.slot_hi);
 			while (hi < i + 1 && !atomic_compare_exchange_weak(&g.slot_hi, &hi, i + 1))
 				;
@@ -433,7 +433,7 @@ static void adopt_block(struct atp_thread *t, uint8_t *b, uint32_t touched)
 	t->tid = (uint32_t)gettid();
 	if (!t->counter) {
 		t->slot = claim_slot();
-		t->counter = t->slot < ATP_MAX_SLOTS ? &g.slots[t->slot].count : &t->own_count;
+		t->counter = t->slot < ATP_MAX_SLOTS ? &atp_slots[t->slot].count : &t->own_count;
 	}
 	/* a spare block's header changes under RETIRED: a reader never
 	 * sees it half written (atp_staging_retarget) */
@@ -517,7 +517,7 @@ void atp_staging_retarget(struct atp_thread *t, uint8_t *b, uint32_t touched)
 	t->block = b;
 	t->touched = touched;
 	if (t->slot < ATP_MAX_SLOTS)
-		g.slots[t->slot].block = b;
+		atp_slots[t->slot].block = b;
 	reset_cursor(t);
 }
 
@@ -673,9 +673,9 @@ void atp_thread_finish(struct atp_thread *t)
 	atp_stacks_thread_done(t);
 	atomic_fetch_add(&g.exited_records, *t->counter);
 	if (t->slot < ATP_MAX_SLOTS) {
-		g.slots[t->slot].block = NULL;
-		g.slots[t->slot].count = 0;
-		atomic_store(&g.slots[t->slot].used, 0);
+		atp_slots[t->slot].block = NULL;
+		atp_slots[t->slot].count = 0;
+		atomic_store(&atp_slots[t->slot].used, 0);
 		t->slot = ATP_MAX_SLOTS;
 	}
 	t->own_count = 0;
@@ -691,8 +691,8 @@ size_t atp_staging_blocks(uint8_t **out, size_t cap)
 	for (uint32_t i = 0; i < g.nspare && k < cap; i++)
 		out[k++] = g.spare[i].block;
 	for (uint32_t i = 0; i < ATP_MAX_SLOTS && k < cap; i++) {
-		uint8_t *b = atomic_load_explicit(&g.slots[i].used, memory_order_acquire)
-				 ? g.slots[i].block
+		uint8_t *b = atomic_load_explicit(&atp_slots[i].used, memory_order_acquire)
+				 ? atp_slots[i].block
 				 : NULL;
 		int dup = 0;
 		for (size_t j = 0; j < k && b && !dup; j++)
@@ -708,8 +708,8 @@ uint64_t atp_record_count(void)
 {
 	uint64_t n = atomic_load(&g.exited_records);
 	for (uint32_t i = 0; i < ATP_MAX_SLOTS; i++)
-		if (atomic_load_explicit(&g.slots[i].used, memory_order_relaxed))
-			n += __atomic_load_n(&g.slots[i].count, __ATOMIC_RELAXED);
+		if (atomic_load_explicit(&atp_slots[i].used, memory_order_relaxed))
+			n += __atomic_load_n(&atp_slots[i].count, __ATOMIC_RELAXED);
 	struct atp_thread *t = &atp_tls;
 	if (t->slot >= ATP_MAX_SLOTS)
 		n += t->own_count;
