@@ -10,13 +10,16 @@ python3 with its default allocator (pymalloc maps its arenas with mmap).
                   peak; and peak heap + the mappings + the interpreter's
                   own rest (python3 sleeping 0.2 s: the same code, a
                   tiny heap) within 5 % of the peak RSS.  export --format perfetto has
-                  the mapped counter track reaching the same peak.
+                  the mapped counter track reaching the same peak.  info
+                  --json's max_rss is one of the .rss file's samples, the
+                  program's part and the recorder's own apart.
 
 usage: test_mappings.py [--build DIR] CASE...   (or --list; tests/atr_runner.py)
 Exit 77 (skipped) when /usr/bin/python3 is missing.
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 
@@ -65,6 +68,27 @@ def case_python_arenas(build, tmp):
         # (the dict's peak comes long after record found its trace file)
         if what == "dict" and a["tracer"] < 4096:
             errs.append("%s: the tracer's own memory not measured: %r" % (what, a))
+    # info's max RSS: the program's highest sample, the recorder's own of
+    # that sample apart (read here from the .rss file itself)
+    tdir = os.path.join(tmp, "dict")
+    p = subprocess.run([os.path.join(build, "alloctrace"), "info", "--json", tdir],
+                       check=True, capture_output=True, text=True)
+    doc = json.loads(p.stdout)
+    proc = doc["processes"][0] if isinstance(doc, dict) and "processes" in doc else doc
+    mr = proc.get("max_rss")
+    rss = [f for f in os.listdir(tdir) if f.endswith(".rss")]
+    if not mr or len(rss) != 1:
+        errs.append("info: no max_rss (%r) or not one .rss file (%r)" % (mr, rss))
+    else:
+        with open(os.path.join(tdir, rss[0]), "rb") as f:
+            b = f.read()
+        hs, ss = struct.unpack_from("<II", b, 12)
+        samples = [struct.unpack_from("<QQQQ", b, o) for o in range(hs, len(b) - ss + 1, ss)]
+        pairs = {(x[2] - min(x[3], x[2]), x[3]) for x in samples}
+        if ss != 32 or not mr["tracer_known"] or mr["tracer_bytes"] < 4096:
+            errs.append("info: the recorder's own memory not in the samples: %r" % mr)
+        if (mr["program_bytes"], mr["tracer_bytes"]) not in pairs:
+            errs.append("info: max_rss %r is no sample's" % mr)
     # the perfetto export's counter track of the same mappings
     out = os.path.join(tmp, "dict.json")
     subprocess.run([os.path.join(build, "alloctrace"), "export", "--format", "perfetto",

@@ -8,6 +8,7 @@
 
 #include "analysis/an_summary.h"
 #include "atr_reader.h"
+#include "atr_rss.h"
 #include "cmds/cmds.h"
 #include "util_fmt.h"
 #include "util_json.h"
@@ -92,6 +93,19 @@ static void print_text(const atr_file *f, const struct an_summary *s, int first)
 		       util_fmt_bytes(b, sizeof(b), m->mapped), m->n,
 		       util_fmt_bytes(c, sizeof(c), m->peak), mpns / UINT64_C(1000000000),
 		       mpns % UINT64_C(1000000000));
+	}
+	struct atr_rss_peak rp;
+	if (atr_rss_peak_of(f, &rp)) {
+		/* record's RSS samples (docs/RSS_FORMAT.md) */
+		char d[UTIL_FMT_BUF];
+		printf("  %-16s %s bytes (%s), the program's (of %zu RSS samples; ", "max RSS",
+		       util_fmt_u64(a, sizeof(a), rp.program),
+		       util_fmt_bytes(b, sizeof(b), rp.program), rp.samples);
+		if (rp.self_known)
+			printf("the recorder's own %s then left out)\n",
+			       util_fmt_bytes(d, sizeof(d), rp.tracer));
+		else
+			printf("the recorder's own memory included: it did not measure it)\n");
 	}
 	printf("  %-16s %s\n", "failed allocs", util_fmt_u64(a, sizeof(a), s->failed));
 	printf("  %-16s %s\n", "unknown frees", util_fmt_u64(a, sizeof(a), s->unknown_frees));
@@ -198,6 +212,22 @@ static void print_json(struct json_writer *w, const atr_file *f, const struct an
 	json_u64(w, s->live_bytes);
 	json_key(w, "live_blocks_at_end");
 	json_u64(w, s->live_blocks);
+	struct atr_rss_peak rp;
+	json_key(w, "max_rss");
+	if (atr_rss_peak_of(f, &rp)) {
+		json_begin_object(w);
+		json_key(w, "program_bytes");
+		json_u64(w, rp.program);
+		json_key(w, "tracer_bytes");
+		json_u64(w, rp.tracer);
+		json_key(w, "tracer_known");
+		json_bool(w, rp.self_known);
+		json_key(w, "samples");
+		json_u64(w, rp.samples);
+		json_end_object(w);
+	} else {
+		json_null(w);
+	}
 	json_key(w, "mapped");
 	json_begin_object(w);
 	json_key(w, "bytes_at_end");

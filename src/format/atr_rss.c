@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "atr_rss.h"
 #include "atr_format.h"
+#include "atr_reader.h"
 #include "plat_clock.h"
 #include "util_io.h"
 
@@ -211,4 +212,30 @@ uint64_t atr_rss_max_in(const struct atr_rss *r, uint64_t from_ns, uint64_t to_n
 		    atr_rss_program(&r->s[i]) > m)
 			m = atr_rss_program(&r->s[i]);
 	return m;
+}
+
+int atr_rss_peak_of(const atr_file *f, struct atr_rss_peak *p)
+{
+	memset(p, 0, sizeof(*p));
+	const struct atr_info *in = atr_get_info(f);
+	char path[4096], eb[256];
+	struct atr_rss r;
+	if (!in->path || atr_rss_path_for_trace(in->path, in->pid, path, sizeof(path)) < 0 ||
+	    atr_rss_read(path, &r, eb, sizeof(eb)) < 0)
+		return 0;
+	uint64_t from = in->start_mono_ns;
+	uint64_t to = in->end_mono_ns ? in->end_mono_ns
+				      : from + atr_ticks_to_ns_u64(f, in->last_ts) + r.interval_ns;
+	for (size_t i = 0; i < r.n; i++) {
+		p->self_known |= r.s[i].self != 0;
+		if (r.s[i].mono_ns < from || r.s[i].mono_ns > to)
+			continue;
+		p->samples++;
+		if (atr_rss_program(&r.s[i]) > p->program) {
+			p->program = atr_rss_program(&r.s[i]);
+			p->tracer = r.s[i].rss - p->program;
+		}
+	}
+	atr_rss_free(&r);
+	return p->samples > 0;
 }

@@ -76,4 +76,19 @@ int atr_rss_path_for_trace(const char *trace_path, uint32_t pid, char *out, size
  * none was. */
 uint64_t atr_rss_max_in(const struct atr_rss *r, uint64_t from_ns, uint64_t to_ns);
 
+/* The traced program's Max RSS from record's samples of its process while
+ * the trace's image ran (an image that exec'd, or was killed, has no end
+ * stamp: its last record's, and one interval more). */
+struct atr_rss_peak {
+	uint64_t program; /* the highest atr_rss_program, bytes */
+	uint64_t tracer;  /* the recorder's own in that sample */
+	size_t samples;	  /* in the image's time */
+	int self_known;	  /* some sample says the recorder's own (a recorder
+			     that measured it) */
+};
+typedef struct atr_file atr_file;
+/* 1 and *p, or 0: no samples (record --no-rss, a collector's trace, an
+ * image with none in its time) or an unreadable file. */
+int atr_rss_peak_of(const atr_file *f, struct atr_rss_peak *p);
+
 #endif

@@ -2934,22 +2934,11 @@ static int conv_direct(struct conv *c, struct source *sc, struct rp_cpipe *pipe)
  * changes of small programs too big (bench/fidelity/RESULTS.md). */
 static uint64_t traced_rss(atr_file *f, int *self)
 {
-	const struct atr_info *in = atr_get_info(f);
-	char path[4096], eb[256];
-	struct atr_rss r;
-	if (!in->path || atr_rss_path_for_trace(in->path, in->pid, path, sizeof(path)) < 0 ||
-	    atr_rss_read(path, &r, eb, sizeof(eb)) < 0) /* none: record --no-rss */
+	struct atr_rss_peak p;
+	if (!atr_rss_peak_of(f, &p)) /* none: record --no-rss */
 		return 0;
-	/* an image that exec'd, or a program killed, has no end stamp: its
-	   last record's, and one interval more */
-	uint64_t to = in->end_mono_ns
-			  ? in->end_mono_ns
-			  : in->start_mono_ns + atr_ticks_to_ns_u64(f, in->last_ts) + r.interval_ns;
-	uint64_t m = atr_rss_max_in(&r, in->start_mono_ns, to);
-	for (size_t i = 0; i < r.n && !*self; i++)
-		*self = r.s[i].self != 0; /* a recorder that measured its own */
-	atr_rss_free(&r);
-	return m;
+	*self = p.self_known;
+	return p.program;
 }
 
 int rp_convert(const char *trace, const char *out, const struct rp_convert_opts *o,
