@@ -125,8 +125,10 @@ def info(build, path):
     return json.loads(r.stdout)["processes"]
 
 
+# max_rss: record samples a file recording's RSS, a collector's stream has
+# none (and a short run may have no sample in its time either)
 VOLATILE = {"path", "pid", "ppid", "start_realtime_ns", "duration_ns", "wall_ns",
-            "ticks_per_sec", "peak_live_ns", "cmdline", "clock_uncalibrated"}
+            "ticks_per_sec", "peak_live_ns", "cmdline", "clock_uncalibrated", "max_rss"}
 
 
 def stable(p):
