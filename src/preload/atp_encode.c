@@ -27,7 +27,8 @@ struct atp_zctx {
 	uint8_t *mem; /* NULL until first used */
 	ZSTD_CCtx *cctx;
 	uint8_t *enc, *out;
-	size_t counted; /* its resident bytes in the header's self_rss */
+	size_t counted; /* its bytes in the header's self_rss */
+	int held;	/* counted whole for an encode (zctx_hold) */
 };
 
 static struct atp_zctx zpool[ATP_NZCTX];
@@ -76,27 +77,37 @@ static int zctx_setup(struct atp_zctx *z)
 	return 0;
 }
 
-/* The context's pages that became resident since last time into the
- * header's self_rss: mincore after an encode, until all are (zstd's
- * workspace is sized for the worst case and an encode writes as much of
- * the buffers as its block needed). */
+/* The context's resident pages in the header's self_rss: all of it while
+ * an encode may make more of them resident (zctx_hold: the RSS sampler
+ * must never see a page of ours uncounted), then what mincore says
+ * (zctx_count), until all are (zstd's workspace is sized for the worst
+ * case and an encode writes as much of the buffers as its block needed). */
+static void zctx_hold(struct atp_zctx *z)
+{
+	if (z->counted < z_total) {
+		atp_self_rss_add(&g.self_other, (int64_t)(z_total - z->counted));
+		z->counted = z_total;
+		z->held = 1;
+	}
+}
+
 static void zctx_count(struct atp_zctx *z)
 {
-	if (z->counted >= z_total)
+	if (!z->held)
 		return;
 	unsigned char v[256];
 	size_t pg = g.page ? g.page : 4096, res = 0;
 	for (size_t off = 0; off < z_total; off += sizeof v * pg) {
 		size_t len = z_total - off < sizeof v * pg ? z_total - off : sizeof v * pg;
 		if (mincore(z->mem + off, len, v) != 0)
-			return; /* not counted: an unknown beats a wrong figure */
+			return; /* held whole: an upper bound */
 		for (size_t i = 0; i < (len + pg - 1) / pg; i++)
 			res += (v[i] & 1) * pg;
 	}
-	if (res > z->counted) {
-		atp_self_rss_add(&g.self_other, (int64_t)(res - z->counted));
-		z->counted = res;
-	}
+	/* from the whole context held to its resident pages */
+	atp_self_rss_add(&g.self_other, (int64_t)res - (int64_t)z_total);
+	z->counted = res;
+	z->held = 0;
 }
 
 static struct atp_zctx *zctx_take(void)
@@ -145,6 +156,7 @@ int atp_encode_block(const uint8_t *recs, uint32_t used, uint32_t serial, uint32
 			return rc;
 		}
 	}
+	zctx_hold(z);
 	struct atr_v2_meta m;
 	uint8_t *payload = z->out + ATR_BLOCK_HEADER_SIZE;
 	size_t elen =
