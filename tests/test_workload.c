@@ -992,6 +992,70 @@ static void test_rss_sizes(void **state)
 	assert_non_null(strstr(eb, "unsupported"));
 }
 
+/* An image that exec'd has no end stamp: its samples end where the next
+ * image of its pid starts, not one interval after its last record (which
+ * took the next image's first samples for its own: `sh -c 'sleep 0.1;
+ * exec python3 ...'` gave sh 7.4 MiB, python's early RSS, for its 2.2). */
+static void test_rss_exec_window(void **state)
+{
+	(void)state;
+	char dir[300], t[2][400], rp[400], eb[256];
+	path_in(dir, sizeof(dir), "execwin");
+	assert_int_equal(mkdir(dir, 0700), 0);
+	const uint64_t base = 1000000000ull, ms = 1000000ull;
+	for (uint32_t img = 0; img < 2; img++) {
+		snprintf(t[img], sizeof(t[img]), img ? "%s/4242.1.atr" : "%s/4242.atr", dir);
+		struct atw *w = atw_new(1 << 14);
+		uint8_t *h = atw_header(w);
+		atr_put32(h + ATR_H_PID, 4242);
+		atr_put32(h + ATR_H_EXEC_SEQ, img);
+		/* image 1 starts 52 ms in; image 0 exec'd: no clean exit, no end */
+		atr_put64(h + ATR_H_START_MONO, base + (img ? 52 * ms : 0));
+		if (!img)
+			atr_put32(h + ATR_H_STATUS, 0);
+		uint32_t a = atw_thread(w, 4242, 1000);
+		/* image 0's last record at 45 ms: with one interval, to 55 ms */
+		assert_int_equal(atw_malloc(w, a, img ? 2000 : 45 * ms, 0x10000, 64, 8), 0);
+		assert_int_equal(atw_write_file(w, t[img], 0), 0);
+		atw_destroy(w);
+	}
+	/* samples at 20 ms (1 MiB, image 0's), 54 and 60 ms (9 and 8 MiB) */
+	static const uint64_t at[3] = {20, 54, 60}, mib[3] = {1, 9, 8};
+	unsigned char b[64 + 3 * 32];
+	memset(b, 0, sizeof(b));
+	memcpy(b, ATR_RSS_MAGIC, 8);
+	atr_put32(b + 8, ATR_RSS_VERSION);
+	atr_put32(b + 12, 64);
+	atr_put32(b + 16, 32);
+	atr_put32(b + 20, 4242);
+	atr_put32(b + 24, 4096);
+	atr_put64(b + 32, 10 * ms);
+	for (int i = 0; i < 3; i++) {
+		atr_put64(b + 64 + i * 32, base + at[i] * ms);
+		atr_put64(b + 64 + i * 32 + 16, mib[i] << 20);
+		atr_put64(b + 64 + i * 32 + 24, 4096);
+	}
+	snprintf(rp, sizeof(rp), "%s/4242.rss", dir);
+	FILE *fp = fopen(rp, "wb");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(b, 1, sizeof(b), fp), sizeof(b));
+	fclose(fp);
+	static const uint64_t want[2] = {1, 9};
+	static const size_t nwant[2] = {1, 2};
+	for (int img = 0; img < 2; img++) {
+		atr_file *f;
+		assert_int_equal(atr_open(t[img], &f, eb, sizeof(eb)), 0);
+		struct atr_rss_peak p;
+		assert_int_equal(atr_count_records(f, NULL), 0); /* last_ts */
+		assert_int_equal(atr_rss_peak_of(f, &p), 1);
+		assert_int_equal(p.program, (want[img] << 20) - 4096);
+		assert_int_equal(p.tracer, 4096);
+		assert_int_equal(p.samples, nwant[img]);
+		assert_true(p.self_known);
+		atr_close(f);
+	}
+}
+
 /* The Max RSS of prog run untraced.  Not a child of ours: a fork of
  * this (ASan-sized) process would carry our Max RSS into its own through
  * the exec.  A shell starts it in the background and exits; the program,
@@ -2143,22 +2207,22 @@ static void test_touch_heap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_calls),	   cmocka_unit_test(test_cross_thread_order),
-	    cmocka_unit_test(test_bad_input),	   cmocka_unit_test(test_recorded_threads),
-	    cmocka_unit_test(test_recorded_waves), cmocka_unit_test(test_v1_fixture),
-	    cmocka_unit_test(test_think_time),	   cmocka_unit_test(test_mapping_model),
-	    cmocka_unit_test(test_touch_resident), cmocka_unit_test(test_writer_patch),
-	    cmocka_unit_test(test_touch_budget),   cmocka_unit_test(test_join_gap),
-	    cmocka_unit_test(test_share_gap),	   cmocka_unit_test(test_cpu_gap),
-	    cmocka_unit_test(test_handoff_gap),	   cmocka_unit_test(test_sampled_durations),
-	    cmocka_unit_test(test_recorder_gap),   cmocka_unit_test(test_think_shared),
-	    cmocka_unit_test(test_pipe_same),	   cmocka_unit_test(test_touch_heap),
-	    cmocka_unit_test(test_fast_same),	   cmocka_unit_test(test_timing_sample),
-	    cmocka_unit_test(test_big_blocks),	   cmocka_unit_test(test_traced_rss),
-	    cmocka_unit_test(test_tracer_rss),	   cmocka_unit_test(test_rss_sizes),
-	    cmocka_unit_test(test_late_multi),	   cmocka_unit_test(test_recorded_turns),
-	    cmocka_unit_test(test_reordered_free), cmocka_unit_test(test_recorded_handoff),
-	    cmocka_unit_test(test_own_work),
+	    cmocka_unit_test(test_all_calls),	     cmocka_unit_test(test_cross_thread_order),
+	    cmocka_unit_test(test_bad_input),	     cmocka_unit_test(test_recorded_threads),
+	    cmocka_unit_test(test_recorded_waves),   cmocka_unit_test(test_v1_fixture),
+	    cmocka_unit_test(test_think_time),	     cmocka_unit_test(test_mapping_model),
+	    cmocka_unit_test(test_touch_resident),   cmocka_unit_test(test_writer_patch),
+	    cmocka_unit_test(test_touch_budget),     cmocka_unit_test(test_join_gap),
+	    cmocka_unit_test(test_share_gap),	     cmocka_unit_test(test_cpu_gap),
+	    cmocka_unit_test(test_handoff_gap),	     cmocka_unit_test(test_sampled_durations),
+	    cmocka_unit_test(test_recorder_gap),     cmocka_unit_test(test_think_shared),
+	    cmocka_unit_test(test_pipe_same),	     cmocka_unit_test(test_touch_heap),
+	    cmocka_unit_test(test_fast_same),	     cmocka_unit_test(test_timing_sample),
+	    cmocka_unit_test(test_big_blocks),	     cmocka_unit_test(test_traced_rss),
+	    cmocka_unit_test(test_tracer_rss),	     cmocka_unit_test(test_rss_sizes),
+	    cmocka_unit_test(test_rss_exec_window),  cmocka_unit_test(test_late_multi),
+	    cmocka_unit_test(test_recorded_turns),   cmocka_unit_test(test_reordered_free),
+	    cmocka_unit_test(test_recorded_handoff), cmocka_unit_test(test_own_work),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

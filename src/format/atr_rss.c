@@ -214,6 +214,29 @@ uint64_t atr_rss_max_in(const struct atr_rss *r, uint64_t from_ns, uint64_t to_n
 	return m;
 }
 
+/* When the image after in's (the same pid, exec) started: its trace's
+ * start_mono, or 0 if there is no such file next to in's. */
+static uint64_t next_image_start(const struct atr_info *in)
+{
+	const char *slash = strrchr(in->path, '/');
+	int dl = slash ? (int)(slash - in->path) : 0;
+	char path[4096];
+	int n = slash ? snprintf(path, sizeof(path), "%.*s/%u.%u.atr", dl, in->path, in->pid,
+				 in->exec_seq + 1)
+		      : snprintf(path, sizeof(path), "%u.%u.atr", in->pid, in->exec_seq + 1);
+	if (n <= 0 || (size_t)n >= sizeof(path))
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	unsigned char h[ATR_H_START_MONO + 8];
+	ssize_t got = pread(fd, h, sizeof(h), 0);
+	close(fd);
+	if (got != (ssize_t)sizeof(h) || memcmp(h, ATR_MAGIC, 8) != 0)
+		return 0;
+	return atr_get64(h + ATR_H_START_MONO);
+}
+
 int atr_rss_peak_of(const atr_file *f, struct atr_rss_peak *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -226,6 +249,10 @@ int atr_rss_peak_of(const atr_file *f, struct atr_rss_peak *p)
 	uint64_t from = in->start_mono_ns;
 	uint64_t to = in->end_mono_ns ? in->end_mono_ns
 				      : from + atr_ticks_to_ns_u64(f, in->last_ts) + r.interval_ns;
+	/* an image that exec'd: never into the next image's samples */
+	uint64_t next = in->end_mono_ns ? 0 : next_image_start(in);
+	if (next > from && next < to)
+		to = next;
 	for (size_t i = 0; i < r.n; i++) {
 		p->self_known |= r.s[i].self != 0;
 		if (r.s[i].mono_ns < from || r.s[i].mono_ns > to)

@@ -78,7 +78,8 @@ uint64_t atr_rss_max_in(const struct atr_rss *r, uint64_t from_ns, uint64_t to_n
 
 /* The traced program's Max RSS from record's samples of its process while
  * the trace's image ran (an image that exec'd, or was killed, has no end
- * stamp: its last record's, and one interval more). */
+ * stamp: its last record's, and one interval more, but not past the start
+ * of the pid's next image; f walked then: info.last_ts). */
 struct atr_rss_peak {
 	uint64_t program; /* the highest atr_rss_program, bytes */
 	uint64_t tracer;  /* the recorder's own in that sample */
