@@ -210,17 +210,26 @@ void atp_stacks_load(void)
 
 /* ---- the per-thread table ---------------------------------------------- */
 
+/* The tables count whole in the header's self_rss: at most half full,
+ * with entries hashed all over them, their pages are all written. */
 static struct atp_stack_ent *stab_alloc(uint32_t n)
 {
-	void *m = g.real.mmap(NULL, (size_t)n * sizeof(struct atp_stack_ent),
-			      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return m == MAP_FAILED ? NULL : m;
+	size_t len = (size_t)n * sizeof(struct atp_stack_ent);
+	void *m =
+	    g.real.mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	atp_self_rss_add(&g.self_other, (int64_t)len);
+	return m;
 }
 
 static void stab_free(struct atp_stack_ent *e, uint32_t mask)
 {
-	if (e)
-		g.real.munmap(e, ((size_t)mask + 1) * sizeof(*e));
+	if (e) {
+		size_t len = ((size_t)mask + 1) * sizeof(*e);
+		g.real.munmap(e, len);
+		atp_self_rss_add(&g.self_other, -(int64_t)len);
+	}
 }
 
 static void stab_put(struct atp_stack_ent *tab, uint32_t mask, uint64_t h1, uint64_t h2,
@@ -348,9 +357,12 @@ static int mods_grow(void)
 			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return -1;
+	atp_self_rss_add(&g.self_other, (int64_t)((size_t)ncap * sizeof(struct atp_mod)));
 	if (mods.v) {
 		memcpy(m, mods.v, (size_t)mods.n * sizeof(struct atp_mod));
 		g.real.munmap(mods.v, (size_t)mods.cap * sizeof(struct atp_mod));
+		atp_self_rss_add(&g.self_other,
+				 -(int64_t)((size_t)mods.cap * sizeof(struct atp_mod)));
 	}
 	mods.v = m;
 	mods.cap = ncap;
