@@ -365,6 +365,7 @@ struct rss_sampler {
 	struct atr_rss_writer w; /* the child's */
 	int root_live;
 	pid_t root;
+	char root_trace[PATH_MAX + 32]; /* its first image's trace, until open */
 	char dir[PATH_MAX];
 	struct rss_proc *more; /* the other processes' */
 	size_t nmore, capmore;
@@ -464,6 +465,10 @@ static void *rss_thread(void *arg)
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	uint64_t scan_at = 0;
 	for (uint64_t tick = 0; !s->stop; tick++) {
+		/* the child's trace from the first sample after its library
+		   created it, not at the next directory scan */
+		if (s->root_live && s->w.trace < 0)
+			atr_rss_writer_trace(&s->w, s->root_trace, 0);
 		if (s->root_live)
 			s->root_live = rss_sample(s, &s->w);
 		if (tick >= scan_at) {
@@ -501,9 +506,7 @@ static void rss_start(struct rss_sampler *s, const char *dir, pid_t pid)
 		return;
 	}
 	s->root_live = 1;
-	/* its samples read the trace's self_rss from when it appears */
-	snprintf(path, sizeof(path), "%s/%d.atr", dir, (int)pid);
-	atr_rss_writer_trace(&s->w, path, 0);
+	snprintf(s->root_trace, sizeof(s->root_trace), "%s/%d.atr", dir, (int)pid);
 	/* signals stay with the main thread (it forwards them) */
 	sigset_t all, old;
 	sigfillset(&all);

@@ -66,14 +66,8 @@ int atr_rss_writer_trace(struct atr_rss_writer *w, const char *trace_path, uint3
 	if (w->trace >= 0 && exec_seq <= w->trace_seq)
 		return 0;
 	int fd = open(trace_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		int e = errno;
-		if (e == ENOENT && exec_seq == 0 && w->trace < 0 && !w->first)
-			w->first = strdup(trace_path);
-		return -e;
-	}
-	free(w->first);
-	w->first = NULL;
+	if (fd < 0)
+		return -errno;
 	if (w->trace >= 0)
 		close(w->trace);
 	w->trace = fd;
@@ -103,8 +97,6 @@ int atr_rss_writer_sample(struct atr_rss_writer *w)
 	   staging pages of a few microseconds more than statm saw */
 	unsigned char v[8];
 	uint64_t self = 0;
-	if (w->trace < 0 && w->first)
-		atr_rss_writer_trace(w, w->first, 0);
 	if (w->trace >= 0 && pread(w->trace, v, sizeof v, ATR_H_SELF_RSS) == (ssize_t)sizeof v)
 		self = atr_get64(v);
 	atr_put64(p + 24, self);
@@ -127,8 +119,6 @@ int atr_rss_writer_close(struct atr_rss_writer *w)
 		close(w->statm);
 	if (w->trace >= 0)
 		close(w->trace);
-	free(w->first);
-	w->first = NULL;
 	w->fd = w->statm = w->trace = -1;
 	return rc;
 }
@@ -195,36 +185,45 @@ void atr_rss_free(struct atr_rss *r)
 	r->n = 0;
 }
 
-int atr_rss_path_for_trace(const char *trace_path, uint32_t pid, char *out, size_t len)
+/* out: file name in trace_path's directory; 0, or -1 if it does not fit. */
+static int path_beside(const char *trace_path, const char *name, char *out, size_t len)
 {
 	const char *slash = strrchr(trace_path, '/');
-	int dl = slash ? (int)(slash - trace_path) : 0;
-	int n = slash ? snprintf(out, len, "%.*s/%u.rss", dl, trace_path, pid)
-		      : snprintf(out, len, "%u.rss", pid);
+	int dl = slash ? (int)(slash - trace_path) + 1 : 0;
+	int n = snprintf(out, len, "%.*s%s", dl, trace_path, name);
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
-uint64_t atr_rss_max_in(const struct atr_rss *r, uint64_t from_ns, uint64_t to_ns)
+int atr_rss_path_for_trace(const char *trace_path, uint32_t pid, char *out, size_t len)
 {
-	uint64_t m = 0;
-	for (size_t i = 0; i < r->n; i++)
-		if (r->s[i].mono_ns >= from_ns && r->s[i].mono_ns <= to_ns &&
-		    atr_rss_program(&r->s[i]) > m)
-			m = atr_rss_program(&r->s[i]);
-	return m;
+	char name[32];
+	snprintf(name, sizeof(name), "%u.rss", pid);
+	return path_beside(trace_path, name, out, len);
+}
+
+void atr_rss_peak_in(const struct atr_rss *r, uint64_t from_ns, uint64_t to_ns,
+		     struct atr_rss_peak *p)
+{
+	memset(p, 0, sizeof(*p));
+	for (size_t i = 0; i < r->n; i++) {
+		p->self_known |= r->s[i].self != 0;
+		if (r->s[i].mono_ns < from_ns || r->s[i].mono_ns > to_ns)
+			continue;
+		p->samples++;
+		if (atr_rss_program(&r->s[i]) > p->program) {
+			p->program = atr_rss_program(&r->s[i]);
+			p->tracer = r->s[i].rss - p->program;
+		}
+	}
 }
 
 /* When the image after in's (the same pid, exec) started: its trace's
  * start_mono, or 0 if there is no such file next to in's. */
 static uint64_t next_image_start(const struct atr_info *in)
 {
-	const char *slash = strrchr(in->path, '/');
-	int dl = slash ? (int)(slash - in->path) : 0;
-	char path[4096];
-	int n = slash ? snprintf(path, sizeof(path), "%.*s/%u.%u.atr", dl, in->path, in->pid,
-				 in->exec_seq + 1)
-		      : snprintf(path, sizeof(path), "%u.%u.atr", in->pid, in->exec_seq + 1);
-	if (n <= 0 || (size_t)n >= sizeof(path))
+	char name[48], path[4096];
+	snprintf(name, sizeof(name), "%u.%u.atr", in->pid, in->exec_seq + 1);
+	if (path_beside(in->path, name, path, sizeof(path)) < 0)
 		return 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -253,16 +252,7 @@ int atr_rss_peak_of(const atr_file *f, struct atr_rss_peak *p)
 	uint64_t next = in->end_mono_ns ? 0 : next_image_start(in);
 	if (next > from && next < to)
 		to = next;
-	for (size_t i = 0; i < r.n; i++) {
-		p->self_known |= r.s[i].self != 0;
-		if (r.s[i].mono_ns < from || r.s[i].mono_ns > to)
-			continue;
-		p->samples++;
-		if (atr_rss_program(&r.s[i]) > p->program) {
-			p->program = atr_rss_program(&r.s[i]);
-			p->tracer = r.s[i].rss - p->program;
-		}
-	}
+	atr_rss_peak_in(&r, from, to, p);
 	atr_rss_free(&r);
 	return p->samples > 0;
 }

@@ -44,7 +44,6 @@ struct atr_rss_writer {
 	int statm;	    /* /proc/<pid>/statm */
 	int trace;	    /* the trace file of the process's image, -1: none yet */
 	uint32_t trace_seq; /* its exec number */
-	char *first;	    /* until then, the first image's trace to look for */
 	long page;
 	uint64_t count;
 	unsigned char buf[ATR_RSS_SAMPLE_SIZE * 128];
@@ -55,9 +54,7 @@ int atr_rss_writer_open(struct atr_rss_writer *w, const char *path, uint32_t pid
 			uint64_t interval_ns);
 /* The trace file of the process's image exec_seq: each sample then
  * reads its header's self_rss.  Kept if w has one of a later image;
- * 0 or -errno.  With exec_seq 0 and a file that does not exist yet, each
- * sample looks for it until it does (a program whose library has not
- * initialised yet). */
+ * 0 or -errno (-ENOENT: the image's library has not created it yet). */
 int atr_rss_writer_trace(struct atr_rss_writer *w, const char *trace_path, uint32_t exec_seq);
 /* One sample now; 0, or -errno (the process is gone: ESRCH/ENOENT, or a
  * read of 0 bytes gives -ESRCH). */
@@ -71,15 +68,7 @@ int atr_rss_read(const char *path, struct atr_rss *out, char *errbuf, size_t err
 void atr_rss_free(struct atr_rss *r);
 /* DIR/<pid>.rss next to a trace file path (whatever its exec number). */
 int atr_rss_path_for_trace(const char *trace_path, uint32_t pid, char *out, size_t len);
-/* The highest RSS of the program (atr_rss_program) in the samples taken
- * from from_ns to to_ns (CLOCK_MONOTONIC, both included), bytes; 0 if
- * none was. */
-uint64_t atr_rss_max_in(const struct atr_rss *r, uint64_t from_ns, uint64_t to_ns);
-
-/* The traced program's Max RSS from record's samples of its process while
- * the trace's image ran (an image that exec'd, or was killed, has no end
- * stamp: its last record's, and one interval more, but not past the start
- * of the pid's next image; f walked then: info.last_ts). */
+/* The program's highest RSS in record's samples of its process. */
 struct atr_rss_peak {
 	uint64_t program; /* the highest atr_rss_program, bytes */
 	uint64_t tracer;  /* the recorder's own in that sample */
@@ -87,8 +76,15 @@ struct atr_rss_peak {
 	int self_known;	  /* some sample says the recorder's own (a recorder
 			     that measured it) */
 };
+/* Of the samples taken from from_ns to to_ns (CLOCK_MONOTONIC, both
+ * included; self_known of them all). */
+void atr_rss_peak_in(const struct atr_rss *r, uint64_t from_ns, uint64_t to_ns,
+		     struct atr_rss_peak *p);
 typedef struct atr_file atr_file;
-/* 1 and *p, or 0: no samples (record --no-rss, a collector's trace, an
+/* Of the samples taken while the trace's image ran (an image that exec'd,
+ * or was killed, has no end stamp: its last record's, and one interval
+ * more, but not past the start of the pid's next image; f walked then:
+ * info.last_ts).  1 and *p, or 0: no samples (record --no-rss, a collector's trace, an
  * image with none in its time) or an unreadable file. */
 int atr_rss_peak_of(const atr_file *f, struct atr_rss_peak *p);
 
