@@ -33,6 +33,7 @@
 
 #include "atr_reader.h"
 #include "liveset/lv_park.h"
+#include "plat_prefetch.h"
 
 /* One live block.  size is the requested size (the totals use it); when,
  * tag and owner are the pass's own (report: allocation time and stack
@@ -180,15 +181,7 @@ static inline void lv_copy(const struct lv_set *s, struct lv_block *d, const str
  * lookup (lv_ahead does). */
 static inline void lv_prefetch_line(const void *p)
 {
-	/* GCC 12's dead code elimination drops __builtin_prefetch here (its
-	 * address has no other use): spelled out where we know the insn */
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
-#elif defined(__aarch64__)
-	__asm__ volatile("prfm pstl1keep, %0" : : "Q"(*(const char *)p));
-#else
-	__builtin_prefetch(p, 1, 3);
-#endif
+	plat_prefetch(p);
 }
 
 /* The home entry's line and the line after it: a removal's backward shift
