@@ -1925,6 +1925,80 @@ static void test_mapping_model(void **state)
 	awl_close(f);
 }
 
+/* An op of nf fields (a, b, c) into thread t's stream. */
+static void put_op(struct awl_writer *w, uint32_t t, unsigned code, int nf, uint64_t a, uint64_t b,
+		   uint64_t c)
+{
+	uint8_t *p = awl_writer_reserve(w, t, 40);
+	*p++ = (uint8_t)code;
+	uint64_t v[3] = {a, b, c};
+	for (int i = 0; i < nf; i++)
+		p = awl_put_uv(p, v[i]);
+	awl_writer_commit(w, t, p);
+	if (code >= 1 && code <= AWL_OP_CALL_LAST)
+		awl_writer_count_call(w, t, code);
+}
+
+/* The replay fetches, in a think time, the blocks that the ops up to the
+ * next THINK free or reallocate (rp_result.warmed): not a block those ops
+ * allocate first, nothing past a WAIT or after the stream's end, none
+ * with --no-warm or --think off; the calls made are the same either way. */
+static void test_warm(void **state)
+{
+	(void)state;
+	char wl[300], eb[512];
+	path_in(wl, sizeof(wl), "warm.wl");
+	struct awl_writer *w;
+	assert_int_equal(awl_writer_open(wl, &w, eb, sizeof(eb)), 0);
+	assert_int_equal(awl_writer_add_thread(w, 1, 1), 0);
+	assert_int_equal(awl_writer_add_thread(w, 2, 2), 1);
+	/* thread 0: slots 1..3 (fields: slot + 1) */
+	for (int i = 1; i <= 3; i++)
+		put_op(w, 0, AWL_OP_MALLOC, 2, (uint64_t)i + 1, 64, 0);
+	put_op(w, 0, AWL_OP_MALLOC, 2, 4 + 1, 64, 0); /* slot 4: DROPped */
+	put_op(w, 0, AWL_OP_THINK, 1, 2000, 0, 0);
+	put_op(w, 0, AWL_OP_FREE, 1, 1 + 1, 0, 0); /* warmed */
+	put_op(w, 0, AWL_OP_DROP, 1, 4, 0, 0);	   /* warmed */
+	put_op(w, 0, AWL_OP_MALLOC, 2, 5 + 1, 64, 0);
+	put_op(w, 0, AWL_OP_FREE, 1, 5 + 1, 0, 0); /* allocated inside: not */
+	put_op(w, 0, AWL_OP_THINK, 1, 2000, 0, 0);
+	put_op(w, 0, AWL_OP_REALLOC, 3, 2 + 1, 6 + 1, 128); /* warmed */
+	put_op(w, 0, AWL_OP_SPAWN, 1, 1, 0, 0);		    /* ends the window */
+	uint64_t spawn_op = awl_writer_thread_ops(w, 0) - 1;
+	put_op(w, 0, AWL_OP_FREE, 1, 3 + 1, 0, 0); /* past it: not */
+	put_op(w, 0, AWL_OP_MALLOC, 2, 7 + 1, 64, 0);
+	uint64_t t0_ops = awl_writer_thread_ops(w, 0);
+	put_op(w, 0, AWL_OP_THINK, 1, 2000, 0, 0);
+	put_op(w, 0, AWL_OP_FREE, 1, 6 + 1, 0, 0); /* warmed; the stream ends */
+	/* thread 1: frees thread 0's slot 7 after a WAIT for its malloc */
+	awl_writer_set_start(w, 1, 0, spawn_op, 2);
+	put_op(w, 1, AWL_OP_THINK, 1, 2000, 0, 0);
+	put_op(w, 1, AWL_OP_WAIT, 2, 0, t0_ops, 0); /* ends the window */
+	put_op(w, 1, AWL_OP_FREE, 1, 7 + 1, 0, 0);  /* not */
+	struct awl_summary_in sum = {.slots = 8, .waits = 1, .think_ns = 4 * 2000, .max_live = 2};
+	assert_int_equal(awl_writer_finish(w, &sum, eb, sizeof(eb)), 0);
+	awl_writer_close(w);
+	awl_file *f;
+	assert_int_equal(awl_open(wl, &f, eb, sizeof(eb)), 0);
+	if (awl_verify(f, eb, sizeof(eb)) != 0)
+		fail_msg("%s", eb);
+	awl_close(f);
+	for (int mode = 0; mode < 3; mode++) { /* warm, --no-warm, --think off */
+		struct rp_opts o = {.touch = RP_TOUCH_FIRST,
+				    .timing = RP_TIMING_OFF,
+				    .no_warm = mode == 1,
+				    .think = mode == 2 ? RP_THINK_OFF : RP_THINK_ON};
+		struct rp_result *r = calloc(1, sizeof(*r));
+		assert_int_equal(rp_replay(wl, &o, r, eb, sizeof(eb)), 0);
+		assert_int_equal(r->warmed, mode == 0 ? 4 : 0);
+		assert_int_equal(r->st[AWL_OP_MALLOC].count, 6);
+		assert_int_equal(r->st[AWL_OP_FREE].count, 5);
+		assert_int_equal(r->st[AWL_OP_REALLOC].count, 1);
+		assert_int_equal(r->unexpected_fail + r->unexpected_ok, 0);
+		free(r);
+	}
+}
+
 /* awl_writer_mark/patch: a field rewritten after its chunk went to the
  * file (convert's TOUCH counts) lands in the right bytes, as does one
  * still in the buffer. */
@@ -2208,22 +2282,40 @@ static void test_touch_heap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_calls),	     cmocka_unit_test(test_cross_thread_order),
-	    cmocka_unit_test(test_bad_input),	     cmocka_unit_test(test_recorded_threads),
-	    cmocka_unit_test(test_recorded_waves),   cmocka_unit_test(test_v1_fixture),
-	    cmocka_unit_test(test_think_time),	     cmocka_unit_test(test_mapping_model),
-	    cmocka_unit_test(test_touch_resident),   cmocka_unit_test(test_writer_patch),
-	    cmocka_unit_test(test_touch_budget),     cmocka_unit_test(test_join_gap),
-	    cmocka_unit_test(test_share_gap),	     cmocka_unit_test(test_cpu_gap),
-	    cmocka_unit_test(test_handoff_gap),	     cmocka_unit_test(test_sampled_durations),
-	    cmocka_unit_test(test_recorder_gap),     cmocka_unit_test(test_think_shared),
-	    cmocka_unit_test(test_pipe_same),	     cmocka_unit_test(test_touch_heap),
-	    cmocka_unit_test(test_fast_same),	     cmocka_unit_test(test_timing_sample),
-	    cmocka_unit_test(test_big_blocks),	     cmocka_unit_test(test_traced_rss),
-	    cmocka_unit_test(test_tracer_rss),	     cmocka_unit_test(test_rss_sizes),
-	    cmocka_unit_test(test_rss_exec_window),  cmocka_unit_test(test_late_multi),
-	    cmocka_unit_test(test_recorded_turns),   cmocka_unit_test(test_reordered_free),
-	    cmocka_unit_test(test_recorded_handoff), cmocka_unit_test(test_own_work),
+	    cmocka_unit_test(test_all_calls),
+	    cmocka_unit_test(test_cross_thread_order),
+	    cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test(test_recorded_threads),
+	    cmocka_unit_test(test_recorded_waves),
+	    cmocka_unit_test(test_v1_fixture),
+	    cmocka_unit_test(test_think_time),
+	    cmocka_unit_test(test_mapping_model),
+	    cmocka_unit_test(test_touch_resident),
+	    cmocka_unit_test(test_writer_patch),
+	    cmocka_unit_test(test_warm),
+	    cmocka_unit_test(test_touch_budget),
+	    cmocka_unit_test(test_join_gap),
+	    cmocka_unit_test(test_share_gap),
+	    cmocka_unit_test(test_cpu_gap),
+	    cmocka_unit_test(test_handoff_gap),
+	    cmocka_unit_test(test_sampled_durations),
+
+	    cmocka_unit_test(test_recorder_gap),
+	    cmocka_unit_test(test_think_shared),
+	    cmocka_unit_test(test_pipe_same),
+	    cmocka_unit_test(test_touch_heap),
+	    cmocka_unit_test(test_fast_same),
+	    cmocka_unit_test(test_timing_sample),
+	    cmocka_unit_test(test_big_blocks),
+	    cmocka_unit_test(test_traced_rss),
+	    cmocka_unit_test(test_tracer_rss),
+	    cmocka_unit_test(test_rss_sizes),
+	    cmocka_unit_test(test_rss_exec_window),
+	    cmocka_unit_test(test_late_multi),
+	    cmocka_unit_test(test_recorded_turns),
+	    cmocka_unit_test(test_reordered_free),
+	    cmocka_unit_test(test_recorded_handoff),
+	    cmocka_unit_test(test_own_work),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

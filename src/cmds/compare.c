@@ -31,11 +31,12 @@ static void compare_usage(FILE *out)
 		"usage: alloctrace compare WORKLOAD --allocators A,B,... [--runs N] [--touch M]\n"
 		"                          [--trim-interval N] [--timing sample|serial|fast|off] "
 		"[--json]\n"
-		"                          [--no-mallopt] [--no-mappings] [--think MODE] [--html "
-		"FILE]\n"
+		"                          [--no-mallopt] [--no-mappings] [--no-warm]\n"
+		"                          [--think MODE] [--html FILE]\n"
 		"Replay WORKLOAD N times (default 3) under each allocator and print medians\n"
-		"(min-max) and ratios against the first column.  --no-mallopt and --no-mappings\n"
-		"go to every replay (skip the program's mallopt/malloc_trim, its mappings).\n"
+		"(min-max) and ratios against the first column.  --no-mallopt, --no-mappings\n"
+		"and --no-warm go to every replay (skip the program's mallopt/malloc_trim, its\n"
+		"mappings; no block fetched before its free).\n"
 		"An allocator is glibc,\n"
 		"jemalloc, tcmalloc, mimalloc, PATH.so or none, optionally with glibc tunables:\n"
 		"  glibc+glibc.malloc.arena_max=1+glibc.malloc.trim_threshold=0\n"
@@ -49,9 +50,10 @@ static void compare_usage(FILE *out)
 		"on|whole|share|off (default on).\n");
 }
 
-/* Replay options every run gets: --no-mallopt, --no-mappings, --think. */
+/* Replay options every run gets: --no-mallopt, --no-mappings, --no-warm,
+ * --think. */
 struct run_flags {
-	int no_mallopt, no_maps;
+	int no_mallopt, no_maps, no_warm;
 	const char *think; /* NULL: the replay's default */
 };
 
@@ -100,6 +102,8 @@ static int run_one(const char *wl, struct out_compare_col *c, const char *touch,
 			av[n++] = (char *)"--no-mallopt";
 		if (fl->no_maps)
 			av[n++] = (char *)"--no-mappings";
+		if (fl->no_warm)
+			av[n++] = (char *)"--no-warm";
 		if (fl->think) {
 			av[n++] = (char *)"--think";
 			av[n++] = (char *)fl->think;
@@ -173,12 +177,14 @@ static int store_clickhouse(const char *url, const char *db, const char *wl,
 			    const char *trim, const char *timing, const struct run_flags *fl)
 {
 	char err[1024], opt[4][128];
-	const char *opts[6];
+	const char *opts[8];
 	int nopt = 0;
 	if (fl->no_mallopt)
 		opts[nopt++] = "no-mallopt";
 	if (fl->no_maps)
 		opts[nopt++] = "no-mappings";
+	if (fl->no_warm)
+		opts[nopt++] = "no-warm";
 	if (touch)
 		snprintf(opt[0], sizeof(opt[0]), "touch=%s", touch), opts[nopt++] = opt[0];
 	if (trim)
@@ -230,6 +236,7 @@ int cmd_compare(int argc, char **argv)
 	    {"timing", required_argument, NULL, 'm'},
 	    {"no-mallopt", no_argument, NULL, 'O'},
 	    {"no-mappings", no_argument, NULL, 'M'},
+	    {"no-warm", no_argument, NULL, 'W'},
 	    {"think", required_argument, NULL, 'K'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
@@ -271,6 +278,9 @@ int cmd_compare(int argc, char **argv)
 			break;
 		case 'M':
 			fl.no_maps = 1;
+			break;
+		case 'W':
+			fl.no_warm = 1;
 			break;
 		case 'K':
 			if (rp_think_parse(optarg) < 0) {

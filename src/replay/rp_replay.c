@@ -25,6 +25,7 @@
 
 #include "plat_clock.h"
 #include "plat_cpus.h"
+#include "plat_prefetch.h"
 
 /* ------------------------------------------------------------- clock */
 /* The hardware ticks where they are a usable clock (plat_clock.h), else
@@ -289,6 +290,18 @@ struct rthread {
 };
 enum { JS_FREE, JS_JOINING, JS_JOINED };
 
+/* Ops decoded at a THINK, up to RP_AHEAD, the next THINK or the first op
+ * that is not a call (a WAIT among them), run from here before the
+ * stream's next: the frees among them are warmed while the think time
+ * runs (the program's calls that close together: gaps under
+ * RP_THINK_MIN_NS add up to one THINK). */
+#define RP_AHEAD 16
+struct ahead {
+	struct awl_op q[RP_AHEAD];
+	int n, i;
+	int end, end_r; /* the stream ended (end_r: 0 or an error) after q */
+};
+
 /* A running replay thread's own state, in a mapping of the pool; merged
  * into the result when the thread ends, so memory follows the live
  * threads. */
@@ -299,9 +312,10 @@ struct rlocal {
 	struct rp_xstat x[RP_NXOPS];
 	uint64_t map_bytes, usable_trace, usable_bytes;
 	uint64_t ops, waits, sleeps, wait_ns, unexpected_ok, unexpected_fail;
-	uint64_t create_ns, think_ns, think_debt, think_shared, think_own;
+	uint64_t create_ns, think_ns, think_debt, think_shared, think_own, warmed;
 	size_t wpos;
 	uint8_t *wset; /* think working set (RP_THINK_WSET bytes) */
+	struct ahead ah;
 };
 
 /* The state's pages are touched only for the call types a thread makes
@@ -360,6 +374,7 @@ struct replay {
 	uint64_t timer_floor; /* ticks an empty timed region measures */
 	unsigned spin, ncpu;
 	uint64_t step_ps; /* think work: picoseconds per step (calibrate_think) */
+	int warm;	  /* fetch the next free's block during the think before it */
 	/* RP_THINK_ON: picoseconds per rp_ticks() tick (0: the replay's own
 	   work is not taken out of think time), and what two back-to-back
 	   reads measure */
@@ -624,6 +639,67 @@ static uint64_t calibrate_think(void)
 	return best ? best : 1;
 }
 
+/* A block that an op after a THINK frees or reallocates, fetched while
+ * the think time runs.  The program had just used it (read its fields,
+ * dropped its last reference), so the allocator found its header and
+ * first line in the cache; the replay, which has not touched it since its
+ * allocation, would pay that miss inside the call (perl: free 7x the
+ * program's, bench/fidelity/RESULTS.md "Blocks warmed before their
+ * free").  The slot is this thread's to read: the ops ahead stop at a
+ * WAIT, so a block from another thread was published before. */
+static inline void warm_next(const struct replay *rp, struct rlocal *me, const struct awl_op *op)
+{
+	const char *p;
+	if (op->code == AWL_OP_DROP)
+		p = rp->slots[op->a].p;
+	else {
+		unsigned args = awl_op_args(op->code);
+		if ((args != ATR_ARGS_PTR && args != ATR_ARGS_OLD && args != ATR_ARGS_OLD_NMEMB) ||
+		    !op->a)
+			return;
+		p = rp->slots[op->a - 1].p;
+	}
+	if (p) {
+		/* prefetches: the header below p may be unmapped */
+		plat_prefetch(p - 8);
+		plat_prefetch(p);
+		me->warmed++;
+	}
+}
+
+static void read_ahead(const struct replay *rp, struct rlocal *me, struct awl_stream *s)
+{
+	struct ahead *a = &me->ah;
+	a->n = a->i = 0;
+	while (a->n < RP_AHEAD) {
+		struct awl_op *op = &a->q[a->n];
+		int r = awl_stream_next_inl(s, op);
+		if (r <= 0) {
+			a->end = 1;
+			a->end_r = r;
+			break;
+		}
+		a->n++;
+		warm_next(rp, me, op);
+		if (op->code != AWL_OP_DROP && op->code != AWL_OP_TOUCH &&
+		    (op->code < 1 || op->code > AWL_OP_CALL_LAST))
+			break;
+	}
+}
+
+static inline int next_op(struct awl_stream *s, struct ahead *a, struct awl_op *op)
+{
+	if (a->i < a->n) {
+		*op = a->q[a->i++];
+		return 1;
+	}
+	if (__builtin_expect(a->end, 0)) {
+		a->end = 0;
+		return a->end_r;
+	}
+	return awl_stream_next_inl(s, op);
+}
+
 /* A gap while more replay threads run than there are cores: the traced
  * thread, one of as many, had about cores/running of a core then (the
  * rest of the gap it waited for one, and so will this replay's thread:
@@ -654,24 +730,40 @@ static void think_shared(struct replay *rp, struct rlocal *me, uint64_t ns, uint
 
 /* The traced thread's time between calls: written through a per-thread
  * working set, a cache line at a time, until the clock says it is spent
- * (the first RP_THINK_SPIN_MAX_NS of it; the rest is slept).
+ * (the first RP_THINK_SPIN_MAX_NS of it; the rest is slept).  With ahead
+ * (the thread's stream), the ops up to the next THINK are read first and
+ * the blocks they free fetched, within the gap (read_ahead).
  * (Not the thread's own blocks: another thread may free them meanwhile,
  * the workload orders only the calls.)  Overshoot, and the replay's own
  * work between calls (own_credit), are paid back by the next THINKs. */
-static void think(struct replay *rp, struct rlocal *me, uint64_t ns)
+static void think(struct replay *rp, struct rlocal *me, uint64_t ns, struct awl_stream *ahead)
 {
 	if (rp->think_share) {
 		uint32_t run = atomic_load_explicit(&rp->running, memory_order_relaxed);
 		if (run > rp->ncpu) {
+			if (ahead)
+				read_ahead(rp, me, ahead);
 			think_shared(rp, me, ns, run);
 			return;
 		}
 	}
+	uint64_t t0 = 0;
+	if (ahead) { /* inside the gap: its misses are the think time's */
+		t0 = plat_mono_ns();
+		read_ahead(rp, me, ahead);
+	}
 	if (ns <= me->think_debt) {
 		me->think_debt -= ns;
+		if (ahead) { /* behind already: the read-ahead makes it later */
+			uint64_t d = plat_mono_ns() - t0;
+			me->think_debt += d;
+			me->think_ns += d;
+		}
 		return;
 	}
-	uint64_t t0 = plat_mono_ns(), end = t0 + ns - me->think_debt, now;
+	if (!ahead)
+		t0 = plat_mono_ns();
+	uint64_t end = t0 + ns - me->think_debt, now;
 	uint64_t spin_end = end - t0 > RP_THINK_SPIN_MAX_NS ? t0 + RP_THINK_SPIN_MAX_NS : end;
 	volatile uint8_t *w = me->wset;
 	size_t pos = me->wpos;
@@ -874,6 +966,7 @@ static void finish_thread(struct replay *rp, struct rthread *me, struct rlocal *
 	r->think_ns += L->think_ns;
 	r->think_shared += L->think_shared;
 	r->think_own_ns += L->think_own;
+	r->warmed += L->warmed;
 	r->map_bytes += L->map_bytes;
 	r->usable_trace += L->usable_trace;
 	r->usable_bytes += L->usable_bytes;
@@ -1055,6 +1148,7 @@ static void *run_thread(void *arg)
 	}
 	L->wset = (uint8_t *)L + ((sizeof(struct rlocal) + 63) & ~(size_t)63);
 	struct awl_op op;
+	struct ahead *ah = rp->warm ? &L->ah : NULL;
 	int r = 0;
 	while (!atomic_load_explicit(&rp->go, memory_order_acquire))
 		futex(&rp->go, FUTEX_WAIT_PRIVATE, 0, NULL);
@@ -1081,7 +1175,7 @@ static void *run_thread(void *arg)
 		awl_stream_init_buf(rp->f, me->t, &s, buf, cap);
 	}
 	while (buf && !atomic_load_explicit(&rp->abort, memory_order_relaxed) &&
-	       (r = awl_stream_next_inl(&s, &op)) > 0) {
+	       (r = ah ? next_op(&s, ah, &op) : awl_stream_next_inl(&s, &op)) > 0) {
 		uint64_t t0 = 0, t1 = 0;
 		int timed = 0;
 		uint64_t touch_kib = pending_kib; /* a TOUCH just before: its count */
@@ -1099,7 +1193,7 @@ static void *run_thread(void *arg)
 		case AWL_OP_THINK:
 			if (thinking) {
 				own_think(rp, L, &own);
-				think(rp, L, op.a);
+				think(rp, L, op.a, ah ? &s : NULL);
 			}
 			goto next;
 		case AWL_OP_SPAWN:
@@ -1473,6 +1567,7 @@ int rp_replay(const char *path, const struct rp_opts *o, struct rp_result *res, 
 	rp.spin = o->spin == UINT_MAX ? 0 : o->spin ? o->spin : RP_SPIN_DEFAULT;
 	rp.ncpu = plat_usable_cpus();
 	rp.think_share = o->think == RP_THINK_SHARE;
+	rp.warm = !o->no_warm;
 	if (o->think == RP_THINK_ON) {
 		/* ticks per second: 2 ms of spinning, once */
 		uint64_t tps = use_hw > 0 ? plat_ticks_per_sec(2000000u, 0) : 1000000000u;

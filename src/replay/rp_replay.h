@@ -81,6 +81,7 @@ struct rp_opts {
 	unsigned spin;	/* pauses before a wait sleeps; 0: RP_SPIN_DEFAULT, UINT_MAX: none */
 	int no_mallopt; /* skip the program's mallopt and malloc_trim ops */
 	int no_maps;	/* skip the program's mappings (mmap .. madvise ops) */
+	int no_warm;	/* --no-warm: no block fetched before its free */
 	int membarrier; /* --membarrier: sleepers issue membarrier(), publishers no fence */
 };
 
@@ -117,6 +118,8 @@ struct rp_result {
 	uint64_t think_ns, think_trace_ns;	   /* spent; in the workload */
 	uint64_t think_own_ns; /* RP_THINK_ON: the replay's own work between calls, taken out */
 	uint64_t think_shared; /* THINK ops spent as a share (RP_THINK_SHARE) */
+	uint64_t warmed;       /* blocks fetched in a think time before their
+				  free or realloc (not --no-warm) */
 	uint64_t trace_duration_ns; /* the traced run, first to last record */
 	int version;		    /* workload format version */
 	enum rp_touch touch;	    /* the mode used (AUTO resolved) */

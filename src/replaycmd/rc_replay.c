@@ -50,6 +50,9 @@ static void replay_usage(FILE *out)
 	    "                         more replay threads than cores only their share of a\n"
 	    "                         gap (cores / threads), as work | off: calls back to\n"
 	    "                         back (the allocator's time only)\n"
+	    "      --no-warm          do not fetch a block the ops after a think time free\n"
+	    "                         while that time runs (the default does: the program\n"
+	    "                         had just used it, so the allocator found it cached)\n"
 	    "      --spin N           pauses a wait spins before it sleeps (default %u; spins\n"
 	    "                         only while every running replay thread has a core)\n"
 	    "      --membarrier       a sleeping wait issues membarrier() so the threads it\n"
@@ -235,6 +238,10 @@ static void print_text(const char *wl, const char *alloc, const struct rp_opts *
 		       util_fmt_u64(own, sizeof(own), r->think_own_ns / 1000),
 		       util_fmt_u64(d, sizeof(d), r->think_shared),
 		       util_fmt_u64(c, sizeof(c), r->trace_duration_ns / 1000));
+		if (o->think != RP_THINK_OFF)
+			printf("blocks warmed in a think time before their free or realloc: %s%s\n",
+			       util_fmt_u64(a, sizeof(a), r->warmed),
+			       o->no_warm ? " (--no-warm)" : "");
 	}
 	printf("replay's own memory (mapped, virtual): decoder buffers %s Kb and thread stats %s "
 	       "Kb at most (per "
@@ -344,6 +351,8 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_u64(&w, r->think_own_ns / 1000);
 	json_key(&w, "think_shared");
 	json_u64(&w, r->think_shared);
+	json_key(&w, "warmed");
+	json_u64(&w, r->warmed);
 	json_key(&w, "think_trace_us");
 	json_u64(&w, r->think_trace_ns / 1000);
 	json_key(&w, "trace_duration_us");
@@ -360,6 +369,8 @@ static void print_json(const char *wl, const char *alloc, const char *tun, const
 	json_bool(&w, !o->no_mallopt);
 	json_key(&w, "mappings");
 	json_bool(&w, !o->no_maps);
+	json_key(&w, "warm");
+	json_bool(&w, !o->no_warm);
 	json_key(&w, "other_calls_traced");
 	json_bool(&w, r->xops);
 	json_key(&w, "mapped_bytes");
@@ -445,6 +456,7 @@ int rc_replay_parse(int argc, char **argv, rc_getopt_fn getopt_fn, struct rc_arg
 	    {"trim-interval", required_argument, NULL, 'I'},
 	    {"no-mallopt", no_argument, NULL, 'O'},
 	    {"no-mappings", no_argument, NULL, 'M'},
+	    {"no-warm", no_argument, NULL, 'W'},
 	    {"touch", required_argument, NULL, 't'},
 	    {"timing", required_argument, NULL, 'm'},
 	    {"timeline", required_argument, NULL, 'L'},
@@ -494,6 +506,9 @@ int rc_replay_parse(int argc, char **argv, rc_getopt_fn getopt_fn, struct rc_arg
 			break;
 		case 'M':
 			a->o.no_maps = 1;
+			break;
+		case 'W':
+			a->o.no_warm = 1;
 			break;
 		case 't':
 			if (!strcmp(optarg, "none"))
