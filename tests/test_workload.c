@@ -1718,6 +1718,71 @@ static void test_sampled_durations(void **state)
 	}
 }
 
+/* Sampled durations are heavy-tailed: the untimed calls take the mean
+ * of their type's timed ones (here mallocs of 100, 100, 100 and 900 ns:
+ * 300, where the median said 100).  Not samples: a call of a block of
+ * resident_min bytes or more (the recorder times every one; a 10 ms free
+ * of a large block would make every free after it ~0.3 ms), and a call
+ * longer than the CPU-record gap. */
+static void test_sampled_mean(void **state)
+{
+	(void)state;
+	char trace[300], wl[300], eb[512];
+	path_in(trace, sizeof(trace), "smean.atr");
+	path_in(wl, sizeof(wl), "smean.wl");
+	/* 0: resident_min and cpu_gap set; 1: neither (an older recorder's
+	   trace: its large free and long malloc are samples) */
+	uint64_t est[2];
+	for (int mode = 0; mode < 2; mode++) {
+		struct atw *w = atw_new(1 << 16);
+		atr_put32(atw_header(w) + ATR_H_TIMING_SAMPLE, 4);
+		if (mode == 0) {
+			atr_put64(atw_header(w) + ATR_H_RESIDENT_MIN, 16384);
+			atr_put32(atw_header(w) + ATR_H_CPU_GAP, 200000);
+		}
+		uint32_t a = atw_thread(w, 11, 1);
+		uint64_t big = 0x900000, ts = 10000;
+		uint64_t bf[3] = {big, atw_size(1 << 20, 8), 0}, bd = 3000;
+		atw_call(w, a, ts, ATR_T_MALLOC, ATR_FLAG_TIMED, bf, &bd);
+		for (uint64_t i = 0; i < 400; i++) {
+			uint64_t p = 0x1000 + i * 0x100;
+			int t = i % 4 == 0;
+			uint64_t mf[3] = {p, atw_size(64, 8), 0}, ff[1] = {p}, fd = 200;
+			/* timed mallocs: 100, 100, 100, 900, ...; one of 500 us */
+			uint64_t md = i == 200 ? 500000 : i % 16 == 12 ? 900 : 100;
+			ts += 1000 + md;
+			atw_call(w, a, ts, ATR_T_MALLOC, t ? ATR_FLAG_TIMED : 0, mf,
+				 t ? &md : NULL);
+			ts += 1000;
+			atw_call(w, a, ts, ATR_T_FREE, t ? ATR_FLAG_TIMED : 0, ff, t ? &fd : NULL);
+			if (i == 100) { /* the large block's 10 ms free */
+				uint64_t f2[1] = {big}, d2 = 10000000;
+				ts += 1000;
+				atw_call(w, a, ts, ATR_T_FREE, ATR_FLAG_TIMED, f2, &d2);
+				ts += d2;
+			}
+		}
+		assert_int_equal(atw_write_file(w, trace, 0), 0);
+		atw_destroy(w);
+		struct rp_convert_stats st;
+		struct rp_convert_opts o = {.quiet = 1};
+		assert_int_equal(rp_convert(trace, wl, &o, &st, eb, sizeof(eb)), 0);
+		assert_int_equal(st.est_calls, 2 * 300); /* the untimed ones */
+		est[mode] = st.est_ns;
+	}
+	/* 300 untimed mallocs at ~300 ns (the window's mean moves about it)
+	   and 300 frees at 200 ns */
+	print_message("sampled mean: estimated %" PRIu64 " ns, %" PRIu64 " ns without the header's "
+		      "sizes and gap\n",
+		      est[0], est[1]);
+	assert_true(est[0] >= 300 * 250 + 300 * 200 && est[0] <= 300 * 350 + 300 * 200);
+	/* the median would have said 100 a malloc */
+	assert_true(est[0] > 300 * 100 + 300 * 200 + 300 * 100);
+	/* learned as samples, the large free and the long malloc weigh on
+	   the calls after them */
+	assert_true(est[1] > est[0] * 10);
+}
+
 /* A RECORDER record before a call: the recorder's flush ran after that
  * call's stamp, so it comes off the gap after the call, not before. */
 static void test_recorder_gap(void **state)
@@ -2299,7 +2364,7 @@ int main(void)
 	    cmocka_unit_test(test_cpu_gap),
 	    cmocka_unit_test(test_handoff_gap),
 	    cmocka_unit_test(test_sampled_durations),
-
+	    cmocka_unit_test(test_sampled_mean),
 	    cmocka_unit_test(test_recorder_gap),
 	    cmocka_unit_test(test_think_shared),
 	    cmocka_unit_test(test_pipe_same),

@@ -313,6 +313,7 @@ static int validate_header(atr_file *f, char *eb, size_t el)
 	in->res_budget = atr_get32(h + ATR_H_RES_BUDGET);
 	in->ncpu = atr_get32(h + ATR_H_NCPU);
 	in->timing_sample = atr_get32(h + ATR_H_TIMING_SAMPLE);
+	in->cpu_gap_ns = atr_get32(h + ATR_H_CPU_GAP);
 	if (in->res_budget >= 10000)
 		in->res_budget = 0; /* every release counted */
 

@@ -74,6 +74,8 @@ struct atr_info {
 	uint32_t ncpu;		/* CPUs the process could run on at start; 0 unknown */
 	uint32_t timing_sample; /* without TIMING: every n-th call of a
 				   thread carries a duration; 0 none */
+	uint32_t cpu_gap_ns;	/* a CPU record precedes a record this long
+				   after the thread's previous one; 0 none */
 };
 
 /* Synthetic event of the iterator (not a record, not a call): the old

@@ -290,7 +290,7 @@ static void *malloc_any(size_t size)
 	if (g.sample_rate)
 		SAMPLED(g.real.malloc(size), size, ATR_T_MALLOC, 0, 0);
 	t->guard = 1;
-	unsigned timed = atp_timed(t); /* read once: the real call is opaque */
+	unsigned timed = atp_timed_size(t, size); /* read once: the real call is opaque */
 	uint64_t t0 = timed ? atp_now() : 0;
 	void *r = g.real.malloc(size);
 	uint64_t t1 = atp_now();
@@ -316,13 +316,13 @@ static void free_any(void *ptr)
 		return;
 	}
 	t->guard = 1;
-	uint64_t t0 = atp_now();
+	uint64_t t0 = atp_now(), u = 0;
 	if (ptr) {
-		uint64_t u = atp_resident_size(ptr);
+		u = atp_resident_size(ptr);
 		if (ATP_UNLIKELY(u))
 			atp_resident_note(t, t0, ptr, u);
 	}
-	if (ATP_LIKELY(!atp_timed(t))) {
+	if (ATP_LIKELY(!atp_timed_size(t, u))) {
 		uint64_t *p = atp_reserve(t, 2, t0);
 		if (ATP_LIKELY(p != NULL)) {
 			p[1] = (uint64_t)(uintptr_t)ptr;
@@ -354,13 +354,13 @@ static void *calloc_any(size_t nmemb, size_t size)
 		SAMPLED(g.real.calloc(nmemb, size), tot, ATR_T_CALLOC, 1, nmemb);
 	}
 	t->guard = 1;
-	unsigned timed = atp_timed(t);
-	uint64_t t0 = timed ? atp_now() : 0;
-	void *r = g.real.calloc(nmemb, size);
-	uint64_t t1 = atp_now();
 	size_t total;
 	if (__builtin_mul_overflow(nmemb, size, &total))
 		total = SIZE_MAX;
+	unsigned timed = atp_timed_size(t, total);
+	uint64_t t0 = timed ? atp_now() : 0;
+	void *r = g.real.calloc(nmemb, size);
+	uint64_t t1 = atp_now();
 	rec_alloc_inl(t, ATR_T_CALLOC, timed, t1, t1 - t0, r, total, 0, 1, nmemb, 0);
 	t->guard = 0;
 	return r;
@@ -437,7 +437,7 @@ EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
 		if (g.sample_rate)                                                                 \
 			SAMPLED(g.real.name(align, size), size, type, 1, align);                   \
 		t->guard = 1;                                                                      \
-		unsigned timed = atp_timed(t);                                                     \
+		unsigned timed = atp_timed_size(t, size);                                          \
 		uint64_t t0 = timed ? atp_now() : 0;                                               \
 		void *r = g.real.name(align, size);                                                \
 		uint64_t t1 = atp_now();                                                           \
@@ -462,7 +462,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		return rc;
 	}
 	t->guard = 1;
-	unsigned timed = atp_timed(t);
+	unsigned timed = atp_timed_size(t, size);
 	uint64_t t0 = timed ? atp_now() : 0;
 	void *r = NULL;
 	int rc = g.real.posix_memalign(&r, align, size);
@@ -487,7 +487,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		if (g.sample_rate)                                                                 \
 			SAMPLED(g.real.name(size), size, type, 0, 0);                              \
 		t->guard = 1;                                                                      \
-		unsigned timed = atp_timed(t);                                                     \
+		unsigned timed = atp_timed_size(t, size);                                          \
 		uint64_t t0 = timed ? atp_now() : 0;                                               \
 		void *r = g.real.name(size);                                                       \
 		uint64_t t1 = atp_now();                                                           \

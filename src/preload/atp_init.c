@@ -796,6 +796,7 @@ void atp_init(void)
 	if (g.timing || g.sample_rate)
 		every = 0;
 	g.time_every = every > UINT32_MAX ? UINT32_MAX : (uint32_t)every;
+	g.timed_min = every && g.resident_min ? g.resident_min : UINT64_MAX;
 	/* attached: record's settings hold it (record -p -o tcp://) */
 	const char *col = env("ALLOCTRACE_COLLECTOR");
 	if (col) {

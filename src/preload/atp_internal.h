@@ -159,6 +159,9 @@ struct atp_global {
 	int timing;		/* ALLOCTRACE_TIMING */
 	uint32_t time_every;	/* ALLOCTRACE_TIMING_SAMPLE: time every n-th
 				   call of a thread (0: none; with timing: 1) */
+	uint64_t timed_min;	/* with time_every: calls of this many bytes or
+				   more are timed too (resident_min; else
+				   UINT64_MAX) */
 	int no_children;
 	int glibc;	 /* real allocator is glibc: usable size from
 			    the chunk header, chunk flags, BRK records */
@@ -497,6 +500,18 @@ static inline unsigned atp_timed(struct atp_thread *t)
 	t->trng = t->trng * 6364136223846793005ull + 1442695040888963407ull;
 	t->untimed = n / 2 + (uint32_t)((t->trng >> 33) % n);
 	return first ? 0u : ATR_FLAG_TIMED;
+}
+
+/* atp_timed for a call of size bytes (an allocation's request, the
+ * usable size of a freed block or 0): large ones are always timed.  They
+ * are rare, and they are where an allocator's long calls are (glibc's
+ * free of a large chunk consolidates its fastbins: one free took 160 ms of
+ * perl's 1.7 s), which one call in time_every would seldom see. */
+static inline unsigned atp_timed_size(struct atp_thread *t, uint64_t size)
+{
+	if (ATP_UNLIKELY(size >= g.timed_min))
+		return ATR_FLAG_TIMED;
+	return atp_timed(t);
 }
 
 /* Word 0 of a record.  Ticks before t0 (unsynchronised clocks) clamp to 0. */

@@ -91,12 +91,13 @@ static struct fslot dq_pop_front(struct deque *d)
 }
 
 /* Sampled durations of one call type (est_add): the last EST_WIN, and
- * their median (ticks; 0: none yet). */
-#define EST_WIN 8
-#define EST_MIN 3 /* a thread's own samples before its median is used */
+ * their mean (ticks; 0: none yet). */
+#define EST_WIN 32
+#define EST_MIN 3 /* a thread's own samples before its mean is used */
 struct rp_est {
 	uint32_t v[EST_WIN];
-	uint32_t n, med;
+	uint32_t n, typ;
+	uint64_t sum; /* of v */
 };
 
 struct cthread {
@@ -183,6 +184,9 @@ struct conv {
 	uint64_t floor_ticks, min_ticks;       /* think_floor_ns, RP_THINK_MIN_NS */
 	uint64_t gap_ticks;		       /* the smaller of floor_ticks, join_ticks */
 	int est_on;			       /* the trace has sampled durations */
+	uint64_t timed_lo;		       /* est_on: timed calls of blocks this large or more
+						  are not samples (est_size) */
+	uint64_t est_cap;		       /* est_on: longer samples are not learned (ticks) */
 	struct rp_est est_all[ATR_NCALLS + 1]; /* est over every thread: a
 						  thread's calls before its own */
 	uint64_t share_ticks;		       /* RP_SHARE_MIN_NS; UINT64_MAX/2: off */
@@ -1739,22 +1743,26 @@ static uint64_t think_cpu(struct conv *c, uint32_t ti, uint64_t start, uint64_t 
 }
 
 /* A sampled duration d (ticks) joins the window of its call type's last
- * EST_WIN samples, whose median is the type's typical time: a call that
- * waited milliseconds on a lock (or a thread's first call, which sets up
- * its arena) does not move it, and stays in its gap for the CPU records
- * and the sharing to judge. */
+ * EST_WIN samples, whose mean is the type's typical time.  The mean, not
+ * the median: an allocator's time is heavy-tailed (glibc's free now and
+ * then consolidates its fastbins for milliseconds, malloc sorts its
+ * unsorted bin), and that time, which the replay's allocator spends again,
+ * belongs to the calls, not to the gaps around them.  With the median,
+ * perl's untimed calls came to 0.16 s of the 0.35-0.40 s that timing every
+ * call measures, and the rest went into think time that the replay spent
+ * on top of its own consolidations (bench/fidelity/RESULTS.md, "The
+ * allocator's time in sampled traces").  Each sample stands for the ~32
+ * untimed calls around it; one that is long for a lock or a preemption
+ * counts at that weight, as it would if every call were timed. */
 static void est_add(struct rp_est *e, uint64_t d)
 {
-	e->v[e->n % EST_WIN] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+	uint32_t x = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+	if (e->n >= EST_WIN)
+		e->sum -= e->v[e->n % EST_WIN];
+	e->v[e->n % EST_WIN] = x;
+	e->sum += x;
 	e->n++;
-	uint32_t k = e->n < EST_WIN ? e->n : EST_WIN, s[EST_WIN];
-	for (uint32_t i = 0; i < k; i++) {
-		uint32_t x = e->v[i], j = i;
-		for (; j > 0 && s[j - 1] > x; j--)
-			s[j] = s[j - 1];
-		s[j] = x;
-	}
-	e->med = s[k / 2];
+	e->typ = (uint32_t)(e->sum / (e->n < EST_WIN ? e->n : EST_WIN));
 }
 
 RP_HOT void think_gap_at(struct conv *c, uint32_t ti, uint64_t start, uint64_t ret);
@@ -1772,14 +1780,15 @@ RP_COLD void est_learn(struct conv *c, uint32_t ti, unsigned type, uint64_t dura
  * stamped at its end, a free at its start): *start and *ret move. */
 RP_HOT uint32_t est_of(const struct conv *c, const struct cthread *t, unsigned type)
 {
-	return t->est[type].n >= EST_MIN ? t->est[type].med : c->est_all[type].med;
+	return t->est[type].n >= EST_MIN ? t->est[type].typ : c->est_all[type].typ;
 }
 
 RP_HOT void est_times(struct conv *c, uint32_t ti, unsigned type, uint64_t ts, uint64_t duration,
-		      unsigned flags, uint64_t *start, uint64_t *ret)
+		      unsigned flags, uint64_t size, uint64_t *start, uint64_t *ret)
 {
 	if (flags & ATR_FLAG_TIMED) {
-		est_learn(c, ti, type, duration);
+		if (size < c->timed_lo && duration < c->est_cap)
+			est_learn(c, ti, type, duration);
 		return;
 	}
 	uint32_t e = est_of(c, &c->th[ti], type);
@@ -1796,14 +1805,14 @@ RP_HOT void est_times(struct conv *c, uint32_t ti, unsigned type, uint64_t ts, u
  * gaps add up until they reach RP_THINK_MIN_NS and go out as a THINK op
  * before the call. */
 RP_HOT void think_before(struct conv *c, uint32_t ti, unsigned type, int rea, uint64_t ts,
-			 uint64_t duration, unsigned flags)
+			 uint64_t duration, unsigned flags, uint64_t size)
 {
 	/* rea: the reader stamps a realloc with its end (docs/TRACE_FORMAT.md),
 	   and the extended calls but munmap */
 	uint64_t start = rea && ts >= duration ? ts - duration : ts;
 	uint64_t ret = rea || !(flags & ATR_FLAG_TIMED) ? ts : ts + duration;
 	if (__builtin_expect(c->est_on, 0) && !rea && type <= ATR_NCALLS)
-		est_times(c, ti, type, ts, duration, flags, &start, &ret);
+		est_times(c, ti, type, ts, duration, flags, size, &start, &ret);
 	think_gap_at(c, ti, start, ret);
 }
 
@@ -2472,6 +2481,20 @@ RP_COLD void progress(struct conv *c)
 	o->note(o->note_arg, RP_NOTE_PROGRESS, m);
 }
 
+/* The size that tells a timed call k a sample from one the recorder
+ * timed for its size (c->timed_lo): a free's block, an allocation's
+ * request; 0 when it does not matter. */
+static uint64_t est_size(struct conv *c, const struct atr_call *k, unsigned shape)
+{
+	if (!c->est_on || !(k->flags & ATR_FLAG_TIMED))
+		return 0;
+	if (shape != ATR_ARGS_PTR)
+		return k->size;
+	size_t j;
+	struct lv_block b;
+	return ent_get(c, k->ptr, &j, &b) ? b.size : 0;
+}
+
 /* Call k of thread ti (a malloc-family call or the release of a realloc's
  * old block; ev: its full event, NULL for a compact record, which only
  * the unfiltered conversion takes: filtered says which). */
@@ -2487,7 +2510,7 @@ RP_HOT void conv_call(struct conv *c, const struct source *sc, uint32_t ti,
 	unsigned shape = atr_call_args(k->type);
 	if (c->in_window) /* no think time before --from */
 		think_before(c, ti, k->type, shape == ATR_ARGS_OLD || shape == ATR_ARGS_OLD_NMEMB,
-			     k->ts, k->duration, k->flags);
+			     k->ts, k->duration, k->flags, est_size(c, k, shape));
 	if (!filtered && shape == ATR_ARGS_PTR) {
 		on_free(c, ti, k, ev);
 		return;
@@ -2536,7 +2559,7 @@ static int conv_event(struct conv *c, const struct source *sc, const struct atr_
 		st->xcalls++;
 		if (c->in_window)
 			think_before(c, ti, ev->type, ev->type != ATR_T_MUNMAP, ev->ts,
-				     ev->duration, ev->flags);
+				     ev->duration, ev->flags, 0);
 		on_xcall(c, ti, ev);
 	} else {
 		on_meta(c, ti, ev);
@@ -2612,6 +2635,11 @@ static inline __attribute__((always_inline)) void frun_load(struct conv *c, stru
 	/* sizes from ENT_BIG on are conv_call's too */
 	r->touch_lo = c->touch_min && c->touch_lo < ENT_BIG ? c->touch_lo : ENT_BIG;
 	r->touch_min = c->touch_min ? c->touch_min : UINT64_MAX;
+	if (c->est_on && c->timed_lo < r->touch_lo) {
+		/* calls the recorder may have timed for their size: est_size */
+		r->touch_lo = c->timed_lo;
+		r->touch_min = c->timed_lo < r->touch_min ? c->timed_lo : r->touch_min;
+	}
 	r->share_min = c->nlive > c->ncpu ? c->share_ticks : UINT64_MAX;
 	if (c->est_on) {
 		r->e_free = est_of(c, t, ATR_T_FREE);
@@ -2704,7 +2732,8 @@ static inline __attribute__((always_inline)) void frun_times(struct conv *c, str
 	if (__builtin_expect(c->est_on, 0)) {
 		/* est_times with the run's typical free and malloc */
 		if (k->flags & ATR_FLAG_TIMED) {
-			est_learn(c, ti, type, k->duration);
+			if (k->duration < c->est_cap) /* sizes: frun_load */
+				est_learn(c, ti, type, k->duration);
 			r->e_free = est_of(c, r->t, ATR_T_FREE);
 			r->e_malloc = est_of(c, r->t, ATR_T_MALLOC);
 		} else {
@@ -3000,6 +3029,17 @@ int rp_convert(const char *trace, const char *out, const struct rp_convert_opts 
 		c.st->ncpu = c.ncpu;
 		c.est_on =
 		    in->timing_sample != 0 && !(in->features & ATR_FEAT_TIMING) && !o->no_sampled;
+		/* the recorder times every call of resident_min bytes or more
+		   (requested by an allocation, usable by a free): half of it
+		   covers a free's requested size (usable <= 2 x requested for
+		   any allocator we know, as touch_lo) */
+		c.timed_lo = in->resident_min ? in->resident_min / 2 : UINT64_MAX;
+		/* a call longer than the CPU-record gap mostly waited (a lock,
+		   a preemption): in an untimed call the CPU record after it
+		   judges that wait (think_cpu), so a sampled one does not
+		   spread it over its neighbours too */
+		c.est_cap =
+		    in->cpu_gap_ns ? (uint64_t)((double)in->cpu_gap_ns * tpn + 0.5) : UINT64_MAX;
 		c.share_ticks = o->no_share || !c.ncpu
 				    ? UINT64_MAX / 2
 				    : (uint64_t)((double)RP_SHARE_MIN_NS * tpn + 0.5);
