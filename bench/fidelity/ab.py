@@ -13,7 +13,9 @@ predicted run time).  Writes WORK/ab.json.
         --a-args='--think whole' --b-args='' [--b-build DIR]
 
 --b-build replays B with another build's alloctrace (default: --build's);
-the trace is recorded and converted with --build's.
+the trace is recorded and converted with --build's, unless --b-record:
+then B records and converts a trace of its own with its build (for a
+change to the recorder or to convert; the real runs stay shared).
 
 Used for bench/fidelity/RESULTS.md, "The replay's own work between calls".
 """
@@ -49,6 +51,7 @@ def main():
     ap.add_argument("--a-args", default="--think whole")
     ap.add_argument("--b-args", default="")
     ap.add_argument("--b-build", default="")
+    ap.add_argument("--b-record", action="store_true", help="B traces and converts with its own build")
     a = ap.parse_args()
     at = os.path.abspath(os.path.join(a.build, "alloctrace"))
     tool = {"A": at, "B": os.path.abspath(os.path.join(a.b_build, "alloctrace")) if a.b_build else at}
@@ -60,6 +63,11 @@ def main():
         argv, extra, _ = progs[name]
         print("ab: %s" % name, file=sys.stderr, flush=True)
         wl, calls, threads, _ = F.trace_and_convert(at, name, argv, extra, a.work, [])
+        wls = {"A": wl, "B": wl}
+        if a.b_record:
+            wls["A"] = wl + ".A"
+            os.rename(wl, wls["A"])
+            wls["B"], _, _, _ = F.trace_and_convert(tool["B"], name, argv, extra, a.work, [])
         real = {c[0]: [] for c in F.CONFIGS}
         for r in range(a.runs):
             order = F.CONFIGS[r % len(F.CONFIGS):] + F.CONFIGS[:r % len(F.CONFIGS)]
@@ -69,7 +77,7 @@ def main():
         runs = {"A": [], "B": []}
         for r in range(a.runs):
             for v in (("A", "B") if r % 2 == 0 else ("B", "A")):
-                runs[v].append(one_compare(tool[v], wl, cols, args[v]))
+                runs[v].append(one_compare(tool[v], wls[v], cols, args[v]))
         for v in ("A", "B"):
             p = {"calls": calls, "threads": threads, "real": {}, "replay": {}}
             for cname, _, _, col in F.CONFIGS:
@@ -83,7 +91,8 @@ def main():
             print("%s %s: replay glibc wall %.3f s, real %.3f s (x%.2f)" % (
                 v, name, p["replay"]["glibc"]["wall_s"]["median"], p["real"]["glibc"]["wall_s"]["median"],
                 p["replay"]["glibc"]["wall_s"]["median"] / p["real"]["glibc"]["wall_s"]["median"]), flush=True)
-        os.unlink(wl)
+        for w in set(wls.values()):
+            os.unlink(w)
     json.dump(res, open(os.path.join(a.work, "ab.json"), "w"), indent=1)
     for v in ("A", "B"):
         print("\n== %s: %s compare %s\n" % (v, tool[v], " ".join(args[v]) or "(defaults)"))
