@@ -96,7 +96,9 @@ static struct fslot dq_pop_front(struct deque *d)
 #define EST_MIN 3 /* a thread's own samples before its mean is used */
 struct rp_est {
 	uint32_t v[EST_WIN];
-	uint32_t n, typ;
+	uint32_t n;   /* samples in v (at most EST_WIN) */
+	uint32_t pos; /* where the next one goes */
+	uint32_t typ;
 	uint64_t sum; /* of v */
 };
 
@@ -1751,18 +1753,22 @@ static uint64_t think_cpu(struct conv *c, uint32_t ti, uint64_t start, uint64_t 
  * perl's untimed calls came to 0.16 s of the 0.35-0.40 s that timing every
  * call measures, and the rest went into think time that the replay spent
  * on top of its own consolidations (bench/fidelity/RESULTS.md, "The
- * allocator's time in sampled traces").  Each sample stands for the ~32
- * untimed calls around it; one that is long for a lock or a preemption
- * counts at that weight, as it would if every call were timed. */
+ * allocator's time in sampled traces").  Each sample stands for the
+ * untimed calls around it (timing_sample of them); one that waited on a
+ * lock counts at that weight, as it would if every call were timed, up to
+ * the CPU-record gap (est_cap: a longer wait in an untimed call is the
+ * CPU record's to judge). */
 static void est_add(struct rp_est *e, uint64_t d)
 {
 	uint32_t x = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
-	if (e->n >= EST_WIN)
-		e->sum -= e->v[e->n % EST_WIN];
-	e->v[e->n % EST_WIN] = x;
+	if (e->n == EST_WIN)
+		e->sum -= e->v[e->pos];
+	else
+		e->n++;
+	e->v[e->pos] = x;
+	e->pos = (e->pos + 1) % EST_WIN;
 	e->sum += x;
-	e->n++;
-	e->typ = (uint32_t)(e->sum / (e->n < EST_WIN ? e->n : EST_WIN));
+	e->typ = (uint32_t)(e->sum / e->n);
 }
 
 RP_HOT void think_gap_at(struct conv *c, uint32_t ti, uint64_t start, uint64_t ret);

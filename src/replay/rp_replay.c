@@ -645,8 +645,9 @@ static uint64_t calibrate_think(void)
  * first line in the cache; the replay, which has not touched it since its
  * allocation, would pay that miss inside the call (perl: free 7x the
  * program's, bench/fidelity/RESULTS.md "The allocator's time in sampled
- * traces; blocks warmed before their free").  The slot is this thread's to read: the ops ahead stop
- * at a WAIT, so a block from another thread was published before. */
+ * traces; blocks warmed before their free").  The slot is this thread's
+ * to read: the ops ahead stop at a WAIT, so a block from another thread
+ * was published before, and a slot no op ahead frees is not read. */
 static inline void warm_next(const struct replay *rp, struct rlocal *me, const struct awl_op *op)
 {
 	const char *p;
