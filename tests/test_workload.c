@@ -2231,7 +2231,8 @@ static void test_touch_resident(void **state)
 }
 
 /* The same program under a tiny RESIDENT budget (0.01% of the thread's
- * time: after one count, the next waits ~10,000 times what it cost): the
+ * time: a release is counted with a probability that makes its counts
+ * cost that share): the
  * header says so, the first large release (block 0's realloc) is always
  * counted, and convert gives every TOUCH of a release it skipped the
  * resident share of the counted blocks of its size class, so every block

@@ -114,8 +114,10 @@ struct atp_thread {
 	/* ALLOCTRACE_COLLECTOR: calls of this thread's dropped frames that
 	 * no delivered LOST record counts yet */
 	uint64_t net_lost;
-	/* RESIDENT budget (atp_resident.c): no count before this clock value */
-	uint64_t res_next;
+	/* RESIDENT budget (atp_resident.c): the first large release's
+	 * stamp, the large releases since, the mean count's cost (ticks,
+	 * 1/8 steps) and the generator that picks the counted ones */
+	uint64_t res_t0, res_n, res_cost, res_rng;
 	/* sampled durations (atp_timed): calls left before the next timed
 	   one, and the generator that draws that distance */
 	uint32_t untimed;
@@ -219,8 +221,9 @@ struct atp_global {
 	uint64_t resident_min, resident_cmin;
 	/* ALLOCTRACE_RESIDENT_BUDGET: the share of a thread's time its
 	 * mincore calls may take, in basis points (10000: every large release
-	 * is counted); after a count that took c ticks the next waits
-	 * c * resident_wait ticks */
+	 * is counted); a large release is counted with the probability that
+	 * keeps the thread's counting within resident_wait parts of its time
+	 * to one (atp_resident_note) */
 	uint32_t resident_budget, resident_wait;
 	/* ALLOCTRACE_CPU_GAP_US: a record that comes more than cpu_gap ticks
 	 * after the thread's previous one (and its first) gets a CPU record

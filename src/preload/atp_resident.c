@@ -17,10 +17,36 @@
  * hook's stack small (it may run on a signal stack). */
 #define ATP_RES_BATCH 256
 
+/* Whether this large release, stamped ts, is counted.  Each one is
+ * picked at random with the probability that keeps the thread's counting
+ * within its budget: the time since its first large release over
+ * resident_wait times what counting them all would cost (their number,
+ * the mean count).  Not "none for a while after a count": that counts the
+ * releases that come alone and skips those that come in bursts, and on
+ * git repack the counted share of resident pages was 0.90 where counting
+ * every release gave 0.975 (bench/fidelity/RESULTS.md, "git-repack's
+ * Max RSS and the RESIDENT budget"), so convert's estimates for the rest
+ * were low. */
+static int res_pick(struct atp_thread *t, uint64_t ts)
+{
+	if (g.resident_wait == 0)
+		return 1; /* every release */
+	if (!t->res_n++) {
+		t->res_t0 = ts;
+		return 1;
+	}
+	double all = (double)t->res_n * (double)(t->res_cost >> 3) * g.resident_wait;
+	if (all <= 0 || (double)(ts - t->res_t0) >= all)
+		return 1;
+	double p = (double)(ts - t->res_t0) / all;
+	t->res_rng = t->res_rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(t->res_rng >> 11) * 0x1.0p-53 < p;
+}
+
 void atp_resident_note(struct atp_thread *t, uint64_t ts, const void *ptr, uint64_t usable)
 {
-	if (ts < t->res_next)
-		return; /* over the budget: convert estimates this block */
+	if (!res_pick(t, ts))
+		return; /* convert estimates this block */
 	int e = errno;
 	uint64_t pg = g.page, lo = (uint64_t)(uintptr_t)ptr & ~(pg - 1);
 	uint64_t hi = ((uint64_t)(uintptr_t)ptr + usable + pg - 1) & ~(pg - 1);
@@ -42,8 +68,9 @@ void atp_resident_note(struct atp_thread *t, uint64_t ts, const void *ptr, uint6
 	atp_write_meta_at(t, ts, ATR_T_RESIDENT, res > UINT32_MAX ? UINT32_MAX : (uint32_t)res, pay,
 			  sizeof pay);
 	if (g.resident_wait) {
-		uint64_t now = atp_now();
-		t->res_next = now + (now - ts) * g.resident_wait;
+		/* the mean cost, in eighths of a tick: c/8 steps */
+		uint64_t c = (atp_now() - ts) << 3;
+		t->res_cost = t->res_cost ? t->res_cost - (t->res_cost >> 3) + (c >> 3) : c;
 	}
 	errno = e;
 }
