@@ -374,7 +374,7 @@ struct replay {
 	uint64_t timer_floor; /* ticks an empty timed region measures */
 	unsigned spin, ncpu;
 	uint64_t step_ps; /* think work: picoseconds per step (calibrate_think) */
-	int warm;	  /* fetch the next free's block during the think before it */
+	int warm;	  /* fetch the blocks a THINK's next ops free, within it */
 	/* RP_THINK_ON: picoseconds per rp_ticks() tick (0: the replay's own
 	   work is not taken out of think time), and what two back-to-back
 	   reads measure */
@@ -1149,7 +1149,7 @@ static void *run_thread(void *arg)
 	}
 	L->wset = (uint8_t *)L + ((sizeof(struct rlocal) + 63) & ~(size_t)63);
 	struct awl_op op;
-	struct ahead *ah = rp->warm ? &L->ah : NULL;
+	struct ahead *ah = rp->warm && thinking ? &L->ah : NULL; /* read at THINKs only */
 	int r = 0;
 	while (!atomic_load_explicit(&rp->go, memory_order_acquire))
 		futex(&rp->go, FUTEX_WAIT_PRIVATE, 0, NULL);
